@@ -1,0 +1,34 @@
+"""One metadata for every table, so Alembic sees them all and imports never cycle."""
+
+from services.common.models.base import Base
+from services.common.models.conversations import ChatSession, Message
+from services.common.models.jobs import (
+    JOB_KINDS,
+    JOB_STATUSES,
+    TERMINAL_STATUSES,
+    Artifact,
+    Job,
+    JobStep,
+)
+from services.common.models.library import DOCUMENT_STATUSES, Document
+from services.common.models.telemetry import SpanRecord
+from services.common.models.users import ApiKey, Project, ProjectMember, User
+
+__all__ = [
+    "DOCUMENT_STATUSES",
+    "JOB_KINDS",
+    "JOB_STATUSES",
+    "TERMINAL_STATUSES",
+    "ApiKey",
+    "Artifact",
+    "Base",
+    "ChatSession",
+    "Document",
+    "Job",
+    "JobStep",
+    "Message",
+    "Project",
+    "ProjectMember",
+    "SpanRecord",
+    "User",
+]

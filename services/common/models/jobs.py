@@ -1,0 +1,138 @@
+"""Durable jobs, their step ledger and their artifacts."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    Numeric,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import Mapped, mapped_column
+
+from services.common.models.base import Base, Timestamped, new_id
+
+JOB_STATUSES = (
+    "queued",
+    "running",
+    "waiting_approval",
+    "budget_exhausted",
+    "paused",
+    "succeeded",
+    "failed",
+    "cancelled",
+)
+TERMINAL_STATUSES = ("succeeded", "failed", "cancelled")
+JOB_KINDS = ("turn", "survey", "batch")
+
+
+class Job(Timestamped, Base):
+    __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_status_lease", "status", "lease_until"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    user_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), index=True, nullable=False
+    )
+    project_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("projects.id", ondelete="SET NULL"), index=True
+    )
+    session_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("sessions.id", ondelete="SET NULL"), index=True
+    )
+    parent_job_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("jobs.id", ondelete="CASCADE"), index=True
+    )
+    kind: Mapped[str] = mapped_column(String(20), nullable=False)
+    status: Mapped[str] = mapped_column(String(20), default="queued", nullable=False)
+    input: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict, nullable=False)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    error: Mapped[str | None] = mapped_column(Text)
+    max_turns: Mapped[int] = mapped_column(Integer, default=30, nullable=False)
+
+    # Lease + fencing: only the holder of the current fence may write.
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    fence: Mapped[int] = mapped_column(BigInteger, default=0, nullable=False)
+    attempts: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    enqueued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False, nullable=False)
+
+    trace_id: Mapped[str | None] = mapped_column(String(32), index=True)
+    trace_context: Mapped[dict[str, str] | None] = mapped_column(JSONB)
+    input_tokens: Mapped[int] = mapped_column(BigInteger, default=0, nullable=False)
+    output_tokens: Mapped[int] = mapped_column(BigInteger, default=0, nullable=False)
+    cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0, nullable=False)
+    cost_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), default=0, nullable=False)
+
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )
+
+
+class JobStep(Base):
+    """One entry of a job's ledger: an LLM call or a tool call.
+
+    ``step_key`` is deterministic (``llm:<round>`` / ``tool:<round>:<call id>``),
+    so a resumed job finds what already ran instead of running it again.
+    ``intent`` records a file edit's intended post-state before it is applied.
+    """
+
+    __tablename__ = "job_steps"
+    __table_args__ = (UniqueConstraint("job_id", "step_key", name="uq_job_steps_job_key"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    job_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False
+    )
+    seq: Mapped[int] = mapped_column(Integer, nullable=False)
+    step_key: Mapped[str] = mapped_column(String(300), nullable=False)
+    kind: Mapped[str] = mapped_column(String(20), nullable=False)
+    name: Mapped[str] = mapped_column(String(200), nullable=False)
+    round: Mapped[int] = mapped_column(Integer, nullable=False)
+    tool_call_id: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(20), nullable=False)
+    arguments: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    intent: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    result: Mapped[Any | None] = mapped_column(JSONB)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    executions: Mapped[int] = mapped_column(Integer, default=1, nullable=False)
+    fence: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    started_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Artifact(Timestamped, Base):
+    """A file a job produced (plot, CSV, report), stored in Postgres so that
+    services on other hosts can serve it without a shared disk."""
+
+    __tablename__ = "artifacts"
+    __table_args__ = (UniqueConstraint("job_id", "name", name="uq_artifacts_job_name"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    job_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("jobs.id", ondelete="CASCADE"), index=True, nullable=False
+    )
+    name: Mapped[str] = mapped_column(String(500), nullable=False)
+    mime: Mapped[str] = mapped_column(String(200), nullable=False)
+    size: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    content: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)

@@ -1,0 +1,44 @@
+"""Documents of the lab's paper library (text and vectors live in Qdrant)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import DateTime, ForeignKey, Integer, String, Text, UniqueConstraint, func
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import Mapped, mapped_column
+
+from services.common.models.base import Base, Timestamped, new_id
+
+DOCUMENT_STATUSES = ("queued", "parsing", "embedding", "ready", "failed")
+
+
+class Document(Timestamped, Base):
+    __tablename__ = "documents"
+    __table_args__ = (
+        UniqueConstraint("collection", "content_hash", name="uq_documents_collection_hash"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    # "project:<uuid>" or "user:<uuid>" (a member's personal library).
+    collection: Mapped[str] = mapped_column(String(100), index=True, nullable=False)
+    project_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), index=True
+    )
+    owner_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), index=True, nullable=False
+    )
+    content_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    filename: Mapped[str | None] = mapped_column(String(500))
+    source_url: Mapped[str | None] = mapped_column(Text)
+    title: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(20), default="queued", nullable=False)
+    error: Mapped[str | None] = mapped_column(Text)
+    pages: Mapped[int | None] = mapped_column(Integer)
+    chunks: Mapped[int | None] = mapped_column(Integer)
+    structure: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )

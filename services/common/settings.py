@@ -1,0 +1,91 @@
+"""Settings shared by every Leaflab service.
+
+Each service subclasses :class:`CommonSettings` with its own fields; all read
+``LEAFLAB_``-prefixed environment variables and an optional ``.env`` file.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_home() -> Path:
+    return Path.home() / ".leaflab"
+
+
+class CommonSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="LEAFLAB_", env_file=".env", extra="ignore")
+
+    env: str = Field(default="dev", description="dev | test | prod; prod enforces secret checks")
+    home: Path = Field(default_factory=default_home)
+    database_url: str | None = None
+    redis_url: str | None = None
+    workspace_root: Path | None = None
+    log_level: str = "INFO"
+
+    # Model endpoint (any OpenAI-compatible server; vLLM first).
+    llm_base_url: str = "http://127.0.0.1:8100/v1"
+    llm_api_key: str = "sk-local"
+    model: str = "leaflab-sim"
+    model_fast: str | None = None
+    model_flagship: str | None = None
+    llm_timeout_s: float = 120.0
+    llm_max_tokens: int = 2048
+
+    # Durable job runtime.
+    lease_ttl_s: float = 30.0
+    time_slice_s: float = 20.0
+    sweep_interval_s: float = 5.0
+    requeue_after_s: float = 30.0
+    task_soft_time_limit_s: int = 240
+    task_hard_time_limit_s: int = 300
+    broker_visibility_timeout_s: int = 600
+    max_turns_default: int = 30
+    worker_concurrency: int = 64
+
+    # Limits on what clients send.
+    max_message_chars: int = 200_000
+    max_request_bytes: int = 2_000_000
+
+    @model_validator(mode="after")
+    def _check_time_limits(self) -> CommonSettings:
+        # A task that may outlive the visibility timeout gets redelivered while
+        # still running: two workers would then advance one job at once.
+        if self.task_hard_time_limit_s >= self.broker_visibility_timeout_s:
+            raise ValueError(
+                "task_hard_time_limit_s must be < broker_visibility_timeout_s "
+                f"({self.task_hard_time_limit_s} >= {self.broker_visibility_timeout_s})"
+            )
+        if self.task_soft_time_limit_s >= self.task_hard_time_limit_s:
+            raise ValueError("task_soft_time_limit_s must be < task_hard_time_limit_s")
+        if self.time_slice_s >= self.task_soft_time_limit_s:
+            raise ValueError("time_slice_s must be < task_soft_time_limit_s")
+        if self.env == "prod" and self.llm_api_key == "sk-local" and "127.0.0.1" not in (
+            self.llm_base_url
+        ):
+            raise ValueError("LEAFLAB_LLM_API_KEY must be set in prod for a remote endpoint")
+        return self
+
+    @property
+    def workspaces_dir(self) -> Path:
+        return self.workspace_root or (self.home / "workspaces")
+
+    def require_database_url(self) -> str:
+        if not self.database_url:
+            raise RuntimeError("LEAFLAB_DATABASE_URL is not set (leaflab up sets it for you)")
+        return self.database_url
+
+    def require_redis_url(self) -> str:
+        if not self.redis_url:
+            raise RuntimeError("LEAFLAB_REDIS_URL is not set (leaflab up sets it for you)")
+        return self.redis_url
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> CommonSettings:
+    """Process-wide settings; tests call ``get_settings.cache_clear()`` after env changes."""
+    return CommonSettings()

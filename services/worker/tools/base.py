@@ -1,0 +1,127 @@
+"""The tool contract: validated arguments, a declared effect, structured failures.
+
+Every tool the model can call is a :class:`Tool` subclass with a Pydantic
+argument model. Arguments are validated before anything runs; invalid
+arguments never execute. The declared :class:`ToolEffect` tells the runtime
+what to do with a call that was started but not finished before a crash.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ValidationError
+
+
+class ToolEffect(StrEnum):
+    READ_ONLY = "read_only"  # safe to run again after a crash
+    IDEMPOTENT = "idempotent"  # full-state replacement (todo): running again is harmless
+    WORKSPACE_EDIT = "workspace_edit"  # exactly-once via a recorded post-state (intent)
+    SANDBOX = "sandbox"  # may have half-run: reported as interrupted, never repeated
+
+
+class ToolError(Exception):
+    """A structured tool failure the model sees (and the ledger stores)."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        category: str = "tool",
+        retryable: bool = False,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.category = category
+        self.retryable = retryable
+        self.details = details or {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "category": self.category,
+            "message": self.message,
+            "retryable": self.retryable,
+            "details": self.details,
+        }
+
+
+@dataclass
+class ToolResult:
+    """What the model reads (``content``) plus structured data for the ledger and UI."""
+
+    content: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+EventSink = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass
+class ToolContext:
+    """Everything a tool may touch while it runs for one job step."""
+
+    job_id: str
+    session_id: str | None
+    user_id: str
+    project_id: str | None
+    workspace: Path
+    tool_call_id: str
+    step_key: str
+    emit: EventSink
+    # Service handles (DB session factory, Celery app, HTTP clients) keyed by name;
+    # tools take what they need and fail with a ToolError when it is absent.
+    services: dict[str, Any] = field(default_factory=dict)
+
+
+class Tool(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    args_model: ClassVar[type[BaseModel]]
+    effect: ClassVar[ToolEffect] = ToolEffect.READ_ONLY
+    retry_safe: ClassVar[bool] = False
+
+    def parse(self, raw: dict[str, Any]) -> BaseModel:
+        """Validate raw model-supplied arguments; raise ToolError on any problem."""
+        try:
+            return self.args_model.model_validate(raw)
+        except ValidationError as exc:
+            problems = [
+                {"loc": ".".join(str(p) for p in err["loc"]), "msg": err["msg"]}
+                for err in exc.errors()
+            ]
+            raise ToolError(
+                "invalid_arguments",
+                f"invalid arguments for {self.name}: "
+                + "; ".join(f"{p['loc'] or '(root)'}: {p['msg']}" for p in problems),
+                category="validation",
+                details={"errors": problems},
+            ) from None
+
+    def intent(self, args: BaseModel, ctx: ToolContext) -> dict[str, Any] | None:
+        """For WORKSPACE_EDIT tools: the post-state to record before applying."""
+        return None
+
+    def is_applied(self, intent: dict[str, Any], ctx: ToolContext) -> bool:
+        """For WORKSPACE_EDIT tools: whether the workspace already holds the post-state."""
+        return False
+
+    @abstractmethod
+    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        """Execute with validated arguments; raise ToolError for expected failures."""
+
+    def openai_schema(self) -> dict[str, Any]:
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": schema},
+        }
