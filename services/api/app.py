@@ -1,0 +1,66 @@
+"""The API service: `uvicorn services.api.app:create_app --factory`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import redis.asyncio as aioredis
+from fastapi import FastAPI
+
+from services.api.admin.router import router as admin_router
+from services.api.errors import install_error_handlers
+from services.api.events.router import router as events_router
+from services.api.health.router import router as health_router
+from services.api.jobs.router import router as jobs_router
+from services.api.limits import BodySizeLimit
+from services.api.sessions.router import router as sessions_router
+from services.api.settings import ApiSettings
+from services.api.state import AppState
+from services.common.celery_app import build_celery
+from services.common.db import build_engine, build_sessionmaker
+from services.common.migrate import ensure_migrated
+from services.common.redis_client import build_redis
+
+
+def _async_redis(url: str) -> aioredis.Redis:
+    if url.startswith("redis+socket://"):
+        url = "unix://" + url.removeprefix("redis+socket://")
+    return aioredis.Redis.from_url(url)
+
+
+def build_state(settings: ApiSettings) -> AppState:
+    database_url = settings.require_database_url()
+    engine = build_engine(database_url, pool_size=10)
+    ensure_migrated(engine, database_url)
+    redis_url = settings.require_redis_url()
+    return AppState(
+        settings=settings,
+        engine=engine,
+        session_factory=build_sessionmaker(engine),
+        redis=build_redis(redis_url),
+        aredis=_async_redis(redis_url),
+        celery=build_celery(settings),
+    )
+
+
+def create_app(settings: ApiSettings | None = None) -> FastAPI:
+    cfg = settings or ApiSettings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state = build_state(cfg)
+        app.state.leaflab = state
+        try:
+            yield
+        finally:
+            await state.aredis.aclose()
+            state.redis.close()
+            state.engine.dispose()
+
+    app = FastAPI(title="Leaflab", version="0.1.0", lifespan=lifespan)
+    install_error_handlers(app)
+    for router in (health_router, admin_router, sessions_router, jobs_router, events_router):
+        app.include_router(router)
+    app.add_middleware(BodySizeLimit, max_bytes=cfg.max_request_bytes)
+    return app

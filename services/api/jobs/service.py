@@ -1,0 +1,73 @@
+"""Creating jobs: rows in one transaction, the Celery message only after commit."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from celery import Celery
+from opentelemetry import trace
+from opentelemetry.propagate import inject
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from services.common.models import ChatSession, Job, Project, User
+from services.common.task_names import ADVANCE_TASK, AGENT_QUEUE
+
+
+def _trace_fields() -> dict[str, Any]:
+    carrier: dict[str, str] = {}
+    inject(carrier)
+    ctx = trace.get_current_span().get_span_context()
+    trace_id = format(ctx.trace_id, "032x") if ctx.is_valid else None
+    return {"trace_id": trace_id, "trace_context": carrier or None}
+
+
+def create_job(
+    db: Session,
+    *,
+    user: User,
+    kind: str,
+    job_input: dict[str, Any],
+    session: ChatSession | None,
+    project: Project | None,
+    max_turns: int,
+) -> Job:
+    job = Job(
+        user_id=user.id,
+        project_id=project.id if project else (session.project_id if session else None),
+        session_id=session.id if session else None,
+        kind=kind,
+        status="queued",
+        input=job_input,
+        max_turns=max_turns,
+        enqueued_at=datetime.now(UTC),
+        **_trace_fields(),
+    )
+    db.add(job)
+    db.flush()
+    return job
+
+
+def append_user_message(db: Session, *, session: ChatSession, job: Job, content: str) -> None:
+    # The session row lock serialises seq allocation with the worker's appends.
+    db.execute(
+        text(
+            """
+            INSERT INTO messages (id, session_id, job_id, seq, role, content, created_at)
+            SELECT :id, :sid, :jid, COALESCE(MAX(seq), 0) + 1, 'user', :content, now()
+              FROM messages WHERE session_id = :sid
+            """
+        ),
+        {"id": uuid.uuid4(), "sid": session.id, "jid": job.id, "content": content},
+    )
+    session.updated_at = datetime.now(UTC)
+
+
+def enqueue(celery: Celery, job_id: uuid.UUID) -> None:
+    """Called after commit. If sending fails, the sweeper sends it later."""
+    try:
+        celery.send_task(ADVANCE_TASK, args=[str(job_id)], queue=AGENT_QUEUE)
+    except Exception:  # broker down: the job row is safe; the sweeper will enqueue it
+        trace.get_current_span().add_event("enqueue_failed", {"job_id": str(job_id)})

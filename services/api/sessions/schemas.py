@@ -1,0 +1,52 @@
+"""Request and response bodies for sessions and messages."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SessionCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str | None = Field(default=None, max_length=500)
+    project: str | None = Field(default=None, max_length=200)
+    system_prompt: str | None = Field(default=None, max_length=50_000)
+
+
+class SessionPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str | None = Field(default=None, min_length=1, max_length=500)
+    system_prompt: str | None = Field(default=None, max_length=50_000)
+
+
+class SessionOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+    id: uuid.UUID
+    title: str
+    project_id: uuid.UUID | None
+    todos: list[dict[str, Any]]
+    created_at: datetime
+    updated_at: datetime
+
+
+class MessageCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    content: str
+    max_turns: int | None = Field(default=None, ge=1, le=500)
+
+
+class MessageOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+    id: uuid.UUID
+    job_id: uuid.UUID | None
+    seq: int
+    role: str
+    content: str | None
+    model_content: str | None
+    tool_calls: list[dict[str, Any]] | None
+    tool_call_id: str | None
+    name: str | None
+    created_at: datetime

@@ -1,0 +1,36 @@
+"""``leaflab model-sim``: run the OpenAI-compatible model simulator on its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from services.model_sim.app import DEFAULT_MODEL
+from services.model_sim.script import ScriptError
+from services.model_sim.server import build_config, serve
+
+
+@click.command("model-sim")
+@click.option("--port", default=8100, show_default=True, type=int, help="Port to listen on.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option(
+    "--script",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="LEAFLAB_SIM_SCRIPT",
+    default=None,
+    help="Default script (JSON) played to every conversation [env LEAFLAB_SIM_SCRIPT].",
+)
+@click.option(
+    "--latency-ms", default=0, show_default=True, type=click.IntRange(0, 600_000),
+    help="Latency of every reply unless the script sets its own.",
+)
+@click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Model name served.")
+def model_sim(port: int, host: str, script: Path | None, latency_ms: int, model: str) -> None:
+    """Serve scripted replies at http://HOST:PORT/v1 (chat completions, streaming, faults)."""
+    try:
+        config = build_config(script, latency_ms=latency_ms, model=model)
+    except ScriptError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"model simulator on http://{host}:{port}/v1 (model {model})", err=True)
+    serve(config, host=host, port=port)

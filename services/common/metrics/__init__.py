@@ -1,0 +1,73 @@
+"""Prometheus metrics shared by every Leaflab service (see definitions.py)."""
+
+from services.common.metrics.collectors import (
+    CELERY_QUEUES,
+    JobStatusCollector,
+    QueueDepthCollector,
+    register_platform_collectors,
+)
+from services.common.metrics.definitions import (
+    BUDGET_DECISIONS,
+    CELERY_TASK_DURATION,
+    CELERY_TASKS,
+    CIRCUIT_BREAKER_STATE,
+    COLLECTOR_UP_METRIC,
+    HTTP_REQUEST_DURATION,
+    HTTP_REQUESTS,
+    JOB_DURATION,
+    JOBS_BY_STATUS_METRIC,
+    LIBRARY_INGEST_DURATION,
+    LIBRARY_SEARCH_DURATION,
+    LLM_COST_USD,
+    LLM_REQUEST_DURATION,
+    LLM_TOKENS,
+    METRICS_REGISTRY,
+    QUEUE_DEPTH_METRIC,
+    SANDBOX_EXEC_DURATION,
+    SANDBOX_START_DURATION,
+    SANDBOX_WARM_POOL,
+    SPANS_DROPPED,
+    SPANS_EXPORTED,
+    STEP_DURATION,
+)
+from services.common.metrics.exposition import (
+    metrics_response,
+    mount_metrics,
+    start_metrics_server,
+    stop_metrics_server,
+)
+
+BREAKER_STATE_VALUES = {"closed": 0.0, "half_open": 1.0, "open": 2.0}
+
+__all__ = [
+    "BREAKER_STATE_VALUES",
+    "BUDGET_DECISIONS",
+    "CELERY_QUEUES",
+    "CELERY_TASKS",
+    "CELERY_TASK_DURATION",
+    "CIRCUIT_BREAKER_STATE",
+    "COLLECTOR_UP_METRIC",
+    "HTTP_REQUESTS",
+    "HTTP_REQUEST_DURATION",
+    "JOBS_BY_STATUS_METRIC",
+    "JOB_DURATION",
+    "LIBRARY_INGEST_DURATION",
+    "LIBRARY_SEARCH_DURATION",
+    "LLM_COST_USD",
+    "LLM_REQUEST_DURATION",
+    "LLM_TOKENS",
+    "METRICS_REGISTRY",
+    "QUEUE_DEPTH_METRIC",
+    "SANDBOX_EXEC_DURATION",
+    "SANDBOX_START_DURATION",
+    "SANDBOX_WARM_POOL",
+    "SPANS_DROPPED",
+    "SPANS_EXPORTED",
+    "STEP_DURATION",
+    "JobStatusCollector",
+    "QueueDepthCollector",
+    "metrics_response",
+    "mount_metrics",
+    "start_metrics_server",
+    "stop_metrics_server",
+]

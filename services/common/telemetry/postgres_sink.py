@@ -1,0 +1,161 @@
+"""The Postgres span sink: batches of spans become rows of the ``spans`` table.
+
+The exporter runs on the batch processor's thread. It never raises: when the
+database is slow or down it counts the batch as dropped and backs off for a
+moment, so the application never waits on tracing.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from sqlalchemy import Engine, create_engine
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.pool import QueuePool
+
+from services.common.models.telemetry import SpanRecord
+from services.common.telemetry.redaction import redact_text
+
+log = logging.getLogger(__name__)
+
+SINK_POSTGRES = "postgres"
+_SPANS = SpanRecord.__table__
+
+
+def _hex(value: int, width: int) -> str:
+    return format(value, f"0{width}x")
+
+
+def _time(ns: int | None) -> datetime:
+    return datetime.fromtimestamp((ns or 0) / 1e9, UTC)
+
+
+def _json_value(value: Any) -> Any:
+    # JSONB has no NaN/Infinity and no NUL characters.
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    return value
+
+
+def _json_attributes(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {str(k).replace("\x00", ""): _json_value(v) for k, v in (attributes or {}).items()}
+
+
+def span_to_row(span: ReadableSpan) -> dict[str, Any]:
+    """One ``spans`` row for a finished span."""
+    ctx = span.context
+    assert ctx is not None  # finished SDK spans always carry a context
+    service = str(span.resource.attributes.get("service.name", "unknown"))
+    return {
+        "span_id": _hex(ctx.span_id, 16),
+        "trace_id": _hex(ctx.trace_id, 32),
+        "parent_span_id": _hex(span.parent.span_id, 16) if span.parent else None,
+        "name": span.name[:300],
+        "kind": span.kind.name.lower(),
+        "service": service[:100],
+        "start_time": _time(span.start_time),
+        "end_time": _time(span.end_time or span.start_time),
+        "status_code": span.status.status_code.name,
+        "status_message": span.status.description,
+        "attributes": _json_attributes(span.attributes),
+        "events": [
+            {
+                "name": event.name,
+                "time": _time(event.timestamp).isoformat(),
+                "attributes": _json_attributes(event.attributes),
+            }
+            for event in span.events
+        ],
+    }
+
+
+class PostgresSpanExporter(SpanExporter):
+    """Writes span batches with one multi-row ``INSERT … ON CONFLICT DO NOTHING``.
+
+    ``ON CONFLICT`` makes a retried batch harmless. Counting of exported and
+    dropped spans happens in :class:`GuardedSpanExporter` around this one. The engine is built on
+    first export (never at import) and rebuilt after a fork.
+    """
+
+    def __init__(
+        self,
+        database_url: str,
+        *,
+        connect_timeout_s: int = 2,
+        statement_timeout_ms: int = 5000,
+        backoff_s: float = 2.0,
+    ) -> None:
+        self._url = database_url
+        self._connect_timeout_s = connect_timeout_s
+        self._statement_timeout_ms = statement_timeout_ms
+        self._backoff_s = backoff_s
+        self._engine: Engine | None = None
+        self._lock = threading.Lock()
+        self._down_until = 0.0
+        self._stmt = pg_insert(_SPANS).on_conflict_do_nothing(index_elements=["span_id"])
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forget_engine)
+
+    def _forget_engine(self) -> None:
+        # A child process must not reuse the parent's sockets.
+        self._engine = None
+        self._lock = threading.Lock()
+
+    def _get_engine(self) -> Engine:
+        if self._engine is None:
+            self._engine = create_engine(
+                self._url,
+                poolclass=QueuePool,
+                pool_size=1,
+                max_overflow=0,
+                pool_timeout=self._connect_timeout_s,
+                pool_pre_ping=True,
+                connect_args={
+                    "connect_timeout": self._connect_timeout_s,
+                    "options": f"-c statement_timeout={self._statement_timeout_ms}",
+                    "application_name": "leaflab-span-exporter",
+                },
+            )
+        return self._engine
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if not spans:
+            return SpanExportResult.SUCCESS
+        if time.monotonic() < self._down_until:
+            # Recently unreachable: drop at once rather than wait out another
+            # connect timeout while the queue behind us overflows.
+            return SpanExportResult.FAILURE
+        try:
+            rows = [span_to_row(span) for span in spans]
+            with self._lock, self._get_engine().begin() as conn:
+                conn.execute(self._stmt, rows)
+        except Exception as exc:  # tracing must never take the service down
+            self._down_until = time.monotonic() + self._backoff_s
+            log.warning(
+                "span export to Postgres failed (%d spans dropped): %s",
+                len(spans),
+                redact_text(str(exc)),
+            )
+            return SpanExportResult.FAILURE
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True

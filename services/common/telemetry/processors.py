@@ -1,0 +1,84 @@
+"""Batching with bounded queues, and sink guards that count what gets lost."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from services.common.metrics.definitions import SPANS_DROPPED, SPANS_EXPORTED
+
+log = logging.getLogger(__name__)
+
+
+class GuardedSpanExporter(SpanExporter):
+    """Counts exported and failed spans per sink and swallows exporter errors."""
+
+    def __init__(self, inner: SpanExporter, sink: str) -> None:
+        self.inner = inner
+        self.sink = sink
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            result = self.inner.export(spans)
+        except Exception as exc:
+            log.warning("span sink %s raised: %s", self.sink, exc)
+            result = SpanExportResult.FAILURE
+        if result is SpanExportResult.SUCCESS:
+            SPANS_EXPORTED.labels(sink=self.sink).inc(len(spans))
+        else:
+            SPANS_DROPPED.labels(sink=self.sink, reason="export_failed").inc(len(spans))
+        return result
+
+    def shutdown(self) -> None:
+        try:
+            self.inner.shutdown()
+        except Exception as exc:
+            log.warning("span sink %s shutdown failed: %s", self.sink, exc)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        try:
+            return self.inner.force_flush(timeout_millis)
+        except Exception:
+            return False
+
+
+class CountingBatchSpanProcessor(BatchSpanProcessor):
+    """A ``BatchSpanProcessor`` that counts spans it drops on a full queue.
+
+    The SDK's processor already drops the oldest span when its bounded queue
+    is full (so a stalled sink costs memory up to the bound and no latency);
+    it only logs that. We count it, because silent loss is the one thing an
+    operator must be able to see.
+    """
+
+    def __init__(
+        self,
+        exporter: SpanExporter,
+        *,
+        sink: str,
+        max_queue_size: int,
+        max_export_batch_size: int,
+        schedule_delay_millis: float,
+    ) -> None:
+        super().__init__(
+            exporter,
+            max_queue_size=max_queue_size,
+            max_export_batch_size=min(max_export_batch_size, max_queue_size),
+            schedule_delay_millis=schedule_delay_millis,
+        )
+        self.sink = sink
+        self._max_queue = max_queue_size
+        self._dropped = SPANS_DROPPED.labels(sink=sink, reason="queue_full")
+
+    def queue_length(self) -> int:
+        """Spans waiting for export (0 when the SDK's internals are not reachable)."""
+        queue = getattr(getattr(self, "_batch_processor", None), "_queue", None)
+        return len(queue) if queue is not None else 0
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.queue_length() >= self._max_queue:
+            self._dropped.inc()
+        super().on_end(span)

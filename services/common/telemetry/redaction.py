@@ -1,0 +1,167 @@
+"""Secret redaction and size caps for span data, applied before any sink sees it.
+
+:class:`RedactingSpanExporter` wraps each sink's exporter, so the Postgres
+table and the OTLP collector both receive the same cleaned spans, and the work
+happens on the export thread rather than in the instrumented code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.trace import Status
+from opentelemetry.util.types import AttributeValue
+
+REDACTED = "[REDACTED]"
+
+# Each pattern keeps a recognisable prefix (group 1) so a reader still sees
+# *what kind* of secret was there, never the secret itself.
+_SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
+            re.DOTALL,
+        ),
+        "-----BEGIN PRIVATE KEY-----" + REDACTED,
+    ),
+    # Whole Authorization header values, whatever the scheme.
+    (
+        re.compile(r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?)(?!\[REDACTED\])[^\r\n\"']+"),
+        r"\1" + REDACTED,
+    ),
+    (re.compile(r"(?i)\b(bearer)(\s+)[A-Za-z0-9._~+/=\-]{16,}"), r"\1\2" + REDACTED),
+    # Basic credentials are base64: demand a digit or +/= so prose is left alone.
+    (
+        re.compile(r"(?i)\b(basic)(\s+)(?=[A-Za-z]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2}"),
+        r"\1\2" + REDACTED,
+    ),
+    (re.compile(r"\b(lf_)[A-Za-z0-9_\-]{8,}"), r"\1" + REDACTED),
+    (re.compile(r"\b(sk-)[A-Za-z0-9_\-]{8,}"), r"\1" + REDACTED),
+    (re.compile(r"\b(gh[pousr]_|github_pat_)[A-Za-z0-9_]{16,}"), r"\1" + REDACTED),
+    (re.compile(r"\b(xox[abposr]-)[A-Za-z0-9\-]{8,}"), r"\1" + REDACTED),
+    (re.compile(r"\b(AIza)[0-9A-Za-z_\-]{30,}"), r"\1" + REDACTED),
+    (re.compile(r"\b((?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{4})[0-9A-Z]{12}\b"), r"\1" + REDACTED),
+    (re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"), REDACTED),
+    # key=value / key: value / "key": "value" for secret-looking keys.
+    (
+        re.compile(
+            r"(?i)(\b[\w.\-]*(?:password|passwd|pwd|secret|api[_\-]?key|access[_\-]?key|"
+            r"private[_\-]?key|auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|"
+            r"client[_\-]?secret|credentials?)[\"']?\s*[:=]\s*[\"']?)([^\s\"'&,;}]+)"
+        ),
+        r"\1" + REDACTED,
+    ),
+    # Credentials inside URLs: scheme://user:password@host
+    (re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]+:)[^/\s@]+@"), r"\1" + REDACTED + "@"),
+)
+
+# Attribute keys whose whole value is a secret (header dumps, config echoes).
+_SECRET_KEY = re.compile(
+    r"(?i)(^|[._\-])(password|passwd|secret|api[_\-]?key|authorization|cookie|set[_\-]cookie|"
+    r"token|access[_\-]?token|refresh[_\-]?token|private[_\-]?key|credentials?)$"
+)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every recognised secret replaced by a marker."""
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+@dataclass(frozen=True)
+class RedactionPolicy:
+    """How span data is cleaned: secrets always; size only without full capture."""
+
+    full_capture: bool = False
+    preview_chars: int = 1024
+    max_events: int = 128
+
+    def clean_string(self, key: str, value: str, out: dict[str, AttributeValue]) -> None:
+        """Write the redacted (and, if long, capped) ``value`` under ``key`` into ``out``."""
+        value = redact_text(value.replace("\x00", ""))
+        if self.full_capture or len(value) <= self.preview_chars:
+            out[key] = value
+            return
+        # Preview + length + hash: enough to recognise and compare payloads
+        # without storing megabytes of prompt text in every sink.
+        out[key] = value[: self.preview_chars] + "…"
+        out.setdefault(f"{key}.length", len(value))
+        out.setdefault(f"{key}.sha256", hashlib.sha256(value.encode()).hexdigest())
+
+    def clean_attributes(self, attributes: Mapping[str, Any] | None) -> dict[str, AttributeValue]:
+        """A cleaned copy of ``attributes`` (never mutates the span's own mapping)."""
+        out: dict[str, AttributeValue] = {}
+        for key, value in (attributes or {}).items():
+            if _SECRET_KEY.search(key) and isinstance(value, str):
+                out[key] = REDACTED
+            elif isinstance(value, str):
+                self.clean_string(key, value, out)
+            elif isinstance(value, Sequence) and not isinstance(value, bytes):
+                out[key] = [self._clean_item(v) for v in value]
+            else:
+                out[key] = value
+        return out
+
+    def _clean_item(self, item: Any) -> Any:
+        if not isinstance(item, str):
+            return item
+        item = redact_text(item.replace("\x00", ""))
+        if not self.full_capture and len(item) > self.preview_chars:
+            return item[: self.preview_chars] + "…"
+        return item
+
+    def clean_span(self, span: ReadableSpan) -> ReadableSpan:
+        """A copy of ``span`` with attributes, events and status message cleaned."""
+        events = [
+            Event(
+                name=event.name,
+                attributes=self.clean_attributes(event.attributes),
+                timestamp=event.timestamp,
+            )
+            for event in list(span.events)[: self.max_events]
+        ]
+        status = span.status
+        if status.description:
+            status = Status(status.status_code, redact_text(status.description))
+        return ReadableSpan(
+            name=span.name,
+            context=span.context,
+            parent=span.parent,
+            resource=span.resource,
+            attributes=self.clean_attributes(span.attributes),
+            events=events,
+            links=span.links,
+            kind=span.kind,
+            status=status,
+            start_time=span.start_time,
+            end_time=span.end_time,
+            instrumentation_scope=span.instrumentation_scope,
+        )
+
+
+class RedactingSpanExporter(SpanExporter):
+    """Cleans every span, then hands the batch to the wrapped sink."""
+
+    def __init__(self, inner: SpanExporter, policy: RedactionPolicy) -> None:
+        self.inner = inner
+        self.policy = policy
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            cleaned = [self.policy.clean_span(span) for span in spans]
+        except Exception:  # a malformed span must not take the whole sink down
+            return SpanExportResult.FAILURE
+        return self.inner.export(cleaned)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)

@@ -1,0 +1,148 @@
+"""Installing tracing in a process: one TracerProvider, two sinks.
+
+Spans go (redacted, batched) to Postgres for Leaflab's own trace pages and,
+when ``LEAFLAB_OTLP_ENDPOINT`` is set, over OTLP/HTTP to a collector (Jaeger,
+Tempo …). Code that creates spans uses the plain
+``opentelemetry.trace.get_tracer(...)`` API, which is a no-op until this runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from services.common.settings import CommonSettings
+from services.common.telemetry.postgres_sink import SINK_POSTGRES, PostgresSpanExporter
+from services.common.telemetry.processors import CountingBatchSpanProcessor, GuardedSpanExporter
+from services.common.telemetry.redaction import RedactingSpanExporter, RedactionPolicy
+from services.common.telemetry.settings import TelemetrySettings
+
+log = logging.getLogger(__name__)
+
+SINK_OTLP = "otlp"
+
+_lock = threading.Lock()
+_installed: TracerProvider | None = None
+
+
+def telemetry_settings(settings: CommonSettings | None = None) -> TelemetrySettings:
+    """Telemetry fields from the environment, with the service's database URL."""
+    if isinstance(settings, TelemetrySettings):
+        return settings
+    if settings is None:
+        return TelemetrySettings()
+    return TelemetrySettings(database_url=settings.database_url, env=settings.env)
+
+
+def otlp_traces_url(endpoint: str) -> str:
+    """``http://collector:4318`` → ``http://collector:4318/v1/traces`` (full URLs kept)."""
+    endpoint = endpoint.rstrip("/")
+    return endpoint if endpoint.endswith("/v1/traces") else f"{endpoint}/v1/traces"
+
+
+def _sink_exporters(settings: TelemetrySettings) -> dict[str, SpanExporter]:
+    sinks: dict[str, SpanExporter] = {}
+    if settings.trace_db_export and settings.database_url:
+        sinks[SINK_POSTGRES] = PostgresSpanExporter(
+            settings.database_url,
+            connect_timeout_s=settings.trace_db_connect_timeout_s,
+            statement_timeout_ms=settings.trace_db_statement_timeout_ms,
+        )
+    if settings.otlp_endpoint:
+        sinks[SINK_OTLP] = OTLPSpanExporter(
+            endpoint=otlp_traces_url(settings.otlp_endpoint), timeout=settings.otlp_timeout_s
+        )
+    return sinks
+
+
+def build_tracer_provider(
+    service_name: str,
+    settings: TelemetrySettings,
+    *,
+    extra_sinks: dict[str, SpanExporter] | None = None,
+) -> TracerProvider:
+    """A TracerProvider with every configured sink behind redaction and a bounded queue.
+
+    Not installed globally: :func:`setup_tracing` does that. Benchmarks and
+    tests build private providers with this.
+    """
+    resource = Resource.create(
+        {
+            "service.name": service_name,
+            "service.namespace": "leaflab",
+            "deployment.environment.name": settings.env,
+            "host.name": socket.gethostname(),
+        }
+    )
+    provider = TracerProvider(
+        resource=resource, span_limits=SpanLimits(max_events=settings.trace_max_events)
+    )
+    policy = RedactionPolicy(
+        full_capture=settings.trace_full_capture,
+        preview_chars=settings.trace_preview_chars,
+        max_events=settings.trace_max_events,
+    )
+    sinks = {**_sink_exporters(settings), **(extra_sinks or {})}
+    for sink, exporter in sinks.items():
+        guarded = GuardedSpanExporter(RedactingSpanExporter(exporter, policy), sink)
+        provider.add_span_processor(
+            CountingBatchSpanProcessor(
+                guarded,
+                sink=sink,
+                max_queue_size=settings.trace_queue_size,
+                max_export_batch_size=settings.trace_batch_size,
+                schedule_delay_millis=settings.trace_schedule_delay_ms,
+            )
+        )
+    return provider
+
+
+def setup_tracing(service_name: str, settings: CommonSettings | None = None) -> None:
+    """Install the global TracerProvider for this process (idempotent).
+
+    ``settings`` may be any service's settings; telemetry-specific values
+    (``LEAFLAB_OTLP_ENDPOINT``, ``LEAFLAB_TRACE_FULL_CAPTURE`` …) are read from
+    the environment when that class does not carry them.
+    """
+    global _installed
+    with _lock:
+        if _installed is not None:
+            return
+        resolved = telemetry_settings(settings)
+        if not resolved.tracing_enabled:
+            log.info("tracing disabled (LEAFLAB_TRACING_ENABLED=false)")
+            return
+        provider = build_tracer_provider(service_name, resolved)
+        trace.set_tracer_provider(provider)
+        _installed = provider
+        log.info(
+            "tracing on for %s: postgres=%s otlp=%s",
+            service_name,
+            bool(resolved.trace_db_export and resolved.database_url),
+            resolved.otlp_endpoint or "off",
+        )
+
+
+def installed_provider() -> TracerProvider | None:
+    """The provider :func:`setup_tracing` installed, if any."""
+    return _installed
+
+
+def flush_tracing(timeout_millis: int = 5000) -> bool:
+    """Export everything queued so far (tests, end of a short-lived process)."""
+    provider = _installed
+    return provider.force_flush(timeout_millis) if provider is not None else True
+
+
+def shutdown_tracing() -> None:
+    """Flush and stop the sinks (FastAPI lifespan end, worker shutdown)."""
+    provider = _installed
+    if provider is not None:
+        provider.shutdown()

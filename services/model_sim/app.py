@@ -1,0 +1,255 @@
+"""The model simulator's HTTP app: an OpenAI-compatible server playing scripted replies.
+
+Latency is ``asyncio.sleep``, so hundreds of concurrent requests each wait
+their latency at the same time, as against a real batched GPU server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from services.model_sim import openai_format as fmt
+from services.model_sim.script import Script, ScriptError, parse_script
+from services.model_sim.state import Decision, SimState, estimate_tokens, message_text
+
+CONVERSATION_HEADER = "x-leaflab-conversation"
+DEFAULT_MODEL = "leaflab-sim"
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    default_script: Script | None = None
+    latency_ms: int = 0
+    model: str = DEFAULT_MODEL
+
+
+class SimHTTPError(Exception):
+    """An error answered in OpenAI's ``{"error": {...}}`` format."""
+
+    def __init__(self, status: int, message: str | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.retry_after = retry_after
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[dict[str, Any]] | None = None
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool = False
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1)
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    tools: list[dict[str, Any]] | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+
+
+class RequestIdMiddleware:
+    """Adds an ``x-request-id`` header to every response (as OpenAI and vLLM do)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = f"req-sim-{uuid.uuid4().hex[:16]}".encode()
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", request_id)]
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
+class DisconnectResponse(Response):
+    """Sends headers and part of the body, then ends without completing the response,
+    so the server drops the connection mid-body (an injected disconnect)."""
+
+    def __init__(self, partial: str, *, media_type: str, declared_length: int | None) -> None:
+        super().__init__(content=partial, media_type=media_type)
+        self._partial = partial.encode()
+        self._declared_length = declared_length
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(b"content-type", (self.media_type or "text/plain").encode())]
+        if self._declared_length is not None:
+            headers.append((b"content-length", str(self._declared_length).encode()))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": self._partial, "more_body": True})
+
+
+def conversation_key(request: Request, messages: list[dict[str, Any]]) -> str:
+    """The header if sent, else a hash of the first user message (stable across turns)."""
+    header = request.headers.get(CONVERSATION_HEADER)
+    if header:
+        return header
+    first = next((m for m in messages if m.get("role") == "user"), messages[0])
+    return "h-" + hashlib.sha256(message_text(first).encode()).hexdigest()[:16]
+
+
+async def _json_body(request: Request) -> Any:
+    raw = await request.body()
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SimHTTPError(400, f"request body is not valid JSON: {exc}") from exc
+
+
+def _validation_message(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(body)'}: {err['msg']}"
+        for err in exc.errors()
+    )
+
+
+def create_app(config: SimConfig | None = None) -> FastAPI:
+    """Build the simulator app; its state lives on ``app.state.sim``."""
+    config = config or SimConfig()
+    app = FastAPI(title="Leaflab model simulator", docs_url=None, redoc_url=None)
+    state = SimState(default_script=config.default_script, default_latency_ms=config.latency_ms)
+    app.state.sim = state
+    _install_error_handlers(app)
+    _install_control_routes(app, state, config)
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        body = await _json_body(request)
+        try:
+            chat = ChatRequest.model_validate(body)
+        except ValidationError as exc:
+            state.counters.bad_requests += 1
+            raise SimHTTPError(400, _validation_message(exc)) from exc
+        messages: list[dict[str, Any]] = body["messages"]
+        key = conversation_key(request, messages)
+        slot = sum(1 for m in messages if m.get("role") == "assistant")
+        decision = state.decide(key, slot)
+        cached = state.cached_tokens(key, messages)
+        state.counters.in_flight += 1
+        state.counters.max_in_flight = max(state.counters.max_in_flight, state.counters.in_flight)
+        try:
+            await asyncio.sleep(decision.latency_s)
+        finally:
+            state.counters.in_flight -= 1
+        if decision.kind == "error":
+            entry = decision.entry
+            raise SimHTTPError(entry.error or 500, entry.message, entry.retry_after)
+        prompt_chars = sum(len(message_text(m)) for m in messages)
+        return _answer(chat, decision, config, prompt_chars, cached)
+
+    app.add_middleware(RequestIdMiddleware)
+    return app
+
+
+def _answer(
+    chat: ChatRequest, decision: Decision, config: SimConfig, prompt_chars: int, cached: int
+) -> Response:
+    reply = decision.entry
+    completion = fmt.Completion(
+        id=f"chatcmpl-sim-{uuid.uuid4().hex[:24]}",
+        model=chat.model or config.model,
+        created=fmt.now(),
+        slot=decision.slot,
+        entry=reply,
+        prompt_tokens=max(1, estimate_tokens(prompt_chars)),
+        completion_tokens=estimate_tokens(len(reply.reply_text())),
+        cached_tokens=cached,
+    )
+    if decision.kind == "disconnect":
+        if chat.stream:
+            return DisconnectResponse(
+                fmt.partial_stream(completion), media_type="text/event-stream", declared_length=None
+            )
+        whole = json.dumps(fmt.completion_body(completion))
+        return DisconnectResponse(
+            whole[: len(whole) // 2], media_type="application/json", declared_length=len(whole)
+        )
+    if not chat.stream:
+        return JSONResponse(fmt.completion_body(completion))
+    include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
+
+    async def events() -> AsyncIterator[str]:
+        for event in fmt.stream_events(completion, include_usage=include_usage):
+            yield event
+
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(SimHTTPError)
+    async def sim_error(_: Request, exc: SimHTTPError) -> JSONResponse:
+        headers = {}
+        if exc.retry_after is not None:
+            headers["retry-after"] = f"{exc.retry_after:g}"
+        return JSONResponse(fmt.error_body(exc.status, exc.message), exc.status, headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(fmt.error_body(400, str(exc.errors())), 400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse(fmt.error_body(exc.status_code, str(exc.detail)), exc.status_code)
+
+
+def _install_control_routes(app: FastAPI, state: SimState, config: SimConfig) -> None:
+    @app.get("/healthz")
+    async def healthz() -> dict[str, Any]:
+        return {"status": "ok", "model": config.model, "scripts": len(state.scripts)}
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        model = {"id": config.model, "object": "model", "created": 0, "owned_by": "leaflab-sim"}
+        return {"object": "list", "data": [model]}
+
+    @app.put("/_sim/scripts/{key}")
+    async def put_script(key: str, request: Request) -> dict[str, Any]:
+        try:
+            script = parse_script(await _json_body(request), source=f"script for {key!r}")
+        except ScriptError as exc:
+            raise SimHTTPError(400, str(exc)) from exc
+        state.set_script(key, script)
+        return {"key": key, "replies": len(script.replies)}
+
+    @app.delete("/_sim/scripts/{key}", status_code=204)
+    async def delete_script(key: str) -> Response:
+        if not state.delete_script(key):
+            raise SimHTTPError(404, f"no script for conversation {key!r}")
+        return Response(status_code=204)
+
+    @app.get("/_sim/stats")
+    async def stats() -> dict[str, Any]:
+        return state.stats()
+
+    @app.post("/_sim/reset")
+    async def reset() -> dict[str, str]:
+        state.reset()
+        return {"status": "reset"}

@@ -1,0 +1,90 @@
+"""The sandbox backend interface and the choice between its implementations.
+
+A backend runs one command in an isolated, resource-limited environment with
+the session workspace at ``/workspace`` and reports what happened. It never
+falls back to running code on the host: if the configured backend cannot be
+used, :func:`build_backend` raises :class:`SandboxUnavailable`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from services.sandbox.settings import SandboxSettings
+
+WORKSPACE_MOUNT = "/workspace"
+# Events a backend reports while it runs (type, data); the service publishes them.
+LifecycleSink = Callable[[str, dict[str, Any]], None]
+
+
+class SandboxUnavailable(RuntimeError):
+    """The configured backend cannot run anything on this machine."""
+
+
+@dataclass(frozen=True)
+class ExecRequest:
+    argv: list[str]
+    workspace: Path
+    session_key: str
+    timeout_s: float
+    allow_network: bool = False
+    stdin: bytes | None = None
+
+
+@dataclass
+class ExecOutcome:
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    stdout_bytes: int
+    stderr_bytes: int
+    truncated: bool
+    timed_out: bool = False
+    killed_reason: str | None = None  # timeout | output_limit | workspace_quota
+    duration_ms: float = 0.0
+    warm: bool = False
+    sandbox_id: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class SandboxBackend(ABC):
+    """Runs commands in isolation. Implementations are thread-safe."""
+
+    name: str
+
+    @abstractmethod
+    def execute(self, request: ExecRequest, on_event: LifecycleSink) -> ExecOutcome:
+        """Run ``request.argv`` to completion or until killed by a limit."""
+
+    def start(self) -> None:  # noqa: B027 - optional hook, most backends need nothing
+        """Prepare (warm pool, janitor); called once when the worker starts."""
+
+    def reap_orphans(self) -> int:
+        """Remove sandboxes left behind by dead workers; returns how many."""
+        return 0
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Remove everything this backend started."""
+
+
+def build_backend(settings: SandboxSettings, *, owner: str) -> SandboxBackend:
+    """The backend named by ``LEAFLAB_SANDBOX_BACKEND``; raises if it is unusable."""
+    if settings.sandbox_backend == "docker":
+        from services.sandbox.docker_backend import DockerBackend
+
+        return DockerBackend(settings, owner=owner)
+    if settings.sandbox_backend == "bwrap":
+        if shutil.which("bwrap") is None:
+            raise SandboxUnavailable(
+                "LEAFLAB_SANDBOX_BACKEND=bwrap but bubblewrap is not installed "
+                "(apt-get install -y bubblewrap, or scripts/ensure_docker.sh)"
+            )
+        from services.sandbox.bwrap_backend import BwrapBackend
+
+        return BwrapBackend(settings)
+    raise SandboxUnavailable(f"unknown sandbox backend {settings.sandbox_backend!r}")

@@ -1,0 +1,126 @@
+"""The sandbox image: tagged by a hash of its recipe, built when missing.
+
+``deploy/sandbox`` holds one recipe in two forms: a Dockerfile for machines
+with an image registry and ``build_offline.sh`` (debootstrap → ``docker
+import``) for machines that reach only Debian and PyPI. The tag is
+``leaflab-sandbox:<hash of the recipe files>``, so a changed recipe builds a
+new image and an unchanged one is found in the local cache.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import subprocess
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from services.sandbox.backend import SandboxUnavailable
+from services.sandbox.settings import SandboxSettings
+
+log = logging.getLogger(__name__)
+
+RECIPE_FILES = (
+    "Dockerfile",
+    "build_offline.sh",
+    "provision.sh",
+    "debian-packages.txt",
+    "pip-requirements.txt",
+)
+BUILD_TIMEOUT_S = 1800
+
+
+def recipe_dir() -> Path:
+    return Path(__file__).resolve().parents[2] / "deploy" / "sandbox"
+
+
+def recipe_hash(directory: Path | None = None) -> str:
+    """Short hash over the recipe files' names and contents."""
+    root = directory or recipe_dir()
+    digest = hashlib.sha256()
+    for name in RECIPE_FILES:
+        digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def image_tag(settings: SandboxSettings) -> str:
+    """The image executions use: the configured one, else the recipe-hash tag."""
+    if settings.sandbox_image:
+        return settings.sandbox_image
+    return f"{settings.sandbox_image_repo}:{recipe_hash()}"
+
+
+def docker_client() -> docker.DockerClient:
+    try:
+        client = docker.from_env(timeout=60)
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise SandboxUnavailable(
+            f"Docker is not usable ({exc}); start it (scripts/ensure_docker.sh) or set "
+            "LEAFLAB_SANDBOX_BACKEND=bwrap"
+        ) from exc
+    return client
+
+
+def image_exists(client: docker.DockerClient, tag: str) -> bool:
+    try:
+        client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+def ensure_image(settings: SandboxSettings, *, offline: bool | None = None) -> str:
+    """Return the sandbox image tag, building it first if Docker lacks it.
+
+    Concurrent callers on one host serialize on a lock file, so the image is
+    built once. ``offline`` forces (True) or forbids (False) the debootstrap
+    recipe; None follows ``LEAFLAB_SANDBOX_BUILD``.
+    """
+    tag = image_tag(settings)
+    client = docker_client()
+    if image_exists(client, tag):
+        return tag
+    if settings.sandbox_image:
+        raise SandboxUnavailable(f"configured sandbox image {tag!r} is not present in Docker")
+    settings.home.mkdir(parents=True, exist_ok=True)
+    with (settings.home / "sandbox-image.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if image_exists(client, tag):
+            return tag
+        mode = settings.sandbox_build if offline is None else ("offline" if offline else "dockerfile")
+        if mode in ("auto", "dockerfile"):
+            try:
+                build_with_dockerfile(client, tag)
+                return tag
+            except (docker.errors.BuildError, docker.errors.APIError) as exc:
+                if mode == "dockerfile":
+                    raise SandboxUnavailable(f"building {tag} from the Dockerfile failed: {exc}")
+                log.warning("Dockerfile build failed (%s); building offline from Debian", exc)
+        build_offline(tag, rootfs=settings.home / "sandbox-rootfs" / tag.rsplit(":", 1)[-1])
+    return tag
+
+
+def build_with_dockerfile(client: docker.DockerClient, tag: str) -> None:
+    log.info("building %s from %s/Dockerfile", tag, recipe_dir())
+    client.images.build(path=str(recipe_dir()), tag=tag, rm=True, pull=False)
+
+
+def build_offline(tag: str, *, rootfs: Path) -> None:
+    """Run the debootstrap recipe; keeps the root filesystem for the bwrap backend."""
+    log.info("building %s offline (debootstrap) into %s", tag, rootfs)
+    rootfs.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        [str(recipe_dir() / "build_offline.sh"), tag, str(rootfs)],
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SandboxUnavailable(
+            f"offline sandbox image build failed (exit {proc.returncode}): {proc.stderr[-2000:]}"
+        )

@@ -1,0 +1,75 @@
+"""Settings of the sandbox service (env prefix ``LEAFLAB_``, e.g. ``LEAFLAB_SANDBOX_BACKEND``)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from services.common.settings import CommonSettings
+
+
+class SandboxSettings(CommonSettings):
+    sandbox_backend: Literal["docker", "bwrap"] = "docker"
+    # Image to run; unset means the one built from deploy/sandbox (tagged by recipe hash).
+    sandbox_image: str | None = None
+    sandbox_image_repo: str = "leaflab-sandbox"
+    # How `ensure_image` builds a missing image: the Dockerfile, the offline
+    # debootstrap recipe, or the Dockerfile first and offline when it fails.
+    sandbox_build: Literal["auto", "dockerfile", "offline"] = "auto"
+    # Root filesystem for the bwrap backend; unset means the host's system dirs.
+    sandbox_bwrap_rootfs: Path | None = None
+
+    # Limits applied to every execution.
+    sandbox_user: str = "10001:10001"
+    sandbox_memory_mb: int = Field(default=512, ge=32)
+    sandbox_cpus: float = Field(default=1.0, gt=0)
+    sandbox_pids: int = Field(default=128, ge=8)
+    sandbox_tmpfs_mb: int = Field(default=64, ge=1)
+    sandbox_file_size_mb: int = Field(default=64, ge=1)
+    sandbox_nofile: int = Field(default=256, ge=16)
+    sandbox_timeout_default_s: float = Field(default=30.0, gt=0)
+    sandbox_timeout_max_s: float = Field(default=180.0, gt=0)
+    # What the model sees of each stream (head + tail), and the total output
+    # after which the execution is killed (so a runaway print cannot burn CPU).
+    sandbox_output_cap_bytes: int = Field(default=32_000, ge=256)
+    sandbox_output_kill_bytes: int = Field(default=16_000_000, ge=1024)
+    # The workspace is a host directory: keep its growth per exec bounded.
+    sandbox_workspace_quota_mb: int = Field(default=512, ge=1)
+
+    # Artifacts (new or changed workspace files after an exec) kept in Postgres.
+    sandbox_artifact_max_bytes: int = Field(default=10_000_000, ge=1)
+    sandbox_artifact_max_count: int = Field(default=20, ge=0)
+
+    # Warm pool (docker): spare containers per (image, network) for new
+    # sessions, and a session's container kept warm between its execs.
+    sandbox_pool_spares: int = Field(default=2, ge=0)
+    sandbox_pool_max: int = Field(default=16, ge=1)
+    sandbox_pool_idle_s: float = Field(default=300.0, gt=0)
+    sandbox_janitor_interval_s: float = Field(default=10.0, gt=0)
+    sandbox_heartbeat_ttl_s: float = Field(default=20.0, gt=0)
+
+    @model_validator(mode="after")
+    def _check_sandbox_limits(self) -> SandboxSettings:
+        # The Celery task must finish (and clean up) before its soft limit.
+        if self.sandbox_timeout_max_s + 30 >= self.task_soft_time_limit_s:
+            raise ValueError(
+                "sandbox_timeout_max_s + 30 must be < task_soft_time_limit_s "
+                f"({self.sandbox_timeout_max_s} + 30 >= {self.task_soft_time_limit_s})"
+            )
+        if self.sandbox_output_kill_bytes < self.sandbox_output_cap_bytes:
+            raise ValueError("sandbox_output_kill_bytes must be >= sandbox_output_cap_bytes")
+        return self
+
+    @property
+    def sandbox_uid_gid(self) -> tuple[int, int]:
+        uid, _, gid = self.sandbox_user.partition(":")
+        return int(uid), int(gid or uid)
+
+
+@lru_cache(maxsize=1)
+def get_sandbox_settings() -> SandboxSettings:
+    """Process-wide sandbox settings; tests call ``cache_clear()`` after env changes."""
+    return SandboxSettings()

@@ -1,0 +1,95 @@
+"""The agent worker's Celery app: `celery -A services.worker.app:app worker -Q agent --pool threads`.
+
+Clients (engine, Redis, model client) are built once per worker process on
+``worker_init``, never at import time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from typing import Any
+
+from celery import signals
+
+from services.common.celery_app import build_celery
+from services.common.db import build_engine, build_sessionmaker
+from services.common.events import EventPublisher
+from services.common.migrate import ensure_migrated
+from services.common.redis_client import build_redis
+from services.worker.llm.client import ModelClient
+from services.worker.runtime.advance import advance
+from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.lease import LeaseKeeper
+from services.worker.runtime.sweeper import Sweeper
+from services.worker.settings import WorkerSettings
+from services.worker.toolset import build_registry
+
+log = logging.getLogger(__name__)
+
+settings = WorkerSettings()
+app = build_celery(settings)
+
+_deps: RuntimeDeps | None = None
+_deps_lock = threading.Lock()
+_sweeper: Sweeper | None = None
+
+
+def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
+    database_url = cfg.require_database_url()
+    engine = build_engine(database_url, pool_size=cfg.db_pool_size)
+    ensure_migrated(engine, database_url)
+    factory = build_sessionmaker(engine)
+    client = build_redis(cfg.require_redis_url())
+    return RuntimeDeps(
+        settings=cfg,
+        factory=factory,
+        model=ModelClient(cfg.llm_base_url, cfg.llm_api_key, timeout_s=cfg.llm_timeout_s),
+        registry=build_registry(cfg),
+        publisher=EventPublisher(client),
+        celery=app,
+        keeper=LeaseKeeper(factory, ttl_s=cfg.lease_ttl_s),
+        tool_services={"library_url": cfg.library_url, "internal_token": cfg.internal_token},
+    )
+
+
+def get_deps() -> RuntimeDeps:
+    global _deps
+    with _deps_lock:
+        if _deps is None:
+            _deps = build_deps(settings)
+        return _deps
+
+
+@signals.worker_ready.connect
+def _start_sweeper(**_: Any) -> None:
+    global _sweeper
+    deps = get_deps()
+    _sweeper = Sweeper(
+        deps.factory,
+        app,
+        build_redis(settings.require_redis_url()),
+        interval_s=settings.sweep_interval_s,
+        requeue_after_s=settings.requeue_after_s,
+    )
+    _sweeper.start()
+
+
+@signals.worker_shutdown.connect
+def _stop_background(**_: Any) -> None:
+    if _sweeper is not None:
+        _sweeper.stop()
+    if _deps is not None:
+        _deps.keeper.stop()
+
+
+@app.task(name="agent.advance", ignore_result=True)
+def advance_task(job_id: str) -> str | None:
+    try:
+        parsed = uuid.UUID(job_id)
+    except ValueError:
+        log.error("agent.advance got a malformed job id %r", job_id)
+        return None
+    outcome = advance(get_deps(), parsed)
+    return outcome.value if outcome else None

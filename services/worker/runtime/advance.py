@@ -1,0 +1,77 @@
+"""``agent.advance(job_id)``: take the lease, run a time slice, hand the job on.
+
+A Celery message only says "advance job X"; it may be lost, duplicated or
+redelivered. The lease makes duplicates no-ops, the sweeper recovers losses,
+and the ledger makes redelivery resume where the job stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+
+from opentelemetry import trace
+from sqlalchemy import text
+
+from services.common.models import Job
+from services.worker.runtime.batch import BatchRunner
+from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.events import JobEvents
+from services.worker.runtime.lease import Lease, LeaseLost, acquire, release
+from services.worker.runtime.outcome import Outcome
+from services.worker.runtime.turn import TurnRunner, earlier_active_job
+
+log = logging.getLogger(__name__)
+tracer = trace.get_tracer("leaflab.worker")
+
+
+def advance(deps: RuntimeDeps, job_id: uuid.UUID) -> Outcome | None:
+    """Advance one job for at most one time slice; None when the lease was not ours."""
+    settings = deps.settings
+    lease = acquire(deps.factory, job_id=job_id, owner=settings.worker_id, ttl_s=settings.lease_ttl_s)
+    if lease is None:
+        return None
+    deps.keeper.hold(lease)
+    outcome = Outcome.LEASE_LOST
+    try:
+        outcome = _run_slice(deps, lease)
+        return outcome
+    except LeaseLost:
+        log.info("job %s: lease lost to another worker", job_id)
+        return Outcome.LEASE_LOST
+    finally:
+        deps.keeper.drop(lease)
+        if outcome in (Outcome.SLICE_EXPIRED, Outcome.WAITING):
+            release(deps.factory, lease)
+            if outcome is Outcome.SLICE_EXPIRED:
+                enqueue(deps, job_id)
+
+
+def _run_slice(deps: RuntimeDeps, lease: Lease) -> Outcome:
+    deadline = time.monotonic() + deps.settings.time_slice_s
+    events = JobEvents(deps.publisher, str(lease.job_id), flush_s=deps.settings.token_flush_s)
+    with deps.factory() as db:
+        job = db.get(Job, lease.job_id)
+        if job is None:
+            return Outcome.LEASE_LOST
+        if earlier_active_job(db, job):
+            # Turns of one session run in order; the earlier job wakes this one.
+            return Outcome.WAITING
+        db.expunge(job)
+    if job.attempts == 1:
+        events.emit("status", {"status": "running"})
+    with tracer.start_as_current_span("job") as span:
+        span.set_attribute("leaflab.job.id", str(job.id))
+        span.set_attribute("leaflab.job.kind", job.kind)
+        span.set_attribute("leaflab.job.attempt", job.attempts)
+        if job.kind == "batch":
+            return BatchRunner(deps, lease, job, events).run()
+        return TurnRunner(deps, lease, job, events).run(deadline)
+
+
+def enqueue(deps: RuntimeDeps, job_id: uuid.UUID) -> None:
+    """Send an advance message and note when, so the sweeper knows it is in flight."""
+    with deps.factory() as db, db.begin():
+        db.execute(text("UPDATE jobs SET enqueued_at = now() WHERE id = :id"), {"id": job_id})
+    deps.celery.send_task("agent.advance", args=[str(job_id)], queue="agent")

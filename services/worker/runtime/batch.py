@@ -1,0 +1,140 @@
+"""Batch jobs: N independent tasks run as child turn jobs, then one summary.
+
+The parent keeps at most ``max_concurrency`` children active. Children are
+created through ledger steps (``batch:task:<i>``), so a crash never creates a
+task twice; each finished child wakes the parent, which tops up and, when all
+are done, writes the summary.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services.common.models import TERMINAL_STATUSES, ChatSession, Job
+from services.worker.runtime.conversation import append_message
+from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.events import JobEvents
+from services.worker.runtime.finish import finish_job
+from services.worker.runtime.ledger import begin_step, finish_step, load_steps
+from services.worker.runtime.lease import Lease, check_fence
+from services.worker.runtime.outcome import Outcome
+
+
+class BatchRunner:
+    def __init__(self, deps: RuntimeDeps, lease: Lease, job: Job, events: JobEvents) -> None:
+        self.deps = deps
+        self.lease = lease
+        self.job_id = job.id
+        self.events = events
+
+    def run(self) -> Outcome:
+        to_start: list[uuid.UUID] = []
+        with self.deps.factory() as db, db.begin():
+            _, cancel = check_fence(db, self.lease)
+            parent = db.get(Job, self.job_id)
+            assert parent is not None
+            tasks: list[dict[str, Any]] = parent.input.get("tasks", [])
+            limit = max(1, int(parent.input.get("max_concurrency") or 4))
+            children = self._children(db)
+            if cancel:
+                for child in children.values():
+                    if child.status not in TERMINAL_STATUSES:
+                        child.cancel_requested = True
+                        if child.status == "queued":
+                            child.status = "cancelled"
+            active = sum(1 for c in children.values() if c.status not in TERMINAL_STATUSES)
+            if not cancel:
+                for index, task in enumerate(tasks):
+                    if active >= limit:
+                        break
+                    if index not in children:
+                        to_start.append(self._spawn(db, parent, index, task))
+                        active += 1
+            done = len(children) == len(tasks) and active == 0 and not to_start
+            if done or (cancel and active == 0):
+                summary = _summary(tasks, self._children(db))
+                status = "cancelled" if cancel else "succeeded"
+                finish_job(db, self.lease, status=status, result=summary)
+        for child_id in to_start:
+            self.deps.celery.send_task("agent.advance", args=[str(child_id)], queue="agent")
+        if done or (cancel and active == 0):
+            self.events.emit("final", {"status": status, "result": summary})
+            return Outcome.FINISHED
+        self.events.emit("status", {"status": "running", "progress": _progress(children, tasks)})
+        return Outcome.WAITING
+
+    def _children(self, db: Session) -> dict[int, Job]:
+        rows = db.scalars(select(Job).where(Job.parent_job_id == self.job_id))
+        return {int(j.input.get("batch_index", -1)): j for j in rows}
+
+    def _spawn(self, db: Session, parent: Job, index: int, task: dict[str, Any]) -> uuid.UUID:
+        key = f"batch:task:{index}"
+        steps = load_steps(db, self.job_id)
+        if key in steps and steps[key].result:
+            return uuid.UUID(steps[key].result["job_id"])
+        begin_step(
+            db, job_id=self.job_id, key=key, kind="spawn", name="batch_task",
+            round_no=index, fence=self.lease.fence, arguments=task,
+        )
+        session = ChatSession(
+            user_id=parent.user_id, project_id=parent.project_id, title=f"batch task {index + 1}"
+        )
+        db.add(session)
+        db.flush()
+        child = Job(
+            user_id=parent.user_id,
+            project_id=parent.project_id,
+            session_id=session.id,
+            parent_job_id=parent.id,
+            kind="turn",
+            status="queued",
+            input={"content": task["content"], "batch_index": index},
+            max_turns=parent.max_turns,
+            trace_id=parent.trace_id,
+            trace_context=parent.trace_context,
+        )
+        db.add(child)
+        db.flush()
+        append_message(
+            db, session_id=session.id, job_id=child.id, role="user", content=task["content"]
+        )
+        finish_step(db, job_id=self.job_id, key=key, status="succeeded",
+                    result={"job_id": str(child.id)})
+        return child.id
+
+
+def _progress(children: dict[int, Job], tasks: list[dict[str, Any]]) -> dict[str, int]:
+    statuses = [c.status for c in children.values()]
+    return {
+        "total": len(tasks),
+        "succeeded": statuses.count("succeeded"),
+        "failed": statuses.count("failed") + statuses.count("cancelled"),
+        "running": sum(1 for s in statuses if s not in TERMINAL_STATUSES),
+    }
+
+
+def _summary(tasks: list[dict[str, Any]], children: dict[int, Job]) -> dict[str, Any]:
+    items = []
+    for index in range(len(tasks)):
+        child = children.get(index)
+        items.append(
+            {
+                "index": index,
+                "job_id": str(child.id) if child else None,
+                "status": child.status if child else "not_started",
+                "result": child.result if child else None,
+                "error": child.error if child else None,
+                "trace_id": child.trace_id if child else None,
+            }
+        )
+    statuses = [i["status"] for i in items]
+    return {
+        "total": len(items),
+        "succeeded": statuses.count("succeeded"),
+        "failed": len(items) - statuses.count("succeeded"),
+        "tasks": items,
+    }

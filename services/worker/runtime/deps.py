@@ -1,0 +1,28 @@
+"""What the agent runtime needs, built once per worker process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from celery import Celery
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.common.events import EventPublisher
+from services.worker.llm.client import ModelClient
+from services.worker.runtime.lease import LeaseKeeper
+from services.worker.settings import WorkerSettings
+from services.worker.tools.registry import ToolRegistry
+
+
+@dataclass
+class RuntimeDeps:
+    settings: WorkerSettings
+    factory: sessionmaker[Session]
+    model: ModelClient
+    registry: ToolRegistry
+    publisher: EventPublisher
+    celery: Celery
+    keeper: LeaseKeeper
+    # Extra handles offered to tools (library URL, tokens …).
+    tool_services: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,43 @@
+"""Per-job event emission with token coalescing.
+
+Token deltas arrive one per streamed chunk; writing each to Redis would cost a
+round trip per token, so they are buffered and flushed at a short interval.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from services.common.events import EventPublisher
+
+
+class JobEvents:
+    def __init__(self, publisher: EventPublisher, job_id: str, *, flush_s: float) -> None:
+        self._publisher = publisher
+        self._job_id = job_id
+        self._flush_s = flush_s
+        self._buffer: list[str] = []
+        self._last_flush = time.monotonic()
+        self._lock = threading.Lock()
+
+    def emit(self, event_type: str, data: dict[str, Any]) -> None:
+        self.flush_tokens()
+        self._publisher.publish(self._job_id, event_type, data)
+
+    def token(self, delta: str) -> None:
+        with self._lock:
+            self._buffer.append(delta)
+            due = time.monotonic() - self._last_flush >= self._flush_s
+        if due:
+            self.flush_tokens()
+
+    def flush_tokens(self) -> None:
+        with self._lock:
+            if not self._buffer:
+                return
+            text = "".join(self._buffer)
+            self._buffer.clear()
+            self._last_flush = time.monotonic()
+        self._publisher.publish(self._job_id, "token", {"text": text})

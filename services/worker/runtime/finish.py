@@ -1,0 +1,62 @@
+"""Writing a job's terminal state and waking whoever waits on it."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from services.common.models import Job
+from services.worker.runtime.lease import Lease, check_fence
+
+
+def finish_job(
+    db: Session,
+    lease: Lease,
+    *,
+    status: str,
+    result: dict[str, Any] | None = None,
+    error: str | None = None,
+) -> list[uuid.UUID]:
+    """Set the terminal status under the fence; returns jobs to wake (same session, parent)."""
+    check_fence(db, lease)
+    db.execute(
+        update(Job)
+        .where(Job.id == lease.job_id)
+        .values(
+            status=status,
+            result=result,
+            error=error,
+            finished_at=datetime.now(UTC),
+            updated_at=datetime.now(UTC),
+            lease_owner=None,
+            lease_until=None,
+        )
+    )
+    return jobs_to_wake(db, lease.job_id)
+
+
+def jobs_to_wake(db: Session, job_id: uuid.UUID) -> list[uuid.UUID]:
+    job = db.get(Job, job_id)
+    if job is None:
+        return []
+    wake: list[uuid.UUID] = []
+    if job.parent_job_id is not None:
+        wake.append(job.parent_job_id)
+    if job.session_id is not None:
+        nxt = db.scalar(
+            select(Job.id)
+            .where(
+                Job.session_id == job.session_id,
+                Job.status == "queued",
+                Job.id != job.id,
+            )
+            .order_by(Job.created_at)
+            .limit(1)
+        )
+        if nxt is not None:
+            wake.append(nxt)
+    return wake

@@ -1,0 +1,254 @@
+"""Running one tool call as a ledger step, honouring its declared effect on resume."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import trace
+from pydantic import BaseModel
+
+from services.worker.runtime.conversation import append_message
+from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.events import JobEvents
+from services.worker.runtime.ledger import StepView, begin_step, finish_step, tool_key
+from services.worker.runtime.lease import Lease, check_fence
+from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
+
+log = logging.getLogger(__name__)
+tracer = trace.get_tracer("leaflab.worker")
+
+MAX_TOOL_MESSAGE_CHARS = 60_000
+
+
+@dataclass(frozen=True)
+class ToolCallSpec:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class JobIdentity:
+    job_id: uuid.UUID
+    session_id: uuid.UUID
+    user_id: uuid.UUID
+    project_id: uuid.UUID | None
+
+
+class ToolStepRunner:
+    """Executes tool calls for one job under its lease."""
+
+    def __init__(
+        self, deps: RuntimeDeps, lease: Lease, who: JobIdentity, events: JobEvents
+    ) -> None:
+        self.deps = deps
+        self.lease = lease
+        self.who = who
+        self.events = events
+
+    def run(self, round_no: int, call: ToolCallSpec, existing: StepView | None) -> None:
+        key = tool_key(round_no, call.id)
+        with tracer.start_as_current_span(f"execute_tool {call.name}") as span:
+            span.set_attribute("gen_ai.operation.name", "execute_tool")
+            span.set_attribute("gen_ai.tool.name", call.name)
+            span.set_attribute("gen_ai.tool.call.id", call.id)
+            try:
+                tool = self.deps.registry.get(call.name)
+                args = tool.parse(_decode_arguments(call.arguments))
+            except ToolError as err:
+                # Invalid calls never execute; the model sees why.
+                self._record_unrun(round_no, call, key, err)
+                span.set_attribute("error.type", err.code)
+                return
+            ctx = self._context(call, key)
+            if existing is not None and existing.status == "running":
+                if self._resume_interrupted(tool, ctx, round_no, call, key, existing):
+                    return
+            self._execute(tool, args, ctx, round_no, call, key, span)
+
+    def _context(self, call: ToolCallSpec, key: str) -> ToolContext:
+        workspace = self.deps.settings.workspaces_dir / str(self.who.session_id)
+        workspace.mkdir(parents=True, exist_ok=True)
+        services: dict[str, Any] = {
+            "session_factory": self.deps.factory,
+            "celery": self.deps.celery,
+            "settings": self.deps.settings,
+            **self.deps.tool_services,
+        }
+        return ToolContext(
+            job_id=str(self.who.job_id),
+            session_id=str(self.who.session_id),
+            user_id=str(self.who.user_id),
+            project_id=str(self.who.project_id) if self.who.project_id else None,
+            workspace=workspace,
+            tool_call_id=call.id,
+            step_key=key,
+            emit=self.events.emit,
+            services=services,
+        )
+
+    def _resume_interrupted(
+        self,
+        tool: Tool,
+        ctx: ToolContext,
+        round_no: int,
+        call: ToolCallSpec,
+        key: str,
+        existing: StepView,
+    ) -> bool:
+        """Handle a call that started before a crash; True when nothing more is to run."""
+        if tool.effect is ToolEffect.SANDBOX:
+            err = ToolError(
+                "interrupted",
+                "this execution was interrupted by a worker restart and was not repeated; "
+                "run it again if you still need its result",
+                category="interrupted",
+            )
+            self._complete(round_no, call, key, status="interrupted", error=err)
+            return True
+        if tool.effect is ToolEffect.WORKSPACE_EDIT and existing.intent:
+            if tool.is_applied(existing.intent, ctx):
+                result = ToolResult(
+                    content=f"{call.name} applied (confirmed after a worker restart)",
+                    data={"recovered": True},
+                )
+                self._complete(round_no, call, key, status="succeeded", result=result)
+                return True
+        return False
+
+    def _execute(
+        self,
+        tool: Tool,
+        args: BaseModel,
+        ctx: ToolContext,
+        round_no: int,
+        call: ToolCallSpec,
+        key: str,
+        span: trace.Span,
+    ) -> None:
+        intent = tool.intent(args, ctx) if tool.effect is ToolEffect.WORKSPACE_EDIT else None
+        with self.deps.factory() as db, db.begin():
+            check_fence(db, self.lease)
+            begin_step(
+                db,
+                job_id=self.who.job_id,
+                key=key,
+                kind="tool",
+                name=call.name,
+                round_no=round_no,
+                fence=self.lease.fence,
+                tool_call_id=call.id,
+                arguments=args.model_dump(mode="json"),
+                intent=intent,
+            )
+        self.events.emit("tool_start", {"tool_call_id": call.id, "name": call.name})
+        try:
+            result = self._run_with_retries(tool, args, ctx)
+        except ToolError as err:
+            span.set_attribute("error.type", err.code)
+            self._complete(round_no, call, key, status="failed", error=err)
+            return
+        self._complete(round_no, call, key, status="succeeded", result=result)
+
+    def _run_with_retries(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        attempts = self.deps.settings.tool_retry_attempts if tool.retry_safe else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return tool.run(args, ctx)
+            except ToolError as err:
+                if not err.retryable or attempt >= attempts:
+                    raise
+                base = self.deps.settings.tool_retry_base_s * (2 ** (attempt - 1))
+                time.sleep(base + random.uniform(0, base))
+            except Exception as exc:  # a tool bug must become a tool error, not a dead job
+                log.exception("tool %s crashed", tool.name)
+                raise ToolError(
+                    "tool_crashed", f"{tool.name} failed unexpectedly: {exc}", category="internal"
+                ) from exc
+        raise AssertionError("unreachable")
+
+    def _record_unrun(self, round_no: int, call: ToolCallSpec, key: str, err: ToolError) -> None:
+        with self.deps.factory() as db, db.begin():
+            check_fence(db, self.lease)
+            begin_step(
+                db,
+                job_id=self.who.job_id,
+                key=key,
+                kind="tool",
+                name=call.name,
+                round_no=round_no,
+                fence=self.lease.fence,
+                tool_call_id=call.id,
+                arguments={"raw": call.arguments[:10_000]},
+            )
+        self._complete(round_no, call, key, status="failed", error=err)
+
+    def _complete(
+        self,
+        round_no: int,
+        call: ToolCallSpec,
+        key: str,
+        *,
+        status: str,
+        result: ToolResult | None = None,
+        error: ToolError | None = None,
+    ) -> None:
+        if result is not None:
+            content, stored = result.content, {"content": result.content, "data": result.data}
+        else:
+            assert error is not None
+            content, stored = f"ERROR [{error.code}] {error.message}", None
+        model_content = None
+        if len(content) > MAX_TOOL_MESSAGE_CHARS:
+            model_content = content[:MAX_TOOL_MESSAGE_CHARS] + "\n…[truncated]"
+        with self.deps.factory() as db, db.begin():
+            check_fence(db, self.lease)
+            finish_step(
+                db,
+                job_id=self.who.job_id,
+                key=key,
+                status=status,
+                result=stored,
+                error=error.to_dict() if error else None,
+            )
+            append_message(
+                db,
+                session_id=self.who.session_id,
+                job_id=self.who.job_id,
+                role="tool",
+                content=content,
+                model_content=model_content,
+                tool_call_id=call.id,
+                name=call.name,
+            )
+        self.events.emit(
+            "tool_end",
+            {
+                "tool_call_id": call.id,
+                "name": call.name,
+                "status": status,
+                "preview": content[:500],
+            },
+        )
+
+
+def _decode_arguments(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise ToolError(
+            "invalid_arguments",
+            f"tool arguments are not valid JSON: {exc.msg} at position {exc.pos}",
+            category="validation",
+        ) from None
+    if not isinstance(value, dict):
+        raise ToolError(
+            "invalid_arguments", "tool arguments must be a JSON object", category="validation"
+        )
+    return value

@@ -1,0 +1,305 @@
+"""One agent turn as a durable state machine: model → tools → model … → answer.
+
+Each iteration reads the ledger, decides the next step from it, runs that one
+step and records it. Nothing is kept in memory between steps that the ledger
+does not also hold, so any worker can pick the job up at any step boundary.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from opentelemetry import trace
+from sqlalchemy import select, update
+
+from services.common.models import Job
+from services.worker.llm.errors import ModelError
+from services.worker.llm.pricing import cost_usd, price_for
+from services.worker.llm.types import ModelResponse
+from services.worker.runtime.conversation import (
+    append_message,
+    ordered_messages,
+    to_model_messages,
+)
+from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.events import JobEvents
+from services.worker.runtime.finish import finish_job
+from services.worker.runtime.ledger import StepView, begin_step, finish_step, llm_key, load_steps
+from services.worker.runtime.lease import Lease, check_fence
+from services.worker.runtime.outcome import Outcome
+from services.worker.runtime.tool_exec import JobIdentity, ToolCallSpec, ToolStepRunner
+from services.worker.tools.todo import TODO_REMINDER, todo_reminder_due
+
+tracer = trace.get_tracer("leaflab.worker")
+
+
+@dataclass
+class Plan:
+    """The next thing to do, derived from the ledger alone."""
+
+    action: str  # "llm" | "tools" | "answer" | "fail"
+    round_no: int
+    calls: list[ToolCallSpec]
+    existing: dict[str, StepView]
+    answer: str | None = None
+    reason: str | None = None
+
+
+class TurnRunner:
+    def __init__(self, deps: RuntimeDeps, lease: Lease, job: Job, events: JobEvents) -> None:
+        assert job.session_id is not None
+        self.deps = deps
+        self.lease = lease
+        self.job_id = job.id
+        self.max_turns = job.max_turns
+        self.system_prompt = deps.settings.system_prompt
+        self.who = JobIdentity(job.id, job.session_id, job.user_id, job.project_id)
+        self.events = events
+        self.tools = ToolStepRunner(deps, lease, self.who, events)
+
+    def run(self, deadline: float) -> Outcome:
+        first = True
+        while True:
+            if self.lease.lost.is_set():
+                return Outcome.LEASE_LOST
+            if not first and time.monotonic() >= deadline:
+                return Outcome.SLICE_EXPIRED
+            first = False
+            with self.deps.factory() as db:
+                job = db.get(Job, self.job_id)
+                assert job is not None
+                if job.cancel_requested:
+                    return self._finish("cancelled", error="cancelled by user")
+                steps = load_steps(db, self.job_id)
+            plan = self._plan(steps)
+            if plan.action == "fail":
+                return self._finish("failed", error=plan.reason)
+            if plan.action == "answer":
+                return self._finish("succeeded", result={"content": plan.answer or ""})
+            if plan.action == "tools":
+                with tracer.start_as_current_span("agent.round") as span:
+                    span.set_attribute("leaflab.round", plan.round_no)
+                    for call in plan.calls:
+                        self.tools.run(plan.round_no, call, plan.existing.get(call.id))
+                continue
+            if self._llm_round(plan.round_no, steps) is Outcome.FINISHED:
+                return Outcome.FINISHED
+
+    def _plan(self, steps: dict[str, StepView]) -> Plan:
+        done_rounds = sorted(s.round for s in steps.values() if s.kind == "llm" and s.done)
+        round_no = len(done_rounds)
+        if round_no:
+            last = steps[llm_key(round_no - 1)]
+            if last.status != "succeeded":
+                return Plan("fail", round_no, [], {}, reason=_error_text(last.error))
+            calls = [ToolCallSpec(**c) for c in (last.result or {}).get("tool_calls") or []]
+            if not calls:
+                return Plan("answer", round_no, [], {}, answer=(last.result or {}).get("content"))
+            by_call = {
+                s.tool_call_id: s
+                for s in steps.values()
+                if s.kind == "tool" and s.round == round_no - 1
+            }
+            pending = [c for c in calls if c.id not in by_call or not by_call[c.id].done]
+            if pending:
+                existing = {c.id: by_call[c.id] for c in pending if c.id in by_call}
+                return Plan("tools", round_no - 1, pending, existing)
+        failures = _trailing_tool_failures(steps)
+        limit = self.deps.settings.max_consecutive_tool_failures
+        if failures >= limit:
+            return Plan("fail", round_no, [], {}, reason=f"stopped after {limit} consecutive "
+                        "failed tool calls; see the job steps for each error")
+        if round_no >= self.max_turns:
+            return Plan("fail", round_no, [], {}, reason=f"max_turns ({self.max_turns}) reached")
+        return Plan("llm", round_no, [], {})
+
+    def _llm_round(self, round_no: int, steps: dict[str, StepView]) -> Outcome | None:
+        settings = self.deps.settings
+        model = settings.model
+        with self.deps.factory() as db:
+            job = db.get(Job, self.job_id)
+            assert job is not None
+            history = ordered_messages(db, session_id=self.who.session_id, upto_job=job)
+        messages = to_model_messages(self.system_prompt, history)
+        reminder = "todo" in self.deps.registry.names() and todo_reminder_due(
+            _rounds_since_todo(steps)
+        )
+        if reminder:
+            messages.append({"role": "user", "content": TODO_REMINDER})
+        key = llm_key(round_no)
+        with self.deps.factory() as db, db.begin():
+            check_fence(db, self.lease)
+            begin_step(
+                db,
+                job_id=self.job_id,
+                key=key,
+                kind="llm",
+                name=model,
+                round_no=round_no,
+                fence=self.lease.fence,
+                arguments={"model": model, "messages": len(messages), "todo_reminder": reminder},
+            )
+        with tracer.start_as_current_span(f"chat {model}") as span:
+            span.set_attribute("gen_ai.operation.name", "chat")
+            span.set_attribute("gen_ai.request.model", model)
+            try:
+                resp = self.deps.model.complete(
+                    model=model,
+                    messages=messages,
+                    tools=self.deps.registry.schemas() or None,
+                    max_tokens=settings.llm_max_tokens,
+                    conversation_key=str(self.who.session_id),
+                    on_token=self.events.token,
+                )
+            except ModelError as err:
+                span.set_attribute("error.type", err.error_type or "model_error")
+                return self._model_failed(key, err)
+            cost = cost_usd(resp.usage, price_for(resp.model or model, settings))
+            _annotate_model_span(span, resp, cost)
+        self.events.flush_tokens()
+        return self._record_reply(key, resp, cost)
+
+    def _record_reply(self, key: str, resp: ModelResponse, cost: Decimal) -> Outcome | None:
+        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in resp.tool_calls]
+        usage = {
+            "input_tokens": resp.usage.input_tokens,
+            "output_tokens": resp.usage.output_tokens,
+            "cached_tokens": resp.usage.cached_tokens,
+        }
+        result = {
+            "content": resp.content,
+            "tool_calls": calls,
+            "usage": usage,
+            "model": resp.model,
+            "finish_reason": resp.finish_reason,
+            "request_id": resp.request_id,
+            "cost_usd": str(cost),
+        }
+        wake: list[uuid.UUID] = []
+        with self.deps.factory() as db, db.begin():
+            check_fence(db, self.lease)
+            finish_step(db, job_id=self.job_id, key=key, status="succeeded", result=result)
+            append_message(
+                db,
+                session_id=self.who.session_id,
+                job_id=self.job_id,
+                role="assistant",
+                content=resp.content,
+                tool_calls=calls or None,
+            )
+            db.execute(
+                update(Job)
+                .where(Job.id == self.job_id)
+                .values(
+                    input_tokens=Job.input_tokens + usage["input_tokens"],
+                    output_tokens=Job.output_tokens + usage["output_tokens"],
+                    cached_tokens=Job.cached_tokens + usage["cached_tokens"],
+                    cost_usd=Job.cost_usd + cost,
+                )
+            )
+            if not calls:
+                wake = finish_job(
+                    db, self.lease, status="succeeded", result={"content": resp.content or ""}
+                )
+        if calls:
+            return None
+        self._after_finish("succeeded", wake, {"content": resp.content or ""})
+        return Outcome.FINISHED
+
+    def _model_failed(self, key: str, err: ModelError) -> Outcome:
+        error = {
+            "code": "model_error",
+            "message": str(err),
+            "provider": err.provider,
+            "status": err.status,
+            "request_id": err.request_id,
+            "retryable": err.retryable,
+        }
+        with self.deps.factory() as db, db.begin():
+            check_fence(db, self.lease)
+            finish_step(db, job_id=self.job_id, key=key, status="failed", error=error)
+            wake = finish_job(db, self.lease, status="failed", error=f"model call failed: {err}")
+        self._after_finish("failed", wake, None, error=f"model call failed: {err}")
+        return Outcome.FINISHED
+
+    def _finish(
+        self, status: str, *, result: dict[str, Any] | None = None, error: str | None = None
+    ) -> Outcome:
+        with self.deps.factory() as db, db.begin():
+            wake = finish_job(db, self.lease, status=status, result=result, error=error)
+        self._after_finish(status, wake, result, error=error)
+        return Outcome.FINISHED
+
+    def _after_finish(
+        self,
+        status: str,
+        wake: list[uuid.UUID],
+        result: dict[str, Any] | None,
+        *,
+        error: str | None = None,
+    ) -> None:
+        self.events.emit("status", {"status": status, "error": error})
+        self.events.emit("final", {"status": status, "result": result, "error": error})
+        for job_id in wake:
+            self.deps.celery.send_task("agent.advance", args=[str(job_id)], queue="agent")
+
+
+def _annotate_model_span(span: trace.Span, resp: ModelResponse, cost: Decimal) -> None:
+    span.set_attribute("gen_ai.response.model", resp.model or "")
+    span.set_attribute("gen_ai.usage.input_tokens", resp.usage.input_tokens)
+    span.set_attribute("gen_ai.usage.output_tokens", resp.usage.output_tokens)
+    span.set_attribute("gen_ai.response.finish_reasons", [resp.finish_reason or "unknown"])
+    span.set_attribute("leaflab.cached_tokens", resp.usage.cached_tokens)
+    span.set_attribute("leaflab.cost_usd", float(cost))
+    if resp.request_id:
+        span.set_attribute("gen_ai.response.id", resp.request_id)
+
+
+def _error_text(error: dict[str, Any] | None) -> str:
+    return (error or {}).get("message") or "the model call failed"
+
+
+def _trailing_tool_failures(steps: dict[str, StepView]) -> int:
+    count = 0
+    for step in reversed(list(steps.values())):
+        if step.kind != "tool":
+            continue
+        if step.status != "failed":
+            break
+        count += 1
+    return count
+
+
+def _rounds_since_todo(steps: dict[str, StepView]) -> int:
+    tool_rounds = sorted({s.round for s in steps.values() if s.kind == "tool"})
+    todo_rounds = {s.round for s in steps.values() if s.kind == "tool" and s.name == "todo"}
+    since = 0
+    for r in reversed(tool_rounds):
+        if r in todo_rounds:
+            break
+        since += 1
+    return since
+
+
+def earlier_active_job(db: Any, job: Job) -> bool:
+    """Whether an earlier job of the same session still has to finish first."""
+    if job.session_id is None:
+        return False
+    return (
+        db.scalar(
+            select(Job.id)
+            .where(
+                Job.session_id == job.session_id,
+                Job.created_at < job.created_at,
+                Job.status.in_(("queued", "running", "waiting_approval", "paused",
+                                "budget_exhausted")),
+            )
+            .limit(1)
+        )
+        is not None
+    )
+

@@ -1,0 +1,15 @@
+"""Workspace file tools: read_file, write_file, edit_file, glob, grep."""
+
+from __future__ import annotations
+
+from services.worker.tools.base import Tool
+from services.worker.tools.files.editing import EditFileTool, WriteFileTool
+from services.worker.tools.files.reading import ReadFileTool
+from services.worker.tools.files.searching import GlobTool, GrepTool
+
+__all__ = ["EditFileTool", "GlobTool", "GrepTool", "ReadFileTool", "WriteFileTool", "file_tools"]
+
+
+def file_tools() -> list[Tool]:
+    """One instance of each file tool, for the runtime's ToolRegistry."""
+    return [ReadFileTool(), WriteFileTool(), EditFileTool(), GlobTool(), GrepTool()]
