@@ -22,7 +22,10 @@ from services.model_sim.server import build_config, serve
     help="Default script (JSON) played to every conversation [env LEAFLAB_SIM_SCRIPT].",
 )
 @click.option(
-    "--latency-ms", default=0, show_default=True, type=click.IntRange(0, 600_000),
+    "--latency-ms",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 600_000),
     help="Latency of every reply unless the script sets its own.",
 )
 @click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Model name served.")

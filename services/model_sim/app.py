@@ -126,8 +126,7 @@ async def _json_body(request: Request) -> Any:
 
 def _validation_message(exc: ValidationError) -> str:
     return "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or '(body)'}: {err['msg']}"
-        for err in exc.errors()
+        f"{'.'.join(str(p) for p in err['loc']) or '(body)'}: {err['msg']}" for err in exc.errors()
     )
 
 
@@ -152,16 +151,16 @@ def create_app(config: SimConfig | None = None) -> FastAPI:
         key = conversation_key(request, messages)
         slot = sum(1 for m in messages if m.get("role") == "assistant")
         decision = state.decide(key, slot)
-        cached = state.cached_tokens(key, messages)
+        cached = state.cached_tokens(key, messages, remember=decision.kind != "error")
         state.counters.in_flight += 1
         state.counters.max_in_flight = max(state.counters.max_in_flight, state.counters.in_flight)
         try:
             await asyncio.sleep(decision.latency_s)
         finally:
             state.counters.in_flight -= 1
-        if decision.kind == "error":
-            entry = decision.entry
-            raise SimHTTPError(entry.error or 500, entry.message, entry.retry_after)
+        if decision.kind == "error" and decision.fault is not None:
+            fault = decision.fault
+            raise SimHTTPError(fault.error or 500, fault.message, fault.retry_after)
         prompt_chars = sum(len(message_text(m)) for m in messages)
         return _answer(chat, decision, config, prompt_chars, cached)
 

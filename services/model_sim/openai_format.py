@@ -67,7 +67,9 @@ def now() -> int:
 
 def error_body(status: int, message: str | None = None) -> dict[str, Any]:
     """The ``{"error": {...}}`` body OpenAI sends with a failed request."""
-    fallback = ("invalid_request_error", "bad_request") if status < 500 else ("server_error", "error")
+    fallback = (
+        ("invalid_request_error", "bad_request") if status < 500 else ("server_error", "error")
+    )
     error_type, code = ERROR_TYPES.get(status, fallback)
     text = message or f"simulated {status} ({code})"
     return {"error": {"message": text, "type": error_type, "param": None, "code": code}}

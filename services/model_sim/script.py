@@ -58,9 +58,7 @@ class ScriptEntry(BaseModel):
         if sum(kinds) > 1:
             raise ValueError("an entry is either a reply, an error or a disconnect, not several")
         if sum(kinds) == 0 and self.delay_ms is None:
-            raise ValueError(
-                "an entry needs content, tool_calls, error, disconnect or delay_ms"
-            )
+            raise ValueError("an entry needs content, tool_calls, error, disconnect or delay_ms")
         if self.error is not None and self.error not in INJECTABLE_STATUSES:
             raise ValueError(f"error must be one of {sorted(INJECTABLE_STATUSES)}")
         if self.tool_calls is not None and not self.tool_calls:

@@ -45,10 +45,11 @@ class Decision:
     """What to answer for one request."""
 
     kind: str  # "reply" | "error" | "disconnect"
-    entry: ScriptEntry  # the fault, or the reply to play
+    entry: ScriptEntry  # the reply to play (a disconnect cuts it off halfway)
     latency_s: float
     slot: int
     attempt: int
+    fault: ScriptEntry | None = None  # the injected error / disconnect / delay entry
 
 
 @dataclass
@@ -119,18 +120,19 @@ class SimState:
         entry = slots[slot].entry_for_attempt(attempt) if slot < len(slots) else None
         if entry is None:
             return self._reply(_after_script(script), script, slot, attempt)
+        if entry.is_reply:
+            return self._reply(entry, script, slot, attempt)
+        reply = _slot_reply(slots[slot], script)
+        latency = self._latency(entry, script)
         if entry.error is not None:
             self.counters.errors_injected += 1
-            return Decision("error", entry, self._latency(entry, script), slot, attempt)
+            return Decision("error", reply, latency, slot, attempt, fault=entry)
         if entry.disconnect:
             self.counters.disconnects_injected += 1
-            return Decision("disconnect", entry, self._latency(entry, script), slot, attempt)
-        if not entry.is_reply:
-            # A bare delay: this attempt is slow (so clients can time out), then answers.
-            self.counters.delays_injected += 1
-            reply = _slot_reply(slots[slot], script)
-            return Decision("reply", reply, self._latency(entry, script), slot, attempt)
-        return self._reply(entry, script, slot, attempt)
+            return Decision("disconnect", reply, latency, slot, attempt, fault=entry)
+        # A bare delay: this attempt is slow (so clients can time out), then answers.
+        self.counters.delays_injected += 1
+        return Decision("reply", reply, latency, slot, attempt, fault=entry)
 
     def _reply(
         self, entry: ScriptEntry, script: Script | None, slot: int, attempt: int
@@ -145,9 +147,10 @@ class SimState:
             return script.latency_ms / 1000
         return self.default_latency_ms / 1000
 
-    def cached_tokens(self, key: str, messages: list[dict[str, Any]]) -> int:
-        """Tokens of the longest message prefix this conversation sent before, then remember
-        every prefix of this request (a plausible prefix-cache hit figure)."""
+    def cached_tokens(self, key: str, messages: list[dict[str, Any]], *, remember: bool) -> int:
+        """Tokens of the longest message prefix this conversation sent before; with
+        ``remember``, every prefix of this request counts as cached for later requests
+        (a plausible prefix-cache figure: rejected requests never reach the cache)."""
         conv = self._conversation(key)
         digest = hashlib.sha256()
         chars = 0
@@ -158,7 +161,7 @@ class SimState:
             prefix = digest.copy().hexdigest()
             if prefix in conv.seen_prefixes:
                 cached_chars = chars
-            else:
+            elif remember:
                 conv.seen_prefixes.add(prefix)
         return estimate_tokens(cached_chars) if cached_chars else 0
 

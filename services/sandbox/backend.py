@@ -64,9 +64,13 @@ class SandboxBackend(ABC):
     def start(self) -> None:  # noqa: B027 - optional hook, most backends need nothing
         """Prepare (warm pool, janitor); called once when the worker starts."""
 
-    def reap_orphans(self) -> int:
-        """Remove sandboxes left behind by dead workers; returns how many."""
+    def reap_orphans(self, alive: Callable[[str], bool] | None = None) -> int:
+        """Remove sandboxes left behind by dead workers (``alive(owner)`` says
+        whether an owner still heartbeats); returns how many."""
         return 0
+
+    def maintain(self) -> None:  # noqa: B027 - optional hook
+        """Periodic upkeep (idle eviction, pool refill)."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Remove everything this backend started."""

@@ -91,14 +91,18 @@ def ensure_image(settings: SandboxSettings, *, offline: bool | None = None) -> s
         fcntl.flock(lock, fcntl.LOCK_EX)
         if image_exists(client, tag):
             return tag
-        mode = settings.sandbox_build if offline is None else ("offline" if offline else "dockerfile")
+        mode = settings.sandbox_build
+        if offline is not None:
+            mode = "offline" if offline else "dockerfile"
         if mode in ("auto", "dockerfile"):
             try:
                 build_with_dockerfile(client, tag)
                 return tag
             except (docker.errors.BuildError, docker.errors.APIError) as exc:
                 if mode == "dockerfile":
-                    raise SandboxUnavailable(f"building {tag} from the Dockerfile failed: {exc}")
+                    raise SandboxUnavailable(
+                        f"building {tag} from the Dockerfile failed: {exc}"
+                    ) from exc
                 log.warning("Dockerfile build failed (%s); building offline from Debian", exc)
         build_offline(tag, rootfs=settings.home / "sandbox-rootfs" / tag.rsplit(":", 1)[-1])
     return tag

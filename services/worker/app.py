@@ -18,7 +18,8 @@ from services.common.db import build_engine, build_sessionmaker
 from services.common.events import EventPublisher
 from services.common.migrate import ensure_migrated
 from services.common.redis_client import build_redis
-from services.worker.llm.client import ModelClient
+from services.worker.llm.client import client_from_settings
+from services.worker.llm.pricing import PriceBook
 from services.worker.runtime.advance import advance
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.lease import LeaseKeeper
@@ -45,7 +46,8 @@ def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
     return RuntimeDeps(
         settings=cfg,
         factory=factory,
-        model=ModelClient(cfg.llm_base_url, cfg.llm_api_key, timeout_s=cfg.llm_timeout_s),
+        model=client_from_settings(cfg),
+        prices=PriceBook.from_settings(cfg),
         registry=build_registry(cfg),
         publisher=EventPublisher(client),
         celery=app,

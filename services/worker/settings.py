@@ -7,14 +7,14 @@ import socket
 
 from pydantic import Field
 
-from services.common.settings import CommonSettings
+from services.worker.llm.settings import LlmSettings
 
 
 def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-class WorkerSettings(CommonSettings):
+class WorkerSettings(LlmSettings):
     worker_id: str = Field(default_factory=default_worker_id)
     library_url: str = "http://127.0.0.1:8200"
     internal_token: str = "leaflab-internal-dev-token"

@@ -68,6 +68,7 @@ __all__ = [
     "QueueDepthCollector",
     "metrics_response",
     "mount_metrics",
+    "register_platform_collectors",
     "start_metrics_server",
     "stop_metrics_server",
 ]

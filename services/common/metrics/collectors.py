@@ -99,7 +99,8 @@ class JobStatusCollector(Collector):
     def collect(self) -> Iterable[Metric]:
         try:
             with self.engine.begin() as conn:
-                conn.execute(text(f"SET LOCAL statement_timeout = {int(self.statement_timeout_ms)}"))
+                timeout = int(self.statement_timeout_ms)
+                conn.execute(text(f"SET LOCAL statement_timeout = {timeout}"))
                 rows = conn.execute(_JOBS_SQL).all()
         except Exception as exc:
             log.warning("jobs collector: %s", exc)
@@ -128,7 +129,7 @@ class JobStatusCollector(Collector):
 class _PlatformCollectors(Collector):
     """Both collectors behind one registration, so re-registering replaces them."""
 
-    def __init__(self, parts: list[Collector]) -> None:
+    def __init__(self, parts: list[QueueDepthCollector | JobStatusCollector]) -> None:
         self.parts = parts
 
     def describe(self) -> Iterable[Metric]:
@@ -165,7 +166,7 @@ def register_platform_collectors(
     Call once per process after building the engine / Redis client; calling
     again replaces the earlier registration (tests, reloads).
     """
-    parts: list[Collector] = []
+    parts: list[QueueDepthCollector | JobStatusCollector] = []
     if redis_client is not None:
         parts.append(QueueDepthCollector(redis_client))
     if engine is not None:

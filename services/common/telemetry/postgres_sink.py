@@ -28,7 +28,6 @@ from services.common.telemetry.redaction import redact_text
 log = logging.getLogger(__name__)
 
 SINK_POSTGRES = "postgres"
-_SPANS = SpanRecord.__table__
 
 
 def _hex(value: int, width: int) -> str:
@@ -105,7 +104,7 @@ class PostgresSpanExporter(SpanExporter):
         self._engine: Engine | None = None
         self._lock = threading.Lock()
         self._down_until = 0.0
-        self._stmt = pg_insert(_SPANS).on_conflict_do_nothing(index_elements=["span_id"])
+        self._stmt = pg_insert(SpanRecord).on_conflict_do_nothing(index_elements=["span_id"])
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._forget_engine)
 

@@ -18,6 +18,7 @@ import openai
 from services.worker.llm import json_protocol
 from services.worker.llm.backoff import RetryPolicy
 from services.worker.llm.errors import ModelError, from_sdk_error
+from services.worker.llm.settings import LlmSettings
 from services.worker.llm.stream import StreamAssembler, estimated_usage, usage_from
 from services.worker.llm.types import ModelResponse, ToolCall
 
@@ -227,3 +228,20 @@ class ModelClient:
             request_id=request_id,
             retryable=True,
         )
+
+
+def client_from_settings(settings: LlmSettings, **kwargs: Any) -> ModelClient:
+    """The client for the configured endpoint (``LEAFLAB_LLM_BASE_URL`` etc.)."""
+    policy = RetryPolicy(
+        max_retries=settings.llm_max_retries,
+        base_delay_s=settings.llm_retry_base_s,
+        max_delay_s=settings.llm_retry_max_s,
+        max_retry_after_s=settings.llm_retry_after_cap_s,
+    )
+    return ModelClient(
+        settings.llm_base_url,
+        settings.llm_api_key,
+        timeout_s=settings.llm_timeout_s,
+        retry_policy=policy,
+        **kwargs,
+    )

@@ -137,9 +137,13 @@ def from_sdk_error(exc: openai.OpenAIError, *, provider: str) -> ModelError:
         )
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
-        detail = f": {cause}" if cause else ""
+        # A peer that drops the connection mid-body is a disconnect, not a refused connect.
+        dropped = type(cause).__name__ in ("RemoteProtocolError", "ReadError")
         return ModelError(
-            f"connection failed{detail}", provider=provider, error_type="connection", retryable=True
+            f"{'connection dropped' if dropped else 'connection failed'}: {cause or exc}",
+            provider=provider,
+            error_type="disconnect" if dropped else "connection",
+            retryable=True,
         )
     if isinstance(exc, openai.APIError):
         # An error event inside a stream (vLLM sends these on engine failures).

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.events import EventPublisher
 from services.worker.llm.client import ModelClient
+from services.worker.llm.pricing import PriceBook
 from services.worker.runtime.lease import LeaseKeeper
 from services.worker.settings import WorkerSettings
 from services.worker.tools.registry import ToolRegistry
@@ -20,6 +21,7 @@ class RuntimeDeps:
     settings: WorkerSettings
     factory: sessionmaker[Session]
     model: ModelClient
+    prices: PriceBook
     registry: ToolRegistry
     publisher: EventPublisher
     celery: Celery

@@ -16,9 +16,8 @@ from typing import Any
 from opentelemetry import trace
 from sqlalchemy import select, update
 
-from services.common.models import Job
+from services.common.models import ChatSession, Job
 from services.worker.llm.errors import ModelError
-from services.worker.llm.pricing import cost_usd, price_for
 from services.worker.llm.types import ModelResponse
 from services.worker.runtime.conversation import (
     append_message,
@@ -32,7 +31,7 @@ from services.worker.runtime.ledger import StepView, begin_step, finish_step, ll
 from services.worker.runtime.lease import Lease, check_fence
 from services.worker.runtime.outcome import Outcome
 from services.worker.runtime.tool_exec import JobIdentity, ToolCallSpec, ToolStepRunner
-from services.worker.tools.todo import TODO_REMINDER, todo_reminder_due
+from services.worker.tools.todo import todo_reminder, todo_reminder_due
 
 tracer = trace.get_tracer("leaflab.worker")
 
@@ -129,7 +128,8 @@ class TurnRunner:
             _rounds_since_todo(steps)
         )
         if reminder:
-            messages.append({"role": "user", "content": TODO_REMINDER})
+            todos = self._current_todos()
+            messages.append({"role": "user", "content": todo_reminder(todos)})
         key = llm_key(round_no)
         with self.deps.factory() as db, db.begin():
             check_fence(db, self.lease)
@@ -158,10 +158,15 @@ class TurnRunner:
             except ModelError as err:
                 span.set_attribute("error.type", err.error_type or "model_error")
                 return self._model_failed(key, err)
-            cost = cost_usd(resp.usage, price_for(resp.model or model, settings))
+            cost = Decimal(str(round(self.deps.prices.cost_usd(model, resp.usage), 8)))
             _annotate_model_span(span, resp, cost)
         self.events.flush_tokens()
         return self._record_reply(key, resp, cost)
+
+    def _current_todos(self) -> list[dict[str, Any]]:
+        with self.deps.factory() as db:
+            session = db.get(ChatSession, self.who.session_id)
+            return list(session.todos) if session is not None else []
 
     def _record_reply(self, key: str, resp: ModelResponse, cost: Decimal) -> Outcome | None:
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in resp.tool_calls]

@@ -69,9 +69,7 @@ def summarize(items: list[dict[str, Any]]) -> str:
         return "0 items: the todo list is empty"
     counts = Counter(str(item["status"]) for item in items)
     parts = [
-        f"{counts[status]} {status.replace('_', ' ')}"
-        for status in STATUS_ORDER
-        if counts[status]
+        f"{counts[status]} {status.replace('_', ' ')}" for status in STATUS_ORDER if counts[status]
     ]
     noun = "item" if len(items) == 1 else "items"
     return f"{len(items)} {noun}: " + ", ".join(parts)
@@ -123,9 +121,7 @@ class TodoTool(Tool):
         # Emitted only after the commit, so a watcher never sees a list that a
         # failed transaction then took back.
         ctx.emit("todo", {"items": items})
-        return ToolResult(
-            content=summarize(items), data={"items": items, "persisted": persisted}
-        )
+        return ToolResult(content=summarize(items), data={"items": items, "persisted": persisted})
 
     def _persist(self, ctx: ToolContext, items: list[dict[str, Any]]) -> None:
         factory = ctx.services.get("session_factory")

@@ -113,6 +113,18 @@ def _already_in_state(ctx: ToolContext, intent: dict[str, Any]) -> bool:
     return sha256_file(target) == intent["sha256"]
 
 
+def _write_diff(target: Path, shown: str, content: str) -> str:
+    """The change a write makes: against the old text, or all-new lines."""
+    if not target.is_file():
+        return unified_diff(shown, "", content)
+    if target.stat().st_size > MAX_DIFF_INPUT_CHARS:
+        return f"(diff omitted: {shown} is too large to diff)"
+    try:
+        return unified_diff(shown, read_text(target, shown)[1], content)
+    except ToolError:
+        return "(diff omitted: the previous content was not text)"
+
+
 class WriteFileArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -150,6 +162,8 @@ class WriteFileTool(Tool):
             "existed_before": previous is not None,
             "previous_sha256": previous,
             "bytes": len(data),
+            # shown to a human when the runtime asks for approval of this write
+            "diff": _write_diff(target, shown, args.content),
         }
 
     def is_applied(self, intent: dict[str, Any], ctx: ToolContext) -> bool:
@@ -159,12 +173,7 @@ class WriteFileTool(Tool):
         assert isinstance(args, WriteFileArgs)
         target, shown = _target(ctx, args.path)
         existed = target.is_file()
-        diff = ""
-        if existed and target.stat().st_size <= MAX_DIFF_INPUT_CHARS:
-            try:
-                diff = unified_diff(shown, read_text(target, shown)[1], args.content)
-            except ToolError:
-                diff = "(previous content was not text)"
+        diff = _write_diff(target, shown, args.content)
         data = args.content.encode("utf-8")
         _apply(target, shown, data)
         lines = len(args.content.splitlines())

@@ -1,0 +1,21 @@
+"""The `leaflab` command line."""
+
+from __future__ import annotations
+
+import click
+
+from services.cli.admin_cmd import admin
+from services.cli.jobs_cmd import batch, cancel, jobs, submit, survey, watch
+from services.cli.migrate_cmd import migrate
+from services.cli.model_sim_cmd import model_sim
+from services.cli.up.command import up
+
+
+@click.group()
+@click.version_option(package_name="leaflab")
+def cli() -> None:
+    """Leaflab: a self-hosted research-agent platform for a lab."""
+
+
+for command in (up, migrate, submit, watch, jobs, cancel, survey, batch, admin, model_sim):
+    cli.add_command(command)

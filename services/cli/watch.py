@@ -1,0 +1,55 @@
+"""Live view of a job: streamed text, tool calls, todo list and a progress line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from services.cli.client import LeaflabClient
+
+STATUS_MARK = {"completed": "x", "in_progress": ">", "pending": " "}
+
+
+def render_event(event: dict[str, Any], state: dict[str, Any]) -> str | None:
+    """Text to print for one event (None prints nothing); pure, so it is testable."""
+    kind, data = event.get("event"), event.get("data") or {}
+    if kind == "token":
+        text = str(data.get("text", ""))
+        if not state.get("in_text"):
+            state["in_text"] = True
+            text = "\n" + text
+        return text
+    if kind == "tool_start":
+        state["tools"] = state.get("tools", 0) + 1
+        state["in_text"] = False
+        return f"\n  → {data.get('name')} …"
+    if kind == "tool_end":
+        return f" {data.get('status')}"
+    if kind == "todo":
+        items = data.get("items", [])
+        done = sum(1 for i in items if i.get("status") == "completed")
+        lines = [f"\n  todo {done}/{len(items)}:"]
+        lines += [f"    [{STATUS_MARK.get(i.get('status', ''), '?')}] {i.get('content')}" for i in items]
+        return "\n".join(lines)
+    if kind == "status":
+        if data.get("status") in ("succeeded", "failed", "cancelled"):
+            return None  # the final event reports it
+        progress = data.get("progress")
+        extra = f" {progress}" if progress else ""
+        return f"\n[{data.get('status')}{extra}]"
+    if kind == "final":
+        return f"\n[{data.get('status')}] after {state.get('tools', 0)} tool call(s)\n"
+    return None
+
+
+def watch_job(client: LeaflabClient, job_id: str) -> dict[str, Any]:
+    state: dict[str, Any] = {}
+    for event in client.events(job_id):
+        text = render_event(event, state)
+        if text:
+            click.echo(text, nl=False)
+    job: dict[str, Any] = client.request("GET", f"/v1/jobs/{job_id}")
+    if job["status"] != "succeeded" and job.get("error"):
+        click.echo(f"error: {job['error']}", err=True)
+    return job

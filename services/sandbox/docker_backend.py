@@ -1,0 +1,262 @@
+"""Docker backend: ``docker exec`` in warm, hardened containers (see pool.py)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from services.sandbox.backend import (
+    ExecOutcome,
+    ExecRequest,
+    LifecycleSink,
+    SandboxBackend,
+    SandboxUnavailable,
+)
+from services.sandbox.image import docker_client, image_exists, image_tag
+from services.sandbox.output import BoundedOutput
+from services.sandbox.pool import (
+    LABEL,
+    LABEL_OWNER,
+    LABEL_SLOT,
+    ContainerFactory,
+    Slot,
+    WarmPool,
+    remove_container,
+)
+from services.sandbox.settings import SandboxSettings
+
+log = logging.getLogger(__name__)
+
+# Runs before every command in a reused container: kill what an earlier exec
+# left running (PID 1 is tini, PID 2 its `sleep`), then open up the umask so
+# the agent's file tools can edit what the sandbox wrote.
+PRELUDE = (
+    "for p in /proc/[0-9]*; do p=${p#/proc/}; "
+    'if [ "$p" -gt 2 ] && [ "$p" -ne $$ ]; then kill -9 "$p" 2>/dev/null; fi; done; '
+    'umask 000; exec "$@"'
+)
+WATCH_INTERVAL_S = 0.2
+QUOTA_CHECK_EVERY_S = 1.0
+
+
+def workspace_bytes(root: Path) -> int:
+    """Total size of regular files under ``root`` (symlinks not followed)."""
+    total = 0
+    stack = [str(root)]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for entry in it:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        total += entry.stat(follow_symlinks=False).st_size
+        except OSError:
+            continue
+    return total
+
+
+class DockerBackend(SandboxBackend):
+    name = "docker"
+
+    def __init__(self, settings: SandboxSettings, *, owner: str) -> None:
+        self.settings = settings
+        self.owner = owner
+        self.client = docker_client()
+        self.image = image_tag(settings)
+        if not image_exists(self.client, self.image):
+            raise SandboxUnavailable(
+                f"sandbox image {self.image} is missing; run `leaflab sandbox build-image`"
+            )
+        self.factory = ContainerFactory(self.client, settings, self.image, owner)
+        self.pool = WarmPool(self.factory, settings)
+
+    def start(self) -> None:
+        self.pool.refill()
+
+    def execute(self, request: ExecRequest, on_event: LifecycleSink) -> ExecOutcome:
+        started = time.monotonic()
+        slot, warm = self.pool.checkout(
+            request.session_key, request.workspace, network=request.allow_network
+        )
+        on_event(
+            "sandbox_start",
+            {
+                "backend": self.name,
+                "sandbox_id": slot.id,
+                "warm": warm,
+                "image": self.image,
+                "network": request.allow_network,
+            },
+        )
+        outcome = ExecOutcome(
+            exit_code=None,
+            stdout="",
+            stderr="",
+            stdout_bytes=0,
+            stderr_bytes=0,
+            truncated=False,
+            warm=warm,
+            sandbox_id=slot.id,
+        )
+        reusable = False
+        try:
+            reusable = self._run(slot, request, outcome, on_event)
+        finally:
+            self.pool.checkin(slot, reusable=reusable)
+            if not reusable:
+                on_event("sandbox_cleanup", {"sandbox_id": slot.id, "removed": True})
+        outcome.duration_ms = (time.monotonic() - started) * 1000
+        return outcome
+
+    def _run(
+        self, slot: Slot, request: ExecRequest, outcome: ExecOutcome, on_event: LifecycleSink
+    ) -> bool:
+        """Exec and stream; returns whether the container may be reused."""
+        api = self.client.api
+        exec_id = api.exec_create(
+            slot.container.id,
+            ["/bin/sh", "-c", PRELUDE, "sandbox", *request.argv],
+            user=self.settings.sandbox_user,
+            workdir="/workspace",
+            environment={"HOME": "/tmp", "MPLBACKEND": "Agg"},
+        )["Id"]
+        stdout = BoundedOutput(self.settings.sandbox_output_cap_bytes)
+        stderr = BoundedOutput(self.settings.sandbox_output_cap_bytes)
+        done = threading.Event()
+        kill_reason: list[str] = []
+
+        def kill(reason: str) -> None:
+            if not kill_reason:
+                kill_reason.append(reason)
+                on_event("sandbox_kill", {"sandbox_id": slot.id, "reason": reason})
+                try:
+                    api.kill(slot.container.id)
+                except docker.errors.APIError:
+                    pass
+
+        watchdog = threading.Thread(
+            target=self._watch,
+            args=(request, done, kill, lambda: stdout.total + stderr.total),
+            daemon=True,
+        )
+        watchdog.start()
+        try:
+            stream: Iterator[tuple[bytes | None, bytes | None]] = api.exec_start(
+                exec_id, stream=True, demux=True
+            )
+            for out, err in stream:
+                if out:
+                    stdout.feed(out)
+                if err:
+                    stderr.feed(err)
+                if stdout.total + stderr.total > self.settings.sandbox_output_kill_bytes:
+                    kill("output_limit")
+                    break
+        except (docker.errors.APIError, OSError) as exc:
+            # The stream breaks when the watchdog kills the container.
+            if not kill_reason:
+                raise
+            log.debug("exec stream ended by kill: %s", exc)
+        finally:
+            done.set()
+            watchdog.join(timeout=5)
+        if not kill_reason:
+            outcome.exit_code = api.exec_inspect(exec_id).get("ExitCode")
+        self._fill(outcome, stdout, stderr, kill_reason)
+        if outcome.timed_out:
+            on_event("sandbox_timeout", {"sandbox_id": slot.id, "timeout_s": request.timeout_s})
+        on_event(
+            "sandbox_end",
+            {
+                "sandbox_id": slot.id,
+                "exit_code": outcome.exit_code,
+                "killed_reason": outcome.killed_reason,
+            },
+        )
+        return not kill_reason
+
+    def _watch(
+        self,
+        request: ExecRequest,
+        done: threading.Event,
+        kill: Callable[[str], None],
+        output_total: Callable[[], int],
+    ) -> None:
+        """Hard wall-clock timeout and workspace quota, enforced from outside."""
+        deadline = time.monotonic() + request.timeout_s
+        quota = self.settings.sandbox_workspace_quota_mb * 1024 * 1024
+        base = workspace_bytes(request.workspace)
+        next_quota_check = time.monotonic() + QUOTA_CHECK_EVERY_S
+        while not done.wait(WATCH_INTERVAL_S):
+            now = time.monotonic()
+            if now >= deadline:
+                kill("timeout")
+                return
+            if now >= next_quota_check:
+                next_quota_check = now + QUOTA_CHECK_EVERY_S
+                if workspace_bytes(request.workspace) - base > quota:
+                    kill("workspace_quota")
+                    return
+
+    @staticmethod
+    def _fill(
+        outcome: ExecOutcome, stdout: BoundedOutput, stderr: BoundedOutput, kill_reason: list[str]
+    ) -> None:
+        outcome.stdout, outcome.stderr = stdout.text(), stderr.text()
+        outcome.stdout_bytes, outcome.stderr_bytes = stdout.total, stderr.total
+        outcome.truncated = stdout.truncated or stderr.truncated
+        if kill_reason:
+            outcome.killed_reason = kill_reason[0]
+            outcome.timed_out = kill_reason[0] == "timeout"
+
+    def reap_orphans(self, alive: Callable[[str], bool] | None = None) -> int:
+        """Remove labelled containers whose owning worker is gone (or that exited)."""
+        mine = self.pool.container_ids()
+        reaped = 0
+        for c in self.client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
+            owner = c.labels.get(LABEL_OWNER, "")
+            if owner == self.owner:
+                # Ours but not pooled and not running: a leftover of a failed exec.
+                if c.id in mine or c.status == "running":
+                    continue
+            elif owner_alive(owner, alive):
+                continue
+            if remove_container(self.client, str(c.id)):
+                reaped += 1
+                log.info("reaped sandbox container %s (owner %s)", str(c.id)[:12], owner)
+            slot_dir = c.labels.get(LABEL_SLOT)
+            if slot_dir and Path(slot_dir).parent == self.pool.slots_dir:
+                shutil.rmtree(slot_dir, ignore_errors=True)
+        return reaped
+
+    def maintain(self) -> None:
+        """Periodic upkeep: evict idle containers and top up spares."""
+        self.pool.evict_idle()
+        self.pool.refill()
+
+    def close(self) -> None:
+        self.pool.drain()
+
+
+def owner_alive(owner: str, alive: Callable[[str], bool] | None) -> bool:
+    """Whether a container's owner still runs: same-host pid check, else heartbeat."""
+    host, _, rest = owner.partition("/")
+    pid_text = rest.split("/", 1)[0]
+    if host == socket.gethostname() and pid_text.isdigit():
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+    return alive(owner) if alive is not None else True

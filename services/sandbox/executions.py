@@ -1,0 +1,125 @@
+"""Exactly-once bookkeeping for ``sandbox.exec`` (table ``sandbox_executions``).
+
+A message may be delivered twice. The first delivery claims the row; a later
+one gets the stored result, waits for a live run to finish, or, when the
+running worker died (deadline passed), an ``interrupted`` result. Code that
+may have half-run is never silently run again.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.common.db import transaction
+from services.common.models.sandbox import SandboxExecution
+
+POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class Claim:
+    fresh: bool
+    result: dict[str, Any] | None = None
+
+
+def exec_key(job_id: str | None, tool_call_id: str) -> str:
+    return f"{job_id or '-'}:{tool_call_id}"
+
+
+def interrupted_result(key: str) -> dict[str, Any]:
+    return {
+        "status": "interrupted",
+        "error": {
+            "code": "sandbox_interrupted",
+            "message": "this execution was started earlier but its worker stopped before it "
+            "finished; it was not run again (it may have partly run)",
+        },
+        "exec_key": key,
+    }
+
+
+def claim(
+    factory: sessionmaker[Session],
+    *,
+    key: str,
+    job_id: str | None,
+    tool_call_id: str,
+    owner: str,
+    run_for_s: float,
+) -> Claim:
+    """Claim ``key`` for this run, or resolve what an earlier delivery left."""
+    deadline = datetime.now(UTC) + timedelta(seconds=run_for_s)
+    with transaction(factory) as s:
+        row = s.execute(
+            insert(SandboxExecution)
+            .values(
+                exec_key=key,
+                job_id=uuid.UUID(job_id) if job_id else None,
+                tool_call_id=tool_call_id,
+                status="running",
+                owner=owner,
+                deadline_at=deadline,
+            )
+            .on_conflict_do_nothing(index_elements=["exec_key"])
+            .returning(SandboxExecution.exec_key)
+        ).first()
+    if row is not None:
+        return Claim(fresh=True)
+    return Claim(fresh=False, result=_await_existing(factory, key))
+
+
+def _await_existing(factory: sessionmaker[Session], key: str) -> dict[str, Any]:
+    while True:
+        with transaction(factory) as s:
+            row = s.get(SandboxExecution, key)
+            if row is None:  # released by a run that could not start: nothing ran
+                return {
+                    "status": "error",
+                    "error": {
+                        "code": "sandbox_retry",
+                        "message": "an earlier attempt released this exec",
+                    },
+                }
+            if row.status != "running" and row.result is not None:
+                return dict(row.result)
+            if row.deadline_at <= datetime.now(UTC):
+                result = interrupted_result(key)
+                s.execute(
+                    update(SandboxExecution)
+                    .where(SandboxExecution.exec_key == key)
+                    .values(status="interrupted", result=result, finished_at=datetime.now(UTC))
+                )
+                return result
+        time.sleep(POLL_S)
+
+
+def finish(factory: sessionmaker[Session], *, key: str, result: dict[str, Any]) -> None:
+    with transaction(factory) as s:
+        s.execute(
+            update(SandboxExecution)
+            .where(SandboxExecution.exec_key == key)
+            .values(status="finished", result=result, finished_at=datetime.now(UTC))
+        )
+
+
+def release(factory: sessionmaker[Session], *, key: str) -> None:
+    """Forget a claim whose run never started (backend unavailable): a retry may run it."""
+    with transaction(factory) as s:
+        s.execute(
+            delete(SandboxExecution).where(
+                SandboxExecution.exec_key == key, SandboxExecution.status == "running"
+            )
+        )
+
+
+def stored(factory: sessionmaker[Session], key: str) -> SandboxExecution | None:
+    with factory() as s:
+        return s.execute(select(SandboxExecution).where(SandboxExecution.exec_key == key)).scalar()

@@ -1,0 +1,232 @@
+"""What ``sandbox.exec`` does: validate, claim, run in the backend, keep artifacts.
+
+:class:`SandboxRuntime` holds the worker's clients (built at worker start,
+never at import) and a janitor thread that heartbeats this worker, reaps
+containers of dead workers and keeps the warm pool topped up.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import threading
+import time
+import uuid
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Literal
+
+import redis
+from pydantic import BaseModel, Field, ValidationError
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.common.db import build_engine, build_sessionmaker, transaction
+from services.common.events import EventPublisher
+from services.common.models.users import Project
+from services.common.redis_client import build_redis
+from services.sandbox import artifacts, executions
+from services.sandbox.backend import (
+    ExecOutcome,
+    ExecRequest,
+    SandboxBackend,
+    SandboxUnavailable,
+    build_backend,
+)
+from services.sandbox.policy import refusal_reason
+from services.sandbox.settings import SandboxSettings
+
+log = logging.getLogger(__name__)
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+HEARTBEAT_KEY = "leaflab:sandbox:worker:{owner}"
+CLAIM_GRACE_S = 30.0
+
+
+class ExecPayload(BaseModel):
+    """Keyword arguments of the ``sandbox.exec`` task."""
+
+    tool_call_id: str = Field(min_length=1, max_length=200)
+    job_id: str | None = None
+    session_id: str | None = None
+    project_id: str | None = None
+    language: Literal["python", "bash"]
+    code: str = Field(max_length=1_000_000)
+    timeout_s: float | None = Field(default=None, gt=0)
+
+
+def error_result(code: str, message: str) -> dict[str, Any]:
+    return {"status": "error", "error": {"code": code, "message": message}}
+
+
+def new_owner() -> str:
+    """Identity of this worker, used in container labels: host/pid/random."""
+    return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+
+
+class SandboxRuntime:
+    def __init__(self, settings: SandboxSettings, *, owner: str | None = None) -> None:
+        self.settings = settings
+        self.owner = owner or new_owner()
+        self.engine = build_engine(settings.require_database_url(), pool_size=4)
+        self.sessions: sessionmaker[Session] = build_sessionmaker(self.engine)
+        self.redis: redis.Redis = build_redis(settings.require_redis_url())
+        self.events = EventPublisher(self.redis)
+        self.backend: SandboxBackend = build_backend(settings, owner=self.owner)
+        self._stop = threading.Event()
+        self._janitor: threading.Thread | None = None
+
+    # -- worker lifecycle -------------------------------------------------
+    def start(self) -> None:
+        """Heartbeat, reap orphans of dead workers, warm the pool, start the janitor."""
+        self.heartbeat()
+        self.backend.reap_orphans(self.owner_alive)
+        self.backend.start()
+        self._janitor = threading.Thread(
+            target=self._janitor_loop, name="sandbox-janitor", daemon=True
+        )
+        self._janitor.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._janitor is not None:
+            self._janitor.join(timeout=10)
+        self.backend.close()
+        self.redis.delete(HEARTBEAT_KEY.format(owner=self.owner))
+        self.engine.dispose()
+
+    def heartbeat(self) -> None:
+        ttl_ms = int(self.settings.sandbox_heartbeat_ttl_s * 1000)
+        self.redis.set(HEARTBEAT_KEY.format(owner=self.owner), "1", px=ttl_ms)
+
+    def owner_alive(self, owner: str) -> bool:
+        return bool(self.redis.exists(HEARTBEAT_KEY.format(owner=owner)))
+
+    def _janitor_loop(self) -> None:
+        interval = min(
+            self.settings.sandbox_janitor_interval_s, self.settings.sandbox_heartbeat_ttl_s / 3
+        )
+        while not self._stop.wait(interval):
+            try:
+                self.heartbeat()
+                self.backend.reap_orphans(self.owner_alive)
+                self.backend.maintain()
+            except Exception:  # the janitor must outlive any one failed round
+                log.exception("sandbox janitor round failed")
+
+    # -- one exec ---------------------------------------------------------
+    def run(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """Run one exec described by the task kwargs; always returns a result dict."""
+        try:
+            payload = ExecPayload.model_validate(raw)
+        except ValidationError as exc:
+            return error_result("invalid_request", str(exc))
+        for value in (payload.session_id, payload.job_id):
+            if value is not None and not SAFE_NAME.match(value):
+                return error_result("invalid_request", f"unsafe identifier {value!r}")
+        if payload.language == "bash" and (reason := refusal_reason(payload.code)):
+            return {
+                "status": "refused",
+                "error": {"code": "dangerous_command", "message": f"refused: {reason}"},
+            }
+        timeout = min(
+            payload.timeout_s or self.settings.sandbox_timeout_default_s,
+            self.settings.sandbox_timeout_max_s,
+        )
+        key = executions.exec_key(payload.job_id, payload.tool_call_id)
+        claim = executions.claim(
+            self.sessions,
+            key=key,
+            job_id=payload.job_id,
+            tool_call_id=payload.tool_call_id,
+            owner=self.owner,
+            run_for_s=timeout + CLAIM_GRACE_S,
+        )
+        if not claim.fresh:
+            return {**(claim.result or {}), "replayed": True}
+        try:
+            result = self._execute(payload, timeout)
+        except SandboxUnavailable as exc:
+            executions.release(self.sessions, key=key)
+            return error_result("sandbox_unavailable", str(exc))
+        executions.finish(self.sessions, key=key, result=result)
+        return result
+
+    def _execute(self, payload: ExecPayload, timeout: float) -> dict[str, Any]:
+        workspace = self.workspace_for(payload)
+        events: list[dict[str, Any]] = []
+
+        def on_event(event_type: str, data: dict[str, Any]) -> None:
+            data = {**data, "tool_call_id": payload.tool_call_id}
+            events.append({"type": event_type, "data": data, "at": time.time()})
+            if payload.job_id:
+                self.events.publish(payload.job_id, event_type, data)
+
+        argv = (
+            ["python3", "-c", payload.code]
+            if payload.language == "python"
+            else ["bash", "-c", payload.code]
+        )
+        request = ExecRequest(
+            argv=argv,
+            workspace=workspace,
+            timeout_s=timeout,
+            session_key=workspace.name,
+            allow_network=self.network_allowed(payload.project_id),
+        )
+        before = artifacts.snapshot(workspace) if workspace.exists() else {}
+        outcome = self.backend.execute(request, on_event)
+        found, skipped = artifacts.collect(
+            workspace,
+            before,
+            max_bytes=self.settings.sandbox_artifact_max_bytes,
+            max_count=self.settings.sandbox_artifact_max_count,
+        )
+        if payload.job_id and found:
+            with transaction(self.sessions) as s:
+                artifacts.store(s, payload.job_id, found)
+        return self._result(outcome, found, skipped, events)
+
+    def _result(
+        self,
+        outcome: ExecOutcome,
+        found: list[artifacts.FoundFile],
+        skipped: list[dict[str, Any]],
+        events: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        status = "ok"
+        if outcome.killed_reason == "timeout":
+            status = "timeout"
+        elif outcome.killed_reason:
+            status = "killed"
+        body = asdict(outcome)
+        body.pop("details", None)
+        return {
+            **body,
+            "status": status,
+            "backend": self.backend.name,
+            "artifacts": artifacts.describe(found),
+            "artifacts_skipped": skipped,
+            "events": events,
+            "replayed": False,
+        }
+
+    def workspace_for(self, payload: ExecPayload) -> Path:
+        """The session's workspace (the one the file tools use); a job's own without one."""
+        name = payload.session_id or payload.job_id or f"scratch-{payload.tool_call_id}"
+        if not SAFE_NAME.match(name):
+            name = f"scratch-{uuid.uuid4().hex}"
+        return self.settings.workspaces_dir / name
+
+    def network_allowed(self, project_id: str | None) -> bool:
+        """Network is opt-in per project, read from Postgres (never from the caller)."""
+        if not project_id:
+            return False
+        try:
+            pid = uuid.UUID(project_id)
+        except ValueError:
+            return False
+        with self.sessions() as s:
+            project = s.get(Project, pid)
+            return bool(project and project.allow_network)

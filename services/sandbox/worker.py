@@ -1,0 +1,68 @@
+"""The sandbox Celery worker: serves ``sandbox.exec`` on the ``sandbox`` queue.
+
+    celery -A services.sandbox.worker:app worker -Q sandbox --pool threads -c 4
+
+Clients (DB, Redis, Docker) are built when the worker starts, not at import;
+starting also reaps containers that dead workers left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from celery import Celery
+from celery.signals import worker_ready, worker_shutdown
+
+from services.common.celery_app import build_celery
+from services.sandbox.backend import SandboxUnavailable
+from services.sandbox.service import SandboxRuntime, error_result
+from services.sandbox.settings import get_sandbox_settings
+
+log = logging.getLogger(__name__)
+
+app: Celery = build_celery(get_sandbox_settings())
+_runtime: SandboxRuntime | None = None
+_runtime_lock = threading.Lock()
+
+
+def get_runtime() -> SandboxRuntime:
+    """The worker's runtime, started on first use (worker start or first task)."""
+    global _runtime
+    with _runtime_lock:
+        if _runtime is None:
+            runtime = SandboxRuntime(get_sandbox_settings())
+            runtime.start()
+            _runtime = runtime
+        return _runtime
+
+
+@app.task(name="sandbox.exec")
+def sandbox_exec(**kwargs: Any) -> dict[str, Any]:
+    """Run model-written code in the sandbox; see ``SandboxRuntime.run``."""
+    try:
+        runtime = get_runtime()
+    except SandboxUnavailable as exc:
+        # Never a fallback to the host: the caller gets a clear, typed error.
+        return error_result("sandbox_unavailable", str(exc))
+    return runtime.run(kwargs)
+
+
+@worker_ready.connect
+def _on_worker_ready(**_: Any) -> None:
+    try:
+        runtime = get_runtime()
+    except SandboxUnavailable as exc:
+        log.error("sandbox backend unusable; execs will fail until fixed: %s", exc)
+        return
+    log.info("sandbox worker %s ready (backend %s)", runtime.owner, runtime.backend.name)
+
+
+@worker_shutdown.connect
+def _on_worker_shutdown(**_: Any) -> None:
+    global _runtime
+    with _runtime_lock:
+        if _runtime is not None:
+            _runtime.close()
+            _runtime = None
