@@ -96,3 +96,4 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
 def unique() -> str:
     """A short unique token for building test data that never collides."""
     return uuid.uuid4().hex[:10]
+pytest_plugins = ["tests.fixtures.processes"]

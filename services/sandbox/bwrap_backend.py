@@ -5,8 +5,9 @@ unless the project allows it), a read-only root (the offline image's root
 filesystem when available, else the host's system directories), a tmpfs
 /tmp, the workspace at /workspace, no capabilities, and rlimits for memory,
 processes, file size and open files. When the worker runs as root, bwrap
-itself runs as the unprivileged sandbox uid (setpriv), so the process limit
-counts that uid and nothing runs as root.
+sets up the mounts as root (so workspaces under /root are reachable) without a
+user namespace, and the command runs as the unprivileged sandbox uid
+(setpriv, no capabilities, no-new-privs), so the process limit counts that uid.
 """
 
 from __future__ import annotations
@@ -49,14 +50,11 @@ class BwrapBackend(SandboxBackend):
         return candidate if (candidate / "usr" / "bin" / "python3").exists() else None
 
     def command(self, request: ExecRequest) -> list[str]:
+        """The full argv: rlimits, then bwrap, then (as root) the drop to the sandbox uid."""
         s = self.settings
-        uid, gid = s.sandbox_uid_gid
-        argv: list[str] = []
-        if os.geteuid() == 0:
-            argv += ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
         mem = s.sandbox_memory_mb * 1024 * 1024
         fsize = s.sandbox_file_size_mb * 1024 * 1024
-        argv += [
+        argv = [
             "prlimit",
             f"--as={mem}",
             f"--nproc={s.sandbox_pids}",
@@ -64,19 +62,12 @@ class BwrapBackend(SandboxBackend):
             f"--nofile={s.sandbox_nofile}",
             "--core=0",
             "--",
-        ]
-        argv += [
             "bwrap",
-            "--unshare-all",
-            "--die-with-parent",
-            "--new-session",
-            "--cap-drop",
-            "ALL",
-            "--hostname",
-            "sandbox",
         ]
+        argv += self._namespaces(request.allow_network)
+        argv += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
         if request.allow_network:
-            argv += ["--share-net", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
+            argv += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
         argv += self._root_binds()
         argv += [
             "--proc",
@@ -106,13 +97,44 @@ class BwrapBackend(SandboxBackend):
             "LANG",
             "C.UTF-8",
             "--",
-            "/bin/sh",
-            "-c",
-            'umask 000; exec "$@"',
-            "sandbox",
-            *request.argv,
         ]
-        return argv
+        argv += self._drop_privileges()
+        return argv + ["/bin/sh", "-c", 'umask 000; exec "$@"', "sandbox", *request.argv]
+
+    @staticmethod
+    def _namespaces(network: bool) -> list[str]:
+        if os.geteuid() != 0:
+            # Unprivileged: a user namespace makes the rest possible.
+            return ["--unshare-all", "--cap-drop", "ALL"] + (["--share-net"] if network else [])
+        # As root no user namespace (it would map sandbox root to host root); bwrap
+        # keeps only what setpriv needs to switch to the sandbox uid, then drops it.
+        flags = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+        flags += [] if network else ["--unshare-net"]
+        return flags + [
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "CAP_SETUID",
+            "--cap-add",
+            "CAP_SETGID",
+            "--cap-add",
+            "CAP_SETPCAP",
+        ]
+
+    def _drop_privileges(self) -> list[str]:
+        if os.geteuid() != 0:
+            return []
+        uid, gid = self.settings.sandbox_uid_gid
+        return [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={gid}",
+            "--clear-groups",
+            "--bounding-set=-all",
+            "--inh-caps=-all",
+            "--no-new-privs",
+            "--",
+        ]
 
     def _root_binds(self) -> list[str]:
         if self.rootfs is not None:

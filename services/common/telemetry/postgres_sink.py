@@ -11,7 +11,6 @@ import logging
 import math
 import os
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -84,8 +83,8 @@ def span_to_row(span: ReadableSpan) -> dict[str, Any]:
 class PostgresSpanExporter(SpanExporter):
     """Writes span batches with one multi-row ``INSERT … ON CONFLICT DO NOTHING``.
 
-    ``ON CONFLICT`` makes a retried batch harmless. Counting of exported and
-    dropped spans happens in :class:`GuardedSpanExporter` around this one. The engine is built on
+    ``ON CONFLICT`` makes a retried batch harmless. Counting, and backing off
+    from a database that is down, happen in :class:`GuardedSpanExporter`. The engine is built on
     first export (never at import) and rebuilt after a fork.
     """
 
@@ -95,15 +94,12 @@ class PostgresSpanExporter(SpanExporter):
         *,
         connect_timeout_s: int = 2,
         statement_timeout_ms: int = 5000,
-        backoff_s: float = 2.0,
     ) -> None:
         self._url = database_url
         self._connect_timeout_s = connect_timeout_s
         self._statement_timeout_ms = statement_timeout_ms
-        self._backoff_s = backoff_s
         self._engine: Engine | None = None
         self._lock = threading.Lock()
-        self._down_until = 0.0
         self._stmt = pg_insert(SpanRecord).on_conflict_do_nothing(index_elements=["span_id"])
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._forget_engine)
@@ -133,16 +129,11 @@ class PostgresSpanExporter(SpanExporter):
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if not spans:
             return SpanExportResult.SUCCESS
-        if time.monotonic() < self._down_until:
-            # Recently unreachable: drop at once rather than wait out another
-            # connect timeout while the queue behind us overflows.
-            return SpanExportResult.FAILURE
         try:
             rows = [span_to_row(span) for span in spans]
             with self._lock, self._get_engine().begin() as conn:
                 conn.execute(self._stmt, rows)
         except Exception as exc:  # tracing must never take the service down
-            self._down_until = time.monotonic() + self._backoff_s
             log.warning(
                 "span export to Postgres failed (%d spans dropped): %s",
                 len(spans),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -14,13 +15,23 @@ log = logging.getLogger(__name__)
 
 
 class GuardedSpanExporter(SpanExporter):
-    """Counts exported and failed spans per sink and swallows exporter errors."""
+    """Counts exported and lost spans per sink, swallows errors, backs off when down.
 
-    def __init__(self, inner: SpanExporter, sink: str) -> None:
+    After a failed export the sink is skipped for ``backoff_s``: batches are
+    dropped (``reason="sink_down"``) without redacting or connecting, so a
+    dead database costs neither CPU (the GIL the app needs) nor timeouts.
+    """
+
+    def __init__(self, inner: SpanExporter, sink: str, *, backoff_s: float = 2.0) -> None:
         self.inner = inner
         self.sink = sink
+        self.backoff_s = backoff_s
+        self._down_until = 0.0
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if time.monotonic() < self._down_until:
+            SPANS_DROPPED.labels(sink=self.sink, reason="sink_down").inc(len(spans))
+            return SpanExportResult.FAILURE
         try:
             result = self.inner.export(spans)
         except Exception as exc:
@@ -29,6 +40,7 @@ class GuardedSpanExporter(SpanExporter):
         if result is SpanExportResult.SUCCESS:
             SPANS_EXPORTED.labels(sink=self.sink).inc(len(spans))
         else:
+            self._down_until = time.monotonic() + self.backoff_s
             SPANS_DROPPED.labels(sink=self.sink, reason="export_failed").inc(len(spans))
         return result
 

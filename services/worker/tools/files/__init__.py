@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from services.worker.tools.base import Tool
 from services.worker.tools.files.editing import EditFileTool, WriteFileTool
+from services.worker.tools.files.globbing import GlobTool
+from services.worker.tools.files.grepping import GrepTool
 from services.worker.tools.files.reading import ReadFileTool
-from services.worker.tools.files.searching import GlobTool, GrepTool
 
 __all__ = ["EditFileTool", "GlobTool", "GrepTool", "ReadFileTool", "WriteFileTool", "file_tools"]
 

@@ -1,0 +1,155 @@
+"""glob over the session workspace, and the bounded tree walk grep shares.
+
+The walk goes the tree without following directory symlinks, so a link to ``/``
+planted inside the workspace cannot make a search roam the host.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
+from services.worker.tools.workspace import (
+    MAX_PATH_CHARS,
+    SKIPPED_DIRS,
+    outside,
+    resolve,
+    workspace_root,
+)
+
+MAX_GLOB_RESULTS = 1000
+MAX_SCANNED_ENTRIES = 100_000
+MAX_WALK_SECONDS = 5.0
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """Translate a glob (``*``, ``?``, ``[abc]``, ``**/`` for any depth) to a regex."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and (end := pattern.find("]", i + 2)) != -1:
+            body = pattern[i + 1 : end]
+            negate = body.startswith("!")
+            body = re.escape(body[1:] if negate else body).replace("\\-", "-")
+            out.append(f"[{'^' if negate else ''}{body}]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+
+def check_glob_pattern(pattern: str) -> None:
+    """Refuse glob patterns that name something outside the workspace."""
+    if "\x00" in pattern:
+        raise ToolError("invalid_path", "pattern contains a NUL byte", category="validation")
+    if pattern.startswith("/") or ".." in pattern.split("/"):
+        raise outside(pattern, "glob patterns must stay inside the workspace")
+
+
+@dataclass
+class Walk:
+    """Files under a base directory, in sorted order, with a bound on work done."""
+
+    base: Path
+    deadline: float
+    budget_s: float = MAX_WALK_SECONDS
+    scanned: int = 0
+    stopped: str | None = None
+    extra: dict[str, int] = field(default_factory=dict)
+
+    def files(self) -> Iterator[Path]:
+        for dirpath, dirnames, filenames in os.walk(self.base, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+            for name in sorted(filenames):
+                self.scanned += 1
+                if self.scanned > MAX_SCANNED_ENTRIES:
+                    self.stopped = f"scanned {MAX_SCANNED_ENTRIES} files"
+                    return
+                if time.monotonic() > self.deadline:
+                    self.stopped = f"ran for {self.budget_s:g} s"
+                    return
+                yield Path(dirpath, name)
+
+
+class GlobArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str = Field(
+        min_length=1,
+        max_length=500,
+        description="Glob relative to the workspace (or to path): '*' and '?' stay within "
+        "one directory, '**/' spans any depth, e.g. '**/*.py' or 'data/*.csv'.",
+    )
+    path: str = Field(
+        default=".",
+        max_length=MAX_PATH_CHARS,
+        description="Directory to search from, relative to the workspace (default: root).",
+    )
+
+
+class GlobTool(Tool):
+    name: ClassVar[str] = "glob"
+    description: ClassVar[str] = (
+        "List workspace files whose path matches a glob pattern, sorted by path "
+        f"(at most {MAX_GLOB_RESULTS}). Paths are returned relative to the workspace."
+    )
+    args_model: ClassVar[type[BaseModel]] = GlobArgs
+    effect: ClassVar[ToolEffect] = ToolEffect.READ_ONLY
+    retry_safe: ClassVar[bool] = True
+
+    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        assert isinstance(args, GlobArgs)
+        check_glob_pattern(args.pattern)
+        matcher = glob_regex(args.pattern.removeprefix("./"))
+        base = search_base(ctx, args.path)
+        walk = Walk(base=base, deadline=time.monotonic() + MAX_WALK_SECONDS)
+        root = workspace_root(ctx.workspace)
+        found = [
+            f.relative_to(root).as_posix()
+            for f in walk.files()
+            if matcher.match(f.relative_to(base).as_posix())
+        ]
+        shown = found[:MAX_GLOB_RESULTS]
+        notes = []
+        if len(found) > MAX_GLOB_RESULTS:
+            notes.append(f"[{len(found) - MAX_GLOB_RESULTS} more matches not shown]")
+        if walk.stopped:
+            notes.append(f"[search stopped early: {walk.stopped}; narrow the path]")
+        body = "\n".join(shown) if shown else f"No files match {args.pattern!r}"
+        return ToolResult(
+            content="\n".join([body, *notes]),
+            data={"files": shown, "total": len(found), "complete": walk.stopped is None},
+        )
+
+
+def search_base(ctx: ToolContext, path: str) -> Path:
+    """The existing file or directory a search starts from, inside the workspace."""
+    base = resolve(ctx.workspace, path or ".")
+    if not base.exists():
+        raise ToolError(
+            "file_not_found",
+            f"{path!r} does not exist in the workspace",
+            details={"path": path},
+        )
+    return base

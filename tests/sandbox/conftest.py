@@ -1,0 +1,173 @@
+"""Fixtures for the sandbox service: a real Docker daemon, the real image, real
+Celery sandbox workers as subprocesses.
+
+Docker is made available with scripts/ensure_docker.sh; when that fails the
+tests fail (never skip), so CI cannot pass without the real wall.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+import pytest
+import redis
+from celery import Celery
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.common.celery_app import build_celery
+from services.common.models import Base, Job, Project, User
+from services.common.models.sandbox import SandboxExecution
+from services.sandbox.image import ensure_image
+from services.sandbox.pool import LABEL, LABEL_OWNER
+from services.sandbox.settings import SandboxSettings, get_sandbox_settings
+from services.worker.tools.base import ToolContext
+from tests.conftest import Stack
+
+REPO = Path(__file__).resolve().parents[2]
+# Small limits keep the abuse suite fast on a 2-core machine.
+SANDBOX_ENV = {
+    "LEAFLAB_SANDBOX_BACKEND": "docker",
+    "LEAFLAB_SANDBOX_MEMORY_MB": "256",
+    "LEAFLAB_SANDBOX_PIDS": "64",
+    "LEAFLAB_SANDBOX_TMPFS_MB": "32",
+    "LEAFLAB_SANDBOX_FILE_SIZE_MB": "16",
+    "LEAFLAB_SANDBOX_OUTPUT_KILL_BYTES": "4000000",
+    "LEAFLAB_SANDBOX_WORKSPACE_QUOTA_MB": "48",
+    "LEAFLAB_SANDBOX_POOL_SPARES": "1",
+    "LEAFLAB_SANDBOX_HEARTBEAT_TTL_S": "3",
+    "LEAFLAB_SANDBOX_JANITOR_INTERVAL_S": "1",
+}
+
+
+@pytest.fixture(scope="session")
+def docker_ready() -> docker.DockerClient:
+    proc = subprocess.run([str(REPO / "scripts" / "ensure_docker.sh")], capture_output=True,
+                          text=True, timeout=600, check=False)
+    if proc.returncode != 0:
+        pytest.fail(f"Docker is required for the sandbox tests and could not be started:\n"
+                    f"{proc.stderr[-3000:]}", pytrace=False)
+    return docker.from_env()
+
+
+@pytest.fixture(scope="session")
+def sandbox_settings(stack: Stack, docker_ready: docker.DockerClient) -> Iterator[SandboxSettings]:
+    os.environ.update(SANDBOX_ENV)
+    get_sandbox_settings.cache_clear()
+    yield get_sandbox_settings()
+    get_sandbox_settings.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def sandbox_image(sandbox_settings: SandboxSettings) -> str:
+    # Builds on first use (the offline recipe here: no image registry).
+    return ensure_image(sandbox_settings)
+
+
+@pytest.fixture(scope="session")
+def sandbox_tables(engine: Engine) -> None:
+    # Until the lead's migration adds sandbox_executions.
+    Base.metadata.create_all(engine, tables=[SandboxExecution.__table__])  # type: ignore[list-item]
+
+
+@pytest.fixture(scope="session")
+def celery_client(sandbox_settings: SandboxSettings) -> Celery:
+    return build_celery(sandbox_settings)
+
+
+@dataclass
+class WorkerProc:
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+
+def start_worker(tmp: Path, redis_url: str, queue: str = "sandbox") -> WorkerProc:
+    log = tmp / f"sandbox-worker-{uuid.uuid4().hex[:6]}.log"
+    cmd = [sys.executable, "-m", "celery", "-A", "services.sandbox.worker:app", "worker",
+           "-Q", queue, "--pool", "threads", "-c", "4", "--without-heartbeat",
+           "--without-gossip", "--without-mingle", "-n", f"sbx-{uuid.uuid4().hex[:6]}@%h",
+           "--loglevel", "INFO"]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ})
+    client = redis.Redis.from_url(redis_url)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"sandbox worker exited: {log.read_text()[-3000:]}")
+        # The runtime heartbeats under its owner id once it is ready.
+        owners = [k.decode() for k in client.scan_iter("leaflab:sandbox:worker:*")]
+        if any(f"/{proc.pid}/" in k for k in owners):
+            return WorkerProc(proc=proc, log=log)
+        time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"sandbox worker not ready: {log.read_text()[-3000:]}")
+
+
+def stop_worker(worker: WorkerProc) -> None:
+    if worker.alive():
+        worker.proc.send_signal(signal.SIGTERM)
+        try:
+            worker.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.proc.kill()
+            worker.proc.wait()
+
+
+@pytest.fixture(scope="session")
+def sandbox_worker(stack: Stack, sandbox_image: str, sandbox_tables: None,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProc]:
+    worker = start_worker(tmp_path_factory.mktemp("sbxlogs"), stack.redis_url)
+    yield worker
+    stop_worker(worker)
+
+
+def containers_of(client: docker.DockerClient, pid: int | None = None) -> list[str]:
+    found = client.containers.list(all=True, filters={"label": f"{LABEL}=1"})
+    if pid is None:
+        return [str(c.id) for c in found]
+    return [str(c.id) for c in found if f"/{pid}/" in c.labels.get(LABEL_OWNER, "")]
+
+
+@dataclass
+class JobRefs:
+    job_id: str
+    session_id: str
+    user_id: str
+    project_id: str
+
+
+def make_job(factory: sessionmaker[Session], *, allow_network: bool = False) -> JobRefs:
+    tag = uuid.uuid4().hex[:10]
+    with factory() as s, s.begin():
+        user = User(email=f"sbx-{tag}@example.org")
+        project = Project(name=f"sbx-{tag}", allow_network=allow_network)
+        s.add_all([user, project])
+        s.flush()
+        job = Job(user_id=user.id, project_id=project.id, kind="turn", input={})
+        s.add(job)
+        s.flush()
+        return JobRefs(job_id=str(job.id), session_id=uuid.uuid4().hex, user_id=str(user.id),
+                       project_id=str(project.id))
+
+
+def tool_ctx(refs: JobRefs, celery_app: Celery, settings: SandboxSettings,
+             call: str | None = None) -> ToolContext:
+    return ToolContext(
+        job_id=refs.job_id, session_id=refs.session_id, user_id=refs.user_id,
+        project_id=refs.project_id, workspace=settings.workspaces_dir / refs.session_id,
+        tool_call_id=call or f"call_{uuid.uuid4().hex[:8]}", step_key="tool:1:x",
+        emit=lambda _t, _d: None, services={"celery": celery_app},
+    )

@@ -1,0 +1,164 @@
+"""ModelClient against the simulator over real HTTP: replies, streaming, usage, retries."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from services.model_sim.server import SimServerHandle, free_port
+from services.worker.llm.backoff import RetryPolicy
+from services.worker.llm.client import ModelClient
+from services.worker.llm.errors import ModelError
+from tests.worker.llm.conftest import ScriptInstaller, sim_stats
+
+USER = [{"role": "user", "content": "Compute 1+1 please."}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "python",
+            "description": "Run Python code",
+            "parameters": {"type": "object", "properties": {"code": {"type": "string"}}},
+        },
+    }
+]
+TOOL_THEN_ANSWER = {
+    "replies": [
+        {"tool_calls": [{"name": "python", "arguments": {"code": "print(1 + 1)"}}]},
+        {"content": "Done: the result is 2, as computed."},
+    ]
+}
+
+
+class TestReplies:
+    @pytest.mark.parametrize("stream", [True, False])
+    def test_tool_call_then_answer(
+        self, client: ModelClient, script: ScriptInstaller, stream: bool
+    ) -> None:
+        key = script(TOOL_THEN_ANSWER)
+        first = client.complete(
+            model="leaflab-sim", messages=USER, tools=TOOLS, max_tokens=256,
+            conversation_key=key, stream=stream,
+        )
+        assert first.finish_reason == "tool_calls"
+        assert [(c.id, c.name) for c in first.tool_calls] == [("call_0_0", "python")]
+        assert json.loads(first.tool_calls[0].arguments) == {"code": "print(1 + 1)"}
+        assert first.request_id and first.request_id.startswith("req-sim-")
+        assert first.usage.input_tokens == 7 and first.usage.cached_tokens == 0
+        history = [
+            *USER,
+            first.to_message(),
+            {"role": "tool", "tool_call_id": "call_0_0", "content": "2"},
+        ]
+        second = client.complete(
+            model="leaflab-sim", messages=history, tools=TOOLS, max_tokens=256,
+            conversation_key=key, stream=stream,
+        )
+        assert second.content == "Done: the result is 2, as computed."
+        assert second.finish_reason == "stop"
+        assert second.usage.cached_tokens == 7  # the first user message, seen before
+        assert second.usage.output_tokens == 12
+        assert second.attempts == 1
+
+    def test_tokens_reach_the_callback_in_order(
+        self, client: ModelClient, script: ScriptInstaller
+    ) -> None:
+        key = script({"replies": [{"content": "alpha beta gamma delta"}]})
+        tokens: list[str] = []
+        reply = client.complete(
+            model="m", messages=USER, max_tokens=64, conversation_key=key, on_token=tokens.append
+        )
+        assert tokens == ["alpha", " beta", " gamma", " delta"]
+        assert "".join(tokens) == reply.content
+
+    def test_replaying_a_request_gets_the_same_reply(
+        self, client: ModelClient, script: ScriptInstaller
+    ) -> None:
+        key = script(TOOL_THEN_ANSWER)
+        one = client.complete(model="m", messages=USER, max_tokens=64, conversation_key=key)
+        two = client.complete(model="m", messages=USER, max_tokens=64, conversation_key=key)
+        assert one.tool_calls == two.tool_calls
+
+
+class TestRetries:
+    def test_rate_limit_then_success(
+        self, client: ModelClient, script: ScriptInstaller, sim: SimServerHandle
+    ) -> None:
+        key = script({"replies": [{"error": 429}, {"content": "ok"}]})
+        reply = client.complete(model="m", messages=USER, max_tokens=16, conversation_key=key)
+        assert reply.content == "ok" and reply.attempts == 2
+        assert sim_stats(sim)["conversations"][key]["attempts"] == {"0": 2}
+
+    def test_retry_after_is_honoured(self, client: ModelClient, script: ScriptInstaller) -> None:
+        key = script({"replies": [{"error": 503, "retry_after": 1}, {"content": "back"}]})
+        started = time.monotonic()
+        reply = client.complete(model="m", messages=USER, max_tokens=16, conversation_key=key)
+        assert reply.content == "back"
+        assert time.monotonic() - started >= 1.0  # not the 10 ms backoff
+
+    def test_bad_request_is_not_retried(
+        self, client: ModelClient, script: ScriptInstaller, sim: SimServerHandle
+    ) -> None:
+        key = script({"replies": [{"error": 400, "message": "bad temperature"}, {"content": "x"}]})
+        with pytest.raises(ModelError) as caught:
+            client.complete(model="m", messages=USER, max_tokens=16, conversation_key=key)
+        err = caught.value
+        assert (err.status, err.retryable, err.attempts) == (400, False, 1)
+        assert err.error_type == "bad_request" and err.message == "bad temperature"
+        assert err.request_id and err.request_id.startswith("req-sim-")
+        assert sim_stats(sim)["conversations"][key]["requests"] == 1
+
+    @pytest.mark.parametrize(
+        ("entry", "error_type"),
+        [
+            ({"error": 401}, "auth"),
+            ({"error": 400, "message": "maximum context length is 8192 tokens"}, "context_overflow"),
+        ],
+    )
+    def test_request_errors_are_typed(
+        self, client: ModelClient, script: ScriptInstaller, entry: dict[str, object], error_type: str
+    ) -> None:
+        key = script({"replies": [entry, {"content": "never"}]})
+        with pytest.raises(ModelError) as caught:
+            client.complete(model="m", messages=USER, max_tokens=16, conversation_key=key)
+        assert caught.value.error_type == error_type and not caught.value.retryable
+
+    def test_disconnect_mid_stream_is_retried(
+        self, client: ModelClient, script: ScriptInstaller
+    ) -> None:
+        key = script({"replies": [{"disconnect": True}, {"content": "whole reply here"}]})
+        retries: list[ModelError] = []
+        client._on_retry = lambda err, wait: retries.append(err)
+        tokens: list[str] = []
+        reply = client.complete(
+            model="m", messages=USER, max_tokens=16, conversation_key=key, on_token=tokens.append
+        )
+        assert reply.content == "whole reply here" and reply.attempts == 2
+        assert [e.error_type for e in retries] == ["disconnect"]
+        assert tokens[0] == "whole"  # the dropped attempt's partial text came first
+        assert "".join(tokens).endswith("whole reply here")
+
+    def test_timeout_is_retried(self, sim: SimServerHandle, script: ScriptInstaller) -> None:
+        key = script({"replies": [{"delay_ms": 2000}, {"content": "quick now"}]})
+        policy = RetryPolicy(max_retries=1, base_delay_s=0.01)
+        client = ModelClient(sim.base_url, "k", timeout_s=0.5, retry_policy=policy)
+        reply = client.complete(model="m", messages=USER, max_tokens=16, conversation_key=key)
+        assert reply.content == "quick now" and reply.attempts == 2
+
+    def test_persistent_failure_gives_up_after_the_retries(
+        self, client: ModelClient, script: ScriptInstaller
+    ) -> None:
+        key = script({"replies": [{"error": 500}] * 5 + [{"content": "too late"}]})
+        with pytest.raises(ModelError) as caught:
+            client.complete(model="m", messages=USER, max_tokens=16, conversation_key=key)
+        assert caught.value.retryable and caught.value.attempts == 3
+
+    def test_unreachable_endpoint_is_a_retryable_connection_error(self) -> None:
+        policy = RetryPolicy(max_retries=1, base_delay_s=0.01)
+        client = ModelClient(f"http://127.0.0.1:{free_port()}/v1", "k", retry_policy=policy)
+        with pytest.raises(ModelError) as caught:
+            client.complete(model="m", messages=USER, max_tokens=16)
+        assert caught.value.error_type == "connection" and caught.value.retryable
+        assert caught.value.attempts == 2
