@@ -26,24 +26,39 @@ cleanup() {
 trap cleanup EXIT
 
 packages="$(grep -v '^#' "$HERE/debian-packages.txt" | grep -v '^\s*$' | paste -sd, -)"
-echo "build_offline: debootstrap $SUITE -> $ROOTFS" >&2
-rm -rf "$ROOTFS" && mkdir -p "$ROOTFS"
-debootstrap --variant=minbase --include="$packages" "$SUITE" "$ROOTFS" "$MIRROR" >&2
+# debootstrap is the slow part (minutes): a kept ROOTFS from an earlier run with
+# the same package list is reused, so only the later steps run again.
+stamp="$ROOTFS/.leaflab-debootstrap-$(echo "$SUITE $packages" | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+    echo "build_offline: debootstrap $SUITE -> $ROOTFS" >&2
+    rm -rf "$ROOTFS" && mkdir -p "$ROOTFS"
+    debootstrap --variant=minbase --include="$packages" "$SUITE" "$ROOTFS" "$MIRROR" >&2
+    touch "$stamp"
+fi
 
+# PyPI packages are downloaded by the host's pip (which knows the host's proxy
+# and CA setup) and installed inside the chroot without any network.
 echo "build_offline: pip install $(grep -v '^#' "$HERE/pip-requirements.txt" | xargs)" >&2
-cp /etc/resolv.conf "$ROOTFS/etc/resolv.conf"
+wheels="$ROOTFS/tmp/leaflab-wheels"
+rm -rf "$wheels" && mkdir -p "$wheels"
+grep -v '^#' "$HERE/pip-requirements.txt" | xargs ${PIP:-python3 -m pip} download \
+    --no-deps --only-binary=:all: --dest "$wheels" >&2
 mount -t proc proc "$ROOTFS/proc"
 grep -v '^#' "$HERE/pip-requirements.txt" | xargs chroot "$ROOTFS" python3 -m pip install \
-    --no-cache-dir --no-deps --break-system-packages >&2
+    --no-cache-dir --no-deps --no-index --find-links /tmp/leaflab-wheels \
+    --break-system-packages >&2
+rm -rf "$wheels"
 cp "$HERE/provision.sh" "$ROOTFS/usr/local/sbin/leaflab-provision"
 chroot "$ROOTFS" sh /usr/local/sbin/leaflab-provision >&2
 umount -l "$ROOTFS/proc"
 # The image must not carry the build host's resolver or apt caches.
 : >"$ROOTFS/etc/resolv.conf"
 rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/*
+# The stamp stays in the kept ROOTFS but must not end up in the image.
+tar_exclude="--exclude=./.leaflab-debootstrap-*"
 
 echo "build_offline: docker import $IMAGE" >&2
-tar -C "$ROOTFS" -c . | docker import \
+tar -C "$ROOTFS" "$tar_exclude" -c . | docker import \
     --change 'ENV HOME=/tmp MPLBACKEND=Agg MPLCONFIGDIR=/tmp/.matplotlib PYTHONDONTWRITEBYTECODE=1 LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'USER 10001:10001' \
     --change 'WORKDIR /workspace' \

@@ -17,9 +17,12 @@ def sandbox() -> None:
 
 
 @sandbox.command("build-image")
-@click.option("--offline", is_flag=True,
-              help="Build from Debian packages (debootstrap + docker import), for machines "
-              "that reach no image registry.")
+@click.option(
+    "--offline",
+    is_flag=True,
+    help="Build from Debian packages (debootstrap + docker import), for machines "
+    "that reach no image registry.",
+)
 @click.option("--force", is_flag=True, help="Rebuild even if the image exists.")
 def build_image(offline: bool, force: bool) -> None:
     """Build the sandbox image from deploy/sandbox (tagged by the recipe's hash)."""
@@ -31,9 +34,11 @@ def build_image(offline: bool, force: bool) -> None:
         client = docker_client()
         if force and image_exists(client, tag):
             client.images.remove(tag, force=True)
-        click.echo(f"building {tag} from {recipe_dir()} "
-                   f"({'offline, Debian packages' if offline else settings.sandbox_build})…",
-                   err=True)
+        click.echo(
+            f"building {tag} from {recipe_dir()} "
+            f"({'offline, Debian packages' if offline else settings.sandbox_build})…",
+            err=True,
+        )
         built = ensure_image(settings, offline=True if offline else None)
     except SandboxUnavailable as exc:
         click.echo(f"error: {exc}", err=True)

@@ -10,13 +10,12 @@ import asyncio
 import hashlib
 import json
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -195,12 +194,11 @@ def _answer(
         return JSONResponse(fmt.completion_body(completion))
     include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
 
-    async def events() -> AsyncIterator[str]:
-        # The events are all known once the latency has passed; one write instead of one
-        # per event keeps the simulator cheap under hundreds of concurrent streams.
-        yield "".join(fmt.stream_events(completion, include_usage=include_usage))
-
-    return StreamingResponse(events(), media_type="text/event-stream")
+    # All events are known once the latency has passed, so they go out as one body with a
+    # length: SDKs stop reading at [DONE] and would drop a chunked connection whose final
+    # empty chunk is still unread, paying a new TCP connect on every streamed call.
+    body = "".join(fmt.stream_events(completion, include_usage=include_usage))
+    return Response(body, media_type="text/event-stream", headers={"cache-control": "no-cache"})
 
 
 def _install_error_handlers(app: FastAPI) -> None:

@@ -37,11 +37,15 @@ from services.sandbox.settings import SandboxSettings
 log = logging.getLogger(__name__)
 
 # Runs before every command in a reused container: kill what an earlier exec
-# left running (PID 1 is tini, PID 2 its `sleep`), then open up the umask so
-# the agent's file tools can edit what the sandbox wrote.
+# left running (except PID 1, tini, and the container's own `sleep infinity`;
+# PIDs are not predictable, so the keeper is known by its command line), then
+# open up the umask so the agent's file tools can edit what the sandbox wrote.
 PRELUDE = (
-    "for p in /proc/[0-9]*; do p=${p#/proc/}; "
-    'if [ "$p" -gt 2 ] && [ "$p" -ne $$ ]; then kill -9 "$p" 2>/dev/null; fi; done; '
+    "for d in /proc/[0-9]*; do p=${d#/proc/}; "
+    'if [ "$p" -eq 1 ] || [ "$p" -eq $$ ]; then continue; fi; '
+    "c=$(tr '\\0' ' ' < $d/cmdline 2>/dev/null); "
+    'if [ "$c" = "sleep infinity " ]; then continue; fi; '
+    'kill -9 "$p" 2>/dev/null; done; '
     'umask 000; exec "$@"'
 )
 WATCH_INTERVAL_S = 0.2
@@ -170,8 +174,12 @@ class DockerBackend(SandboxBackend):
         finally:
             done.set()
             watchdog.join(timeout=5)
+        healthy = not kill_reason
         if not kill_reason:
             outcome.exit_code = api.exec_inspect(exec_id).get("ExitCode")
+            if outcome.exit_code in (None, 137):
+                # SIGKILL: the OOM killer, or the code killed the container's keeper.
+                healthy = self._running(slot)
         self._fill(outcome, stdout, stderr, kill_reason)
         if outcome.timed_out:
             on_event("sandbox_timeout", {"sandbox_id": slot.id, "timeout_s": request.timeout_s})

@@ -51,11 +51,19 @@ SANDBOX_ENV = {
 
 @pytest.fixture(scope="session")
 def docker_ready() -> docker.DockerClient:
-    proc = subprocess.run([str(REPO / "scripts" / "ensure_docker.sh")], capture_output=True,
-                          text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        [str(REPO / "scripts" / "ensure_docker.sh")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     if proc.returncode != 0:
-        pytest.fail(f"Docker is required for the sandbox tests and could not be started:\n"
-                    f"{proc.stderr[-3000:]}", pytrace=False)
+        pytest.fail(
+            f"Docker is required for the sandbox tests and could not be started:\n"
+            f"{proc.stderr[-3000:]}",
+            pytrace=False,
+        )
     return docker.from_env()
 
 
@@ -95,13 +103,31 @@ class WorkerProc:
 
 def start_worker(tmp: Path, redis_url: str, queue: str = "sandbox") -> WorkerProc:
     log = tmp / f"sandbox-worker-{uuid.uuid4().hex[:6]}.log"
-    cmd = [sys.executable, "-m", "celery", "-A", "services.sandbox.worker:app", "worker",
-           "-Q", queue, "--pool", "threads", "-c", "4", "--without-heartbeat",
-           "--without-gossip", "--without-mingle", "-n", f"sbx-{uuid.uuid4().hex[:6]}@%h",
-           "--loglevel", "INFO"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "services.sandbox.worker:app",
+        "worker",
+        "-Q",
+        queue,
+        "--pool",
+        "threads",
+        "-c",
+        "4",
+        "--without-heartbeat",
+        "--without-gossip",
+        "--without-mingle",
+        "-n",
+        f"sbx-{uuid.uuid4().hex[:6]}@%h",
+        "--loglevel",
+        "INFO",
+    ]
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ})
+        proc = subprocess.Popen(
+            cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env={**os.environ}
+        )
     client = redis.Redis.from_url(redis_url)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -127,8 +153,9 @@ def stop_worker(worker: WorkerProc) -> None:
 
 
 @pytest.fixture(scope="session")
-def sandbox_worker(stack: Stack, sandbox_image: str, sandbox_tables: None,
-                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProc]:
+def sandbox_worker(
+    stack: Stack, sandbox_image: str, sandbox_tables: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WorkerProc]:
     worker = start_worker(tmp_path_factory.mktemp("sbxlogs"), stack.redis_url)
     yield worker
     stop_worker(worker)
@@ -159,15 +186,25 @@ def make_job(factory: sessionmaker[Session], *, allow_network: bool = False) -> 
         job = Job(user_id=user.id, project_id=project.id, kind="turn", input={})
         s.add(job)
         s.flush()
-        return JobRefs(job_id=str(job.id), session_id=uuid.uuid4().hex, user_id=str(user.id),
-                       project_id=str(project.id))
+        return JobRefs(
+            job_id=str(job.id),
+            session_id=uuid.uuid4().hex,
+            user_id=str(user.id),
+            project_id=str(project.id),
+        )
 
 
-def tool_ctx(refs: JobRefs, celery_app: Celery, settings: SandboxSettings,
-             call: str | None = None) -> ToolContext:
+def tool_ctx(
+    refs: JobRefs, celery_app: Celery, settings: SandboxSettings, call: str | None = None
+) -> ToolContext:
     return ToolContext(
-        job_id=refs.job_id, session_id=refs.session_id, user_id=refs.user_id,
-        project_id=refs.project_id, workspace=settings.workspaces_dir / refs.session_id,
-        tool_call_id=call or f"call_{uuid.uuid4().hex[:8]}", step_key="tool:1:x",
-        emit=lambda _t, _d: None, services={"celery": celery_app},
+        job_id=refs.job_id,
+        session_id=refs.session_id,
+        user_id=refs.user_id,
+        project_id=refs.project_id,
+        workspace=settings.workspaces_dir / refs.session_id,
+        tool_call_id=call or f"call_{uuid.uuid4().hex[:8]}",
+        step_key="tool:1:x",
+        emit=lambda _t, _d: None,
+        services={"celery": celery_app},
     )

@@ -3,6 +3,9 @@ the sandbox worker still serves, and killed containers are gone."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import docker
 import docker.errors
 import pytest
@@ -14,6 +17,8 @@ from services.worker.tools.base import ToolError, ToolResult
 from services.worker.tools.code import BashArgs, BashTool, PythonArgs, PythonTool
 from tests.sandbox.conftest import JobRefs, WorkerProc, make_job, tool_ctx
 
+RunPy = Callable[..., ToolResult]
+
 
 @pytest.fixture
 def refs(session_factory: sessionmaker[Session]) -> JobRefs:
@@ -21,11 +26,17 @@ def refs(session_factory: sessionmaker[Session]) -> JobRefs:
 
 
 @pytest.fixture
-def run_py(refs: JobRefs, celery_client: Celery, sandbox_settings: SandboxSettings,
-           sandbox_worker: WorkerProc):  # type: ignore[no-untyped-def]
+def run_py(
+    refs: JobRefs,
+    celery_client: Celery,
+    sandbox_settings: SandboxSettings,
+    sandbox_worker: WorkerProc,
+) -> RunPy:
     def run(code: str, timeout: float = 20) -> ToolResult:
-        return PythonTool().run(PythonArgs(code=code, timeout=timeout),
-                                tool_ctx(refs, celery_client, sandbox_settings))
+        return PythonTool().run(
+            PythonArgs(code=code, timeout=timeout), tool_ctx(refs, celery_client, sandbox_settings)
+        )
+
     return run
 
 
@@ -42,23 +53,26 @@ def worker_still_serves(request: pytest.FixtureRequest) -> object:
         worker: WorkerProc = request.getfixturevalue("sandbox_worker")
         assert worker.alive(), worker.log.read_text()[-3000:]
         assert request.getfixturevalue("run_py")("print('still here')").data["stdout"] == (
-            "still here\n")
+            "still here\n"
+        )
 
 
 class TestResourceAbuse:
-    def test_fork_bomb_hits_pids_limit_and_is_killed_at_timeout(self, run_py) -> None:  # type: ignore[no-untyped-def]
-        code = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    def test_fork_bomb_hits_pids_limit_and_is_killed_at_timeout(self, run_py: RunPy) -> None:
+        code = (
+            "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
+        )
         with pytest.raises(ToolError) as err:
             run_py(code, timeout=4)
         assert err.value.code == "sandbox_timeout"
         assert_gone(err.value.details["sandbox_id"])
 
-    def test_memory_balloon_is_oom_killed(self, run_py) -> None:  # type: ignore[no-untyped-def]
+    def test_memory_balloon_is_oom_killed(self, run_py: RunPy) -> None:
         result = run_py("b = b'x' * (1024 ** 3)\nprint('allocated')")
         assert result.data["exit_code"] != 0
         assert "allocated" not in result.data["stdout"]
 
-    def test_cpu_spin_past_timeout_is_killed(self, run_py) -> None:  # type: ignore[no-untyped-def]
+    def test_cpu_spin_past_timeout_is_killed(self, run_py: RunPy) -> None:
         with pytest.raises(ToolError) as err:
             run_py("while True:\n    pass", timeout=2)
         assert err.value.code == "sandbox_timeout"
@@ -66,15 +80,15 @@ class TestResourceAbuse:
         assert {"sandbox_timeout", "sandbox_kill", "sandbox_cleanup"} <= set(events)
         assert_gone(err.value.details["sandbox_id"])
 
-    def test_gigabyte_of_stdout_is_capped_and_killed(self, run_py) -> None:  # type: ignore[no-untyped-def]
-        code = "import sys\nblock = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(block)\n"
+    def test_gigabyte_of_stdout_is_capped_and_killed(self, run_py: RunPy) -> None:
+        code = "import sys\nblock = 'x' * (1 << 20)\nfor _ in range(1024): sys.stdout.write(block)"
         with pytest.raises(ToolError) as err:
             run_py(code)
         assert err.value.code == "sandbox_output_limit"
         assert len(err.value.message) < 100_000  # the model sees a capped head + tail
         assert "bytes of output omitted" in err.value.message
 
-    def test_disk_fill_is_bounded(self, run_py) -> None:  # type: ignore[no-untyped-def]
+    def test_disk_fill_is_bounded(self, run_py: RunPy) -> None:
         code = (
             "import errno\n"
             "def fill(path):\n"
@@ -91,16 +105,18 @@ class TestResourceAbuse:
         assert tmp_err == "ENOSPC"  # size-capped tmpfs
         assert ws_err == "EFBIG"  # file-size ulimit
 
-    def test_workspace_quota_kills_a_many_files_filler(self, run_py) -> None:  # type: ignore[no-untyped-def]
-        code = ("import time\ni = 0\nwhile True:\n"
-                "    open(f'f{i}', 'wb').write(b'0' * (8 << 20)); i += 1; time.sleep(0.05)\n")
+    def test_workspace_quota_kills_a_many_files_filler(self, run_py: RunPy) -> None:
+        code = (
+            "import time\ni = 0\nwhile True:\n"
+            "    open(f'f{i}', 'wb').write(b'0' * (8 << 20)); i += 1; time.sleep(0.05)\n"
+        )
         with pytest.raises(ToolError) as err:
             run_py(code, timeout=30)
         assert err.value.code == "sandbox_disk_quota"
 
 
 class TestIsolation:
-    def test_no_network_egress(self, run_py) -> None:  # type: ignore[no-untyped-def]
+    def test_no_network_egress(self, run_py: RunPy) -> None:
         code = (
             "import socket\n"
             "for host, port in [('127.0.0.1', 6379), ('127.0.0.1', 5432), ('172.17.0.1', 6379),"
@@ -115,14 +131,16 @@ class TestIsolation:
         assert "CONNECTED" not in out
         assert out.count("blocked") == 5
 
-    def test_root_filesystem_is_read_only(self, run_py) -> None:  # type: ignore[no-untyped-def]
-        code = ("for p in ['/x', '/usr/x', '/etc/passwd']:\n"
-                "    try:\n        open(p, 'a').write('x'); print(p, 'WROTE')\n"
-                "    except OSError as e:\n        print(p, e.strerror)\n")
+    def test_root_filesystem_is_read_only(self, run_py: RunPy) -> None:
+        code = (
+            "for p in ['/x', '/usr/x', '/etc/passwd']:\n"
+            "    try:\n        open(p, 'a').write('x'); print(p, 'WROTE')\n"
+            "    except OSError as e:\n        print(p, e.strerror)\n"
+        )
         out = run_py(code).data["stdout"]
         assert "WROTE" not in out and "Read-only file system" in out
 
-    def test_host_files_are_not_visible(self, run_py, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    def test_host_files_are_not_visible(self, run_py: RunPy, tmp_path: Path) -> None:
         secret = tmp_path / "host-secret.txt"
         secret.write_text("TOP-SECRET")
         code = (
@@ -137,22 +155,27 @@ class TestIsolation:
         assert "shadow Permission denied" in out
         assert "uid 10001" in out
 
-    def test_no_effective_capabilities(self, run_py) -> None:  # type: ignore[no-untyped-def]
+    def test_no_effective_capabilities(self, run_py: RunPy) -> None:
         out = run_py("print([l for l in open('/proc/self/status') if l.startswith('Cap')])")
         status = out.data["stdout"]
         for field in ("CapEff", "CapPrm", "CapBnd"):
             assert f"{field}:\\t0000000000000000" in status
 
-    def test_no_new_privileges(self, run_py) -> None:  # type: ignore[no-untyped-def]
+    def test_no_new_privileges(self, run_py: RunPy) -> None:
         out = run_py("print([l for l in open('/proc/self/status') if 'NoNewPrivs' in l])")
         assert "NoNewPrivs:\\t1" in out.data["stdout"]
 
 
 class TestBashAbuse:
-    def test_shell_fork_bomb_is_refused(self, refs: JobRefs, celery_client: Celery,
-                                        sandbox_settings: SandboxSettings,
-                                        sandbox_worker: WorkerProc) -> None:
+    def test_shell_fork_bomb_is_refused(
+        self,
+        refs: JobRefs,
+        celery_client: Celery,
+        sandbox_settings: SandboxSettings,
+        sandbox_worker: WorkerProc,
+    ) -> None:
         with pytest.raises(ToolError) as err:
-            BashTool().run(BashArgs(command=":(){ :|:& };:"),
-                           tool_ctx(refs, celery_client, sandbox_settings))
+            BashTool().run(
+                BashArgs(command=":(){ :|:& };:"), tool_ctx(refs, celery_client, sandbox_settings)
+            )
         assert err.value.code == "dangerous_command"

@@ -27,19 +27,33 @@ from tests.sandbox.conftest import (
 
 class TestWorkerCrash:
     def test_kill_9_mid_exec_container_reaped_and_new_worker_serves(
-        self, stack: Stack, sandbox_image: str, sandbox_tables: None, celery_client: Celery,
-        sandbox_settings: SandboxSettings, session_factory: sessionmaker[Session],
-        docker_ready: docker.DockerClient, tmp_path: pytest.TempPathFactory,
+        self,
+        stack: Stack,
+        sandbox_image: str,
+        sandbox_tables: None,
+        celery_client: Celery,
+        sandbox_settings: SandboxSettings,
+        session_factory: sessionmaker[Session],
+        docker_ready: docker.DockerClient,
+        tmp_path: pytest.TempPathFactory,
     ) -> None:
         # A private queue, so the session's shared worker cannot take these tasks.
         queue = f"sandbox-crash-{uuid.uuid4().hex[:6]}"
         first = start_worker(tmp_path, stack.redis_url, queue)  # type: ignore[arg-type]
         refs = make_job(session_factory)
         call = f"call_{uuid.uuid4().hex[:8]}"
-        celery_client.send_task("sandbox.exec", queue=queue, kwargs={
-            "tool_call_id": call, "job_id": refs.job_id, "session_id": refs.session_id,
-            "language": "bash", "code": "echo started > started.txt; sleep 120",
-            "timeout_s": 120})
+        celery_client.send_task(
+            "sandbox.exec",
+            queue=queue,
+            kwargs={
+                "tool_call_id": call,
+                "job_id": refs.job_id,
+                "session_id": refs.session_id,
+                "language": "bash",
+                "code": "echo started > started.txt; sleep 120",
+                "timeout_s": 120,
+            },
+        )
         marker = sandbox_settings.workspaces_dir / refs.session_id / "started.txt"
         deadline = time.monotonic() + 30
         while not marker.exists() and time.monotonic() < deadline:
@@ -58,10 +72,17 @@ class TestWorkerCrash:
             while containers_of(docker_ready, first.proc.pid) and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert containers_of(docker_ready, first.proc.pid) == []
-            result = celery_client.send_task("sandbox.exec", queue=queue, kwargs={
-                "tool_call_id": f"call_{uuid.uuid4().hex[:8]}", "job_id": refs.job_id,
-                "session_id": refs.session_id, "language": "python",
-                "code": "print(6 * 7)"}).get(timeout=60)
+            result = celery_client.send_task(
+                "sandbox.exec",
+                queue=queue,
+                kwargs={
+                    "tool_call_id": f"call_{uuid.uuid4().hex[:8]}",
+                    "job_id": refs.job_id,
+                    "session_id": refs.session_id,
+                    "language": "python",
+                    "code": "print(6 * 7)",
+                },
+            ).get(timeout=60)
             assert result["stdout"] == "42\n"
         finally:
             stop_worker(second)
@@ -72,16 +93,31 @@ class TestWorkerCrash:
 
 class TestInterruptedRedelivery:
     def test_redelivery_after_deadline_is_interrupted_not_rerun(
-        self, sandbox_tables: None, session_factory: sessionmaker[Session],
+        self,
+        sandbox_tables: None,
+        session_factory: sessionmaker[Session],
     ) -> None:
         refs = make_job(session_factory)
         key = executions.exec_key(refs.job_id, "call_dead")
         with session_factory() as s, s.begin():
-            s.add(SandboxExecution(exec_key=key, job_id=uuid.UUID(refs.job_id),
-                                   tool_call_id="call_dead", status="running", owner="gone/1/x",
-                                   deadline_at=datetime.now(UTC) - timedelta(seconds=1)))
-        claim = executions.claim(session_factory, key=key, job_id=refs.job_id,
-                                 tool_call_id="call_dead", owner="me", run_for_s=30)
+            s.add(
+                SandboxExecution(
+                    exec_key=key,
+                    job_id=uuid.UUID(refs.job_id),
+                    tool_call_id="call_dead",
+                    status="running",
+                    owner="gone/1/x",
+                    deadline_at=datetime.now(UTC) - timedelta(seconds=1),
+                )
+            )
+        claim = executions.claim(
+            session_factory,
+            key=key,
+            job_id=refs.job_id,
+            tool_call_id="call_dead",
+            owner="me",
+            run_for_s=30,
+        )
         assert claim.fresh is False
         assert claim.result is not None
         assert claim.result["error"]["code"] == "sandbox_interrupted"

@@ -43,8 +43,12 @@ print(json.dumps({"final": float(y[-1]), "overshoot": info["Overshoot"],
 
 class TestAgentSimulation:
     def test_pid_step_response_returns_numbers_and_png_artifact(
-        self, stack: Stack, sandbox_worker: WorkerProc, celery_client: Celery,
-        sandbox_settings: SandboxSettings, session_factory: sessionmaker[Session],
+        self,
+        stack: Stack,
+        sandbox_worker: WorkerProc,
+        celery_client: Celery,
+        sandbox_settings: SandboxSettings,
+        session_factory: sessionmaker[Session],
     ) -> None:
         refs = make_job(session_factory)
         ctx = tool_ctx(refs, celery_client, sandbox_settings)
@@ -56,8 +60,12 @@ class TestAgentSimulation:
         assert 0 < figures["overshoot"] < 100
         assert "step_response.png" in result.content
         with session_factory() as s:
-            rows = {a.name: a for a in s.scalars(
-                select(Artifact).where(Artifact.job_id == uuid.UUID(refs.job_id)))}
+            rows = {
+                a.name: a
+                for a in s.scalars(
+                    select(Artifact).where(Artifact.job_id == uuid.UUID(refs.job_id))
+                )
+            }
         assert rows["step_response.png"].mime == "image/png"
         assert rows["step_response.png"].content.startswith(b"\x89PNG\r\n\x1a\n")
         assert rows["response.csv"].size > 1000
@@ -73,33 +81,48 @@ class TestAgentSimulation:
 
 class TestToolResults:
     def test_nonzero_exit_is_a_result_not_an_error(
-        self, sandbox_worker: WorkerProc, celery_client: Celery,
-        sandbox_settings: SandboxSettings, session_factory: sessionmaker[Session],
+        self,
+        sandbox_worker: WorkerProc,
+        celery_client: Celery,
+        sandbox_settings: SandboxSettings,
+        session_factory: sessionmaker[Session],
     ) -> None:
         refs = make_job(session_factory)
-        result = BashTool().run(BashArgs(command="echo out; echo err >&2; exit 3"),
-                                tool_ctx(refs, celery_client, sandbox_settings))
+        result = BashTool().run(
+            BashArgs(command="echo out; echo err >&2; exit 3"),
+            tool_ctx(refs, celery_client, sandbox_settings),
+        )
         assert result.data["exit_code"] == 3
         assert "exit code: 3" in result.content
         assert "out" in result.data["stdout"] and "err" in result.data["stderr"]
 
     def test_session_workspace_persists_between_execs_and_is_warm(
-        self, sandbox_worker: WorkerProc, celery_client: Celery,
-        sandbox_settings: SandboxSettings, session_factory: sessionmaker[Session],
+        self,
+        sandbox_worker: WorkerProc,
+        celery_client: Celery,
+        sandbox_settings: SandboxSettings,
+        session_factory: sessionmaker[Session],
     ) -> None:
         refs = make_job(session_factory)
         tool = PythonTool()
-        first = tool.run(PythonArgs(code="open('n.txt','w').write('41')"),
-                         tool_ctx(refs, celery_client, sandbox_settings))
-        second = tool.run(PythonArgs(code="print(int(open('n.txt').read()) + 1)"),
-                          tool_ctx(refs, celery_client, sandbox_settings))
+        first = tool.run(
+            PythonArgs(code="open('n.txt','w').write('41')"),
+            tool_ctx(refs, celery_client, sandbox_settings),
+        )
+        second = tool.run(
+            PythonArgs(code="print(int(open('n.txt').read()) + 1)"),
+            tool_ctx(refs, celery_client, sandbox_settings),
+        )
         assert first.data["warm"] is True  # a pre-started spare adopted the workspace
         assert second.data["warm"] is True
         assert second.data["stdout"].strip() == "42"
 
     def test_redelivered_exec_returns_stored_result_without_rerunning(
-        self, sandbox_worker: WorkerProc, celery_client: Celery,
-        sandbox_settings: SandboxSettings, session_factory: sessionmaker[Session],
+        self,
+        sandbox_worker: WorkerProc,
+        celery_client: Celery,
+        sandbox_settings: SandboxSettings,
+        session_factory: sessionmaker[Session],
     ) -> None:
         refs = make_job(session_factory)
         code = "echo run >> runs.log; wc -l < runs.log"
@@ -111,13 +134,18 @@ class TestToolResults:
         assert (ctx.workspace / "runs.log").read_text().count("run") == 1
 
     def test_dangerous_command_refused_before_running(
-        self, sandbox_worker: WorkerProc, celery_client: Celery,
-        sandbox_settings: SandboxSettings, session_factory: sessionmaker[Session],
+        self,
+        sandbox_worker: WorkerProc,
+        celery_client: Celery,
+        sandbox_settings: SandboxSettings,
+        session_factory: sessionmaker[Session],
     ) -> None:
         refs = make_job(session_factory)
         with pytest.raises(ToolError) as err:
-            BashTool().run(BashArgs(command="rm -rf / --no-preserve-root"),
-                           tool_ctx(refs, celery_client, sandbox_settings))
+            BashTool().run(
+                BashArgs(command="rm -rf / --no-preserve-root"),
+                tool_ctx(refs, celery_client, sandbox_settings),
+            )
         assert err.value.code == "dangerous_command"
 
     def test_tools_are_declared_sandbox_effect(self) -> None:

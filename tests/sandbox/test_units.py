@@ -34,18 +34,33 @@ class TestBoundedOutput:
 
 
 class TestRefusal:
-    @pytest.mark.parametrize("command", [
-        "rm -rf /", "rm -fr /*", "sudo rm -rf --no-preserve-root /", ":(){ :|:& };:",
-        "mkfs.ext4 /dev/sda1", "dd if=/dev/zero of=/dev/sda bs=1M", "echo x > /dev/nvme0n1",
-        "cd /tmp && rm -rf ~",
-    ])
+    @pytest.mark.parametrize(
+        "command",
+        [
+            "rm -rf /",
+            "rm -fr /*",
+            "sudo rm -rf --no-preserve-root /",
+            ":(){ :|:& };:",
+            "mkfs.ext4 /dev/sda1",
+            "dd if=/dev/zero of=/dev/sda bs=1M",
+            "echo x > /dev/nvme0n1",
+            "cd /tmp && rm -rf ~",
+        ],
+    )
     def test_refuses(self, command: str) -> None:
         assert refusal_reason(command) is not None
 
-    @pytest.mark.parametrize("command", [
-        "rm -rf build/", "rm -rf /tmp/work", "ls -la /", "dd if=/dev/zero of=/dev/null count=1",
-        "python3 sim.py > out.txt", "grep -r mkfsx .",
-    ])
+    @pytest.mark.parametrize(
+        "command",
+        [
+            "rm -rf build/",
+            "rm -rf /tmp/work",
+            "ls -la /",
+            "dd if=/dev/zero of=/dev/null count=1",
+            "python3 sim.py > out.txt",
+            "grep -r mkfsx .",
+        ],
+    )
     def test_allows(self, command: str) -> None:
         assert refusal_reason(command) is None
 

@@ -42,7 +42,9 @@ def tracing(stack: Stack) -> Iterator[Tracing]:
     server.server_close()
 
 
-def stored_spans(engine: Engine, trace_id: str, *, at_least: int, timeout: float = 10.0) -> list[Any]:
+def stored_spans(
+    engine: Engine, trace_id: str, *, at_least: int, timeout: float = 10.0
+) -> list[Any]:
     """Rows of ``spans`` for a trace, waiting for the batch exporter to deliver them."""
     deadline = time.monotonic() + timeout
     rows: list[Any] = []

@@ -133,7 +133,9 @@ class _PlatformCollectors(Collector):
         self.parts = parts
 
     def describe(self) -> Iterable[Metric]:
-        return [m for part in self.parts for m in part.describe()]
+        # Each name once: the registry indexes (and later unregisters) by name.
+        unique = {m.name: m for part in self.parts for m in part.describe()}
+        return list(unique.values())
 
     def collect(self) -> Iterator[Metric]:
         # Merge the two collector_up families so the exposition has one of each name.

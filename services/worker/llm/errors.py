@@ -89,16 +89,23 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
         value = lowered.get(name)
         if value is None:
             continue
-        try:
-            seconds = float(value) / divisor
-        except ValueError:
-            parsed = email.utils.parsedate_to_datetime(value) if name == "retry-after" else None
-            if parsed is None:
-                continue
-            seconds = parsed.timestamp() - time.time()
-        if math.isfinite(seconds):
+        seconds = _seconds(value, divisor, allow_date=name == "retry-after")
+        if seconds is not None and math.isfinite(seconds):
             return max(0.0, seconds)
     return None
+
+
+def _seconds(value: str, divisor: float, *, allow_date: bool) -> float | None:
+    try:
+        return float(value) / divisor
+    except ValueError:
+        pass
+    if not allow_date:
+        return None
+    try:
+        return email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+    except (TypeError, ValueError):
+        return None  # an unreadable header is ignored; backoff still applies
 
 
 def _status_error(exc: openai.APIStatusError, provider: str) -> ModelError:

@@ -30,11 +30,12 @@ def test_200_concurrent_calls_at_200ms_overlap(slow_sim: SimProcess) -> None:
         return client.complete(model="m", messages=messages, max_tokens=16).content
 
     with ThreadPoolExecutor(CALLS) as pool:
-        list(pool.map(call, range(3)))  # warm up imports and the connection pool
+        list(pool.map(call, range(CALLS)))  # warm up imports and the connection pool
         started = time.monotonic()
         replies = list(pool.map(call, range(CALLS)))
         elapsed = time.monotonic() - started
     client.close()
     assert len(replies) == CALLS and all(replies)
-    # Serially this would take 40 s; generous bound for a loaded 2-core machine.
-    assert elapsed < 2.0, f"{CALLS} calls took {elapsed:.2f}s"
+    # Serially this takes 40 s. On an idle 2-core machine it takes ~1.1 s (see
+    # bench/llm_sim_latency.py); the bound is generous because CI machines are shared.
+    assert elapsed < 4.0, f"{CALLS} calls took {elapsed:.2f}s"

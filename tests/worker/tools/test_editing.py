@@ -144,6 +144,20 @@ class TestEditFile:
         with pytest.raises(ToolError):
             EDIT.parse({"path": "x", "old_string": "", "new_string": "b"})
 
+    @pytest.mark.parametrize(
+        "raw",
+        [
+            {"path": "a.txt"},
+            {"path": "a.txt", "old_string": 1, "new_string": "b"},
+            {"path": "a.txt", "old_string": "a", "new_string": "b", "replace_all": "maybe"},
+            {"path": "a.txt", "old_string": "a", "new_string": "x" * (MAX_WRITE_BYTES + 1)},
+        ],
+    )
+    def test_invalid_arguments(self, raw: dict[str, Any]) -> None:
+        with pytest.raises(ToolError) as err:
+            EDIT.parse(raw)
+        assert err.value.code == "invalid_arguments"
+
 
 class TestExactlyOnce:
     def test_edit_crash_after_apply_is_not_reapplied(self, ctx: ToolContext) -> None:

@@ -1,7 +1,7 @@
 """glob over the session workspace, and the bounded tree walk grep shares.
 
-The walk goes the tree without following directory symlinks, so a link to ``/``
-planted inside the workspace cannot make a search roam the host.
+The walk never follows directory symlinks, so a link to ``/`` planted inside
+the workspace cannot make a search roam the host.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -76,7 +76,6 @@ class Walk:
     budget_s: float = MAX_WALK_SECONDS
     scanned: int = 0
     stopped: str | None = None
-    extra: dict[str, int] = field(default_factory=dict)
 
     def files(self) -> Iterator[Path]:
         for dirpath, dirnames, filenames in os.walk(self.base, followlinks=False):

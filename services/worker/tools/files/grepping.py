@@ -72,13 +72,13 @@ class GrepArgs(BaseModel):
 
 @dataclass(frozen=True)
 class GrepPatterns:
-    """The per-line pattern, and a whole-file prefilter when one is exact.
+    """The per-line pattern, and a whole-file form when skipping with it is exact.
 
     One ``search`` over a whole file is far cheaper than one per line (each
     call with a timeout reads a CPU clock), and any per-line match is also a
-    match in the file searched with MULTILINE, so a file without a whole-file
-    match is skipped. Lookarounds and absolute anchors could break that
-    implication; such patterns are matched per line only.
+    match of the MULTILINE form at the same offset, so lines the whole-file
+    search skips cannot match. Lookarounds and absolute anchors could break
+    that implication; such patterns are matched line by line.
     """
 
     line: regex.Pattern[str]
@@ -122,9 +122,8 @@ class GrepSearch:
         if text is None:
             return False
         try:
-            whole = self.patterns.whole_file
-            if whole is not None and self._search(whole, text) is None:
-                return False
+            if self.patterns.whole_file is not None:
+                return self._scan_candidates(shown, text, self.patterns.whole_file)
             return self._scan_lines(shown, text)
         except TimeoutError:
             self.stopped = (
@@ -137,20 +136,47 @@ class GrepSearch:
         lines = text.split("\n")
         if text.endswith("\n"):
             lines.pop()
-        for lineno, line in enumerate(lines, start=1):
-            if self._search(self.patterns.line, line[:MAX_MATCH_LINE_CHARS]) is None:
-                continue
-            self.hits.append(f"{shown}:{lineno}:{line[:MAX_SHOWN_LINE_CHARS]}")
-            if len(self.hits) >= self.limit:
-                self.stopped = f"reached max_results={self.limit}; narrow the search to see more"
+        return any(self._check_line(shown, n, line) for n, line in enumerate(lines, start=1))
+
+    def _scan_candidates(self, shown: str, text: str, whole: regex.Pattern[str]) -> bool:
+        """Visit only lines where a whole-file search lands.
+
+        If some line matched on its own at offset t, a whole-file search from
+        an earlier line start would stop at or before t; so every line the
+        search jumps over is a line without a match.
+        """
+        pos, lineno, counted = 0, 1, 0
+        while pos <= len(text):
+            found = self._search(whole, text, pos)
+            if found is None:
+                return False
+            start = text.rfind("\n", 0, found.start()) + 1
+            if start == len(text) and text.endswith("\n"):
+                return False  # the empty "line" after the final newline is not a line
+            end = text.find("\n", found.start())
+            end = len(text) if end == -1 else end
+            lineno += text.count("\n", counted, start)
+            counted = start
+            if self._check_line(shown, lineno, text[start:end]):
                 return True
+            pos = end + 1
         return False
 
-    def _search(self, rx: regex.Pattern[str], text: str) -> object:
+    def _check_line(self, shown: str, lineno: int, line: str) -> bool:
+        """Record the line if it matches; True when the result cap is reached."""
+        if self._search(self.patterns.line, line[:MAX_MATCH_LINE_CHARS]) is None:
+            return False
+        self.hits.append(f"{shown}:{lineno}:{line[:MAX_SHOWN_LINE_CHARS]}")
+        if len(self.hits) >= self.limit:
+            self.stopped = f"reached max_results={self.limit}; narrow the search to see more"
+            return True
+        return False
+
+    def _search(self, rx: regex.Pattern[str], text: str, pos: int = 0) -> regex.Match[str] | None:
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError
-        return rx.search(text, timeout=remaining)
+        return rx.search(text, pos=pos, timeout=remaining)
 
     def _text(self, file: Path, shown: str) -> str | None:
         real = file.resolve()

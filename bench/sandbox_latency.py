@@ -1,0 +1,244 @@
+"""Sandbox latency and throughput: `print(1)` through `sandbox.exec` (Celery round trip).
+
+Compares, in one run:
+  * bare cold   — `docker run --rm <hardened flags> IMAGE python3 -c 'print(1)'`
+  * exec cold   — sandbox.exec for a new session with no warm pool (container created)
+  * exec spare  — sandbox.exec for a new session that adopts a pre-started spare
+  * exec warm   — sandbox.exec again in the same session (container reused)
+  * throughput  — concurrent execs from several clients, execs/s
+
+Needs PostgreSQL, Redis and Docker (scripts/ensure_docker.sh) and the image
+(`leaflab sandbox build-image`). Uses database leaflab_bench_sandbox, Redis db 3.
+
+    .venv/bin/python bench/sandbox_latency.py [--n 40] [--concurrency 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psycopg
+import redis
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+PG_ADMIN = os.environ.get("LEAFLAB_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres")
+DB_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/leaflab_bench_sandbox"
+REDIS_URL = "redis://127.0.0.1:6379/3"
+
+
+def prepare_env(home: Path) -> None:
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS leaflab_bench_sandbox WITH (FORCE)")
+        conn.execute("CREATE DATABASE leaflab_bench_sandbox")
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    os.environ.update(
+        {
+            "LEAFLAB_DATABASE_URL": DB_URL,
+            "LEAFLAB_REDIS_URL": REDIS_URL,
+            "LEAFLAB_HOME": str(home),
+            "LEAFLAB_ENV": "test",
+            "LEAFLAB_SANDBOX_JANITOR_INTERVAL_S": "0.5",
+        }
+    )
+    from services.common.db import build_engine
+    from services.common.migrate import upgrade_to_head
+    from services.common.models import Base
+    from services.common.models.sandbox import SandboxExecution
+
+    upgrade_to_head(DB_URL)
+    engine = build_engine(DB_URL, pool_size=2)
+    Base.metadata.create_all(engine, tables=[SandboxExecution.__table__])  # type: ignore[list-item]
+    engine.dispose()
+
+
+def make_job() -> str:
+    from services.common.db import build_engine, build_sessionmaker
+    from services.common.models import Job, User
+
+    engine = build_engine(DB_URL, pool_size=1)
+    with build_sessionmaker(engine)() as s, s.begin():
+        user = User(email=f"bench-{uuid.uuid4().hex[:8]}@example.org")
+        s.add(user)
+        s.flush()
+        job = Job(user_id=user.id, kind="turn", input={})
+        s.add(job)
+        s.flush()
+        job_id = str(job.id)
+    engine.dispose()
+    return job_id
+
+
+def start_worker(spares: int, concurrency: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "LEAFLAB_SANDBOX_POOL_SPARES": str(spares)}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "services.sandbox.worker:app",
+            "worker",
+            "-Q",
+            "sandbox",
+            "--pool",
+            "threads",
+            "-c",
+            str(concurrency),
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel",
+            "WARNING",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    client = redis.Redis.from_url(REDIS_URL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if any(f"/{proc.pid}/" in k.decode() for k in client.scan_iter("leaflab:sandbox:worker:*")):
+            return proc
+        time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("sandbox worker did not start")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def percentiles(samples: list[float]) -> str:
+    ordered = sorted(samples)
+    p50 = statistics.median(ordered)
+    p99 = ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
+    return f"p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  (n={len(ordered)})"
+
+
+def timed(fn: Callable[[], object], n: int, pause: float = 0.0) -> list[float]:
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1000)
+        if pause:
+            time.sleep(pause)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=40)
+    parser.add_argument("--concurrency", type=int, default=4)
+    args = parser.parse_args()
+    home = Path(f"/tmp/leaflab-bench-sandbox-{os.getpid()}")
+    prepare_env(home)
+
+    from services.common.celery_app import build_celery
+    from services.sandbox.image import ensure_image
+    from services.sandbox.settings import get_sandbox_settings
+
+    settings = get_sandbox_settings()
+    image = ensure_image(settings)
+    app = build_celery(settings)
+    job_id = make_job()
+
+    def exec_once(session: str) -> None:
+        r = app.send_task(
+            "sandbox.exec",
+            queue="sandbox",
+            kwargs={
+                "tool_call_id": uuid.uuid4().hex,
+                "job_id": job_id,
+                "session_id": session,
+                "language": "python",
+                "code": "print(1)",
+            },
+        ).get(timeout=60)
+        assert r["stdout"] == "1\n", r
+
+    bare_flags = [
+        "--network",
+        "none",
+        "--read-only",
+        "--cap-drop",
+        "ALL",
+        "--security-opt",
+        "no-new-privileges",
+        "--pids-limit",
+        "128",
+        "--memory",
+        "512m",
+        "--cpus",
+        "1",
+        "--user",
+        "10001:10001",
+        "--tmpfs",
+        "/tmp:size=64m",
+    ]
+    n_cold = max(5, args.n // 4)
+    results: dict[str, list[float]] = {}
+    results["bare docker run (cold)"] = timed(
+        lambda: subprocess.run(
+            ["docker", "run", "--rm", *bare_flags, image, "python3", "-c", "print(1)"],
+            check=True,
+            capture_output=True,
+        ),
+        n_cold,
+    )
+
+    worker = start_worker(spares=0, concurrency=args.concurrency)
+    try:
+        results["sandbox.exec cold (no pool)"] = timed(lambda: exec_once(uuid.uuid4().hex), n_cold)
+    finally:
+        stop(worker)
+
+    worker = start_worker(spares=2, concurrency=args.concurrency)
+    try:
+        time.sleep(2)
+        # New sessions adopting a spare; pause so the janitor can refill spares.
+        results["sandbox.exec new session, spare"] = timed(
+            lambda: exec_once(uuid.uuid4().hex), n_cold, pause=1.5
+        )
+        session = uuid.uuid4().hex
+        exec_once(session)
+        results["sandbox.exec warm (same session)"] = timed(lambda: exec_once(session), args.n)
+        sessions = [uuid.uuid4().hex for _ in range(args.concurrency)]
+        for s in sessions:
+            exec_once(s)
+        per_client = args.n
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(args.concurrency) as pool:
+            list(pool.map(lambda s: [exec_once(s) for _ in range(per_client)], sessions))
+        elapsed = time.perf_counter() - t0
+    finally:
+        stop(worker)
+
+    print(f"image {image}; {os.cpu_count()} CPUs")
+    for name, samples in results.items():
+        print(f"{name:36s} {percentiles(samples)}")
+    bare = statistics.median(results["bare docker run (cold)"])
+    warm = statistics.median(results["sandbox.exec warm (same session)"])
+    print(f"warm p50 speed-up vs bare cold docker run: {bare / warm:.1f}x")
+    total = per_client * args.concurrency
+    print(
+        f"throughput: {total} execs from {args.concurrency} concurrent clients in "
+        f"{elapsed:.1f} s = {total / elapsed:.1f} execs/s"
+    )
+
+
+if __name__ == "__main__":
+    main()
