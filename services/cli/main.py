@@ -19,3 +19,7 @@ def cli() -> None:
 
 for command in (up, migrate, submit, watch, jobs, cancel, survey, batch, admin, model_sim):
     cli.add_command(command)
+
+
+if __name__ == "__main__":
+    cli()

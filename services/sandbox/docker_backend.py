@@ -191,7 +191,14 @@ class DockerBackend(SandboxBackend):
                 "killed_reason": outcome.killed_reason,
             },
         )
-        return not kill_reason
+        return healthy
+
+    def _running(self, slot: Slot) -> bool:
+        try:
+            state = self.client.api.inspect_container(slot.container.id)["State"]
+        except docker.errors.NotFound:
+            return False
+        return bool(state.get("Running"))
 
     def _watch(
         self,

@@ -28,7 +28,7 @@ from services.common.celery_app import build_celery
 from services.common.models import Base, Job, Project, User
 from services.common.models.sandbox import SandboxExecution
 from services.sandbox.image import ensure_image
-from services.sandbox.pool import LABEL, LABEL_OWNER
+from services.sandbox.pool import LABEL, LABEL_OWNER, LABEL_SLOT
 from services.sandbox.settings import SandboxSettings, get_sandbox_settings
 from services.worker.tools.base import ToolContext
 from tests.conftest import Stack
@@ -166,6 +166,18 @@ def containers_of(client: docker.DockerClient, pid: int | None = None) -> list[s
     if pid is None:
         return [str(c.id) for c in found]
     return [str(c.id) for c in found if f"/{pid}/" in c.labels.get(LABEL_OWNER, "")]
+
+
+def wait_for_spare(client: docker.DockerClient, timeout: float = 20) -> None:
+    """Until the janitor has a pre-started spare (its slot dir not yet adopted)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for c in client.containers.list(filters={"label": f"{LABEL}=1"}):
+            slot = c.labels.get(LABEL_SLOT)
+            if slot and Path(slot).exists():
+                return
+        time.sleep(0.2)
+    raise AssertionError("no spare sandbox container became ready")
 
 
 @dataclass

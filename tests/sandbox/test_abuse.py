@@ -3,7 +3,7 @@ the sandbox worker still serves, and killed containers are gone."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import docker
@@ -31,30 +31,22 @@ def run_py(
     celery_client: Celery,
     sandbox_settings: SandboxSettings,
     sandbox_worker: WorkerProc,
-) -> RunPy:
+) -> Iterator[RunPy]:
     def run(code: str, timeout: float = 20) -> ToolResult:
         return PythonTool().run(
             PythonArgs(code=code, timeout=timeout), tool_ctx(refs, celery_client, sandbox_settings)
         )
 
-    return run
+    yield run
+    # Whatever the case did, the worker is alive and the session still works.
+    assert sandbox_worker.alive(), sandbox_worker.log.read_text()[-3000:]
+    assert run("print('still here')").data["stdout"] == "still here\n"
 
 
 def assert_gone(container_id: str) -> None:
     client = docker.from_env()
     matches = [c for c in client.containers.list(all=True) if c.id.startswith(container_id)]
     assert matches == [], f"container {container_id} was left behind"
-
-
-@pytest.fixture(autouse=True)
-def worker_still_serves(request: pytest.FixtureRequest) -> object:
-    yield None
-    if "run_py" in request.fixturenames:
-        worker: WorkerProc = request.getfixturevalue("sandbox_worker")
-        assert worker.alive(), worker.log.read_text()[-3000:]
-        assert request.getfixturevalue("run_py")("print('still here')").data["stdout"] == (
-            "still here\n"
-        )
 
 
 class TestResourceAbuse:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 
+import docker
 import pytest
 import redis
 from celery import Celery
@@ -17,7 +18,7 @@ from services.sandbox.settings import SandboxSettings
 from services.worker.tools.base import ToolError
 from services.worker.tools.code import BashArgs, BashTool, PythonArgs, PythonTool, code_tools
 from tests.conftest import Stack
-from tests.sandbox.conftest import WorkerProc, make_job, tool_ctx
+from tests.sandbox.conftest import WorkerProc, make_job, tool_ctx, wait_for_spare
 
 PID_SIM = r"""
 import json
@@ -98,12 +99,14 @@ class TestToolResults:
 
     def test_session_workspace_persists_between_execs_and_is_warm(
         self,
+        docker_ready: docker.DockerClient,
         sandbox_worker: WorkerProc,
         celery_client: Celery,
         sandbox_settings: SandboxSettings,
         session_factory: sessionmaker[Session],
     ) -> None:
         refs = make_job(session_factory)
+        wait_for_spare(docker_ready)
         tool = PythonTool()
         first = tool.run(
             PythonArgs(code="open('n.txt','w').write('41')"),

@@ -43,16 +43,26 @@ def tracing(stack: Stack) -> Iterator[Tracing]:
 
 
 def stored_spans(
-    engine: Engine, trace_id: str, *, at_least: int, timeout: float = 10.0
+    engine: Engine,
+    trace_id: str,
+    *,
+    at_least: int = 1,
+    names: set[str] | frozenset[str] = frozenset(),
+    timeout: float = 10.0,
 ) -> list[Any]:
-    """Rows of ``spans`` for a trace, waiting for the batch exporter to deliver them."""
+    """Rows of ``spans`` for a trace, waiting until the batch exporter delivered them all.
+
+    Spans of one trace come from several threads (API, Celery tasks) and reach
+    Postgres in separate batches, so wait for the names, not just a count.
+    """
     deadline = time.monotonic() + timeout
     rows: list[Any] = []
     while time.monotonic() < deadline:
         flush_tracing()
         with engine.connect() as conn:
             rows = list(conn.execute(select(SpanRecord).where(SpanRecord.trace_id == trace_id)))
-        if len(rows) >= at_least:
+        if len(rows) >= at_least and names <= {row.name for row in rows}:
             return rows
         time.sleep(0.1)
-    raise AssertionError(f"only {len(rows)} spans of trace {trace_id} stored, wanted {at_least}")
+    got = sorted(row.name for row in rows)
+    raise AssertionError(f"trace {trace_id}: stored {got}, wanted {sorted(names)} / {at_least}")

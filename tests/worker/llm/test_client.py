@@ -39,8 +39,12 @@ class TestReplies:
     ) -> None:
         key = script(TOOL_THEN_ANSWER)
         first = client.complete(
-            model="leaflab-sim", messages=USER, tools=TOOLS, max_tokens=256,
-            conversation_key=key, stream=stream,
+            model="leaflab-sim",
+            messages=USER,
+            tools=TOOLS,
+            max_tokens=256,
+            conversation_key=key,
+            stream=stream,
         )
         assert first.finish_reason == "tool_calls"
         assert [(c.id, c.name) for c in first.tool_calls] == [("call_0_0", "python")]
@@ -53,8 +57,12 @@ class TestReplies:
             {"role": "tool", "tool_call_id": "call_0_0", "content": "2"},
         ]
         second = client.complete(
-            model="leaflab-sim", messages=history, tools=TOOLS, max_tokens=256,
-            conversation_key=key, stream=stream,
+            model="leaflab-sim",
+            messages=history,
+            tools=TOOLS,
+            max_tokens=256,
+            conversation_key=key,
+            stream=stream,
         )
         assert second.content == "Done: the result is 2, as computed."
         assert second.finish_reason == "stop"
@@ -114,11 +122,18 @@ class TestRetries:
         ("entry", "error_type"),
         [
             ({"error": 401}, "auth"),
-            ({"error": 400, "message": "maximum context length is 8192 tokens"}, "context_overflow"),
+            (
+                {"error": 400, "message": "maximum context length is 8192 tokens"},
+                "context_overflow",
+            ),
         ],
     )
     def test_request_errors_are_typed(
-        self, client: ModelClient, script: ScriptInstaller, entry: dict[str, object], error_type: str
+        self,
+        client: ModelClient,
+        script: ScriptInstaller,
+        entry: dict[str, object],
+        error_type: str,
     ) -> None:
         key = script({"replies": [entry, {"content": "never"}]})
         with pytest.raises(ModelError) as caught:
@@ -126,11 +141,16 @@ class TestRetries:
         assert caught.value.error_type == error_type and not caught.value.retryable
 
     def test_disconnect_mid_stream_is_retried(
-        self, client: ModelClient, script: ScriptInstaller
+        self, sim: SimServerHandle, script: ScriptInstaller
     ) -> None:
         key = script({"replies": [{"disconnect": True}, {"content": "whole reply here"}]})
         retries: list[ModelError] = []
-        client._on_retry = lambda err, wait: retries.append(err)
+        client = ModelClient(
+            sim.base_url,
+            "k",
+            retry_policy=RetryPolicy(base_delay_s=0.01),
+            on_retry=lambda err, wait: retries.append(err),
+        )
         tokens: list[str] = []
         reply = client.complete(
             model="m", messages=USER, max_tokens=16, conversation_key=key, on_token=tokens.append

@@ -36,6 +36,6 @@ def test_200_concurrent_calls_at_200ms_overlap(slow_sim: SimProcess) -> None:
         elapsed = time.monotonic() - started
     client.close()
     assert len(replies) == CALLS and all(replies)
-    # Serially this takes 40 s. On an idle 2-core machine it takes ~1.1 s (see
-    # bench/llm_sim_latency.py); the bound is generous because CI machines are shared.
+    # Serially this takes 40 s; the client's own CPU time (openai SDK, 200 threads) is
+    # most of the wall time (bench/llm_sim_latency.py), so the bound allows a loaded CI box.
     assert elapsed < 4.0, f"{CALLS} calls took {elapsed:.2f}s"

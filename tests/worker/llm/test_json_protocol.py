@@ -45,8 +45,11 @@ def test_history_is_rewritten_for_a_model_without_tools() -> None:
             "role": "assistant",
             "content": None,
             "tool_calls": [
-                {"id": "c1", "type": "function",
-                 "function": {"name": "python", "arguments": '{"code": "1+1"}'}}
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "python", "arguments": '{"code": "1+1"}'},
+                }
             ],
         },
         {"role": "tool", "tool_call_id": "c1", "content": "2"},
@@ -65,7 +68,11 @@ def test_client_turns_a_text_tool_request_into_tool_calls(
     reply = 'I will run it.\n```json\n{"tool": "python", "arguments": {"code": "print(2)"}}\n```'
     key = script({"replies": [{"content": reply}]})
     response = client.complete(
-        model="m", messages=USER, tools=TOOLS, max_tokens=64, conversation_key=key,
+        model="m",
+        messages=USER,
+        tools=TOOLS,
+        max_tokens=64,
+        conversation_key=key,
         tool_protocol="json",
     )
     assert response.finish_reason == "tool_calls"

@@ -9,6 +9,7 @@ import pytest
 from services.worker.tools.base import Tool, ToolContext, ToolError, ToolResult
 from services.worker.tools.files import globbing
 from services.worker.tools.files.globbing import GlobTool, glob_regex
+from tests.worker.tools.conftest import WriteTree
 
 GLOB = GlobTool()
 
@@ -72,3 +73,12 @@ class TestGlob:
         with pytest.raises(ToolError) as err:
             GLOB.parse(raw)
         assert err.value.code == "invalid_arguments"
+
+    def test_order_is_by_full_path(self, ctx: ToolContext, write_tree: WriteTree) -> None:
+        write_tree({"a/z.txt": "", "a/b/c.txt": "", "a-b.txt": "", "B.txt": ""})
+        assert call(GLOB, ctx, pattern="**/*.txt").data["files"] == [
+            "B.txt",
+            "a-b.txt",
+            "a/b/c.txt",
+            "a/z.txt",
+        ]

@@ -64,6 +64,17 @@ class TestHostilePaths:
         assert err.value.code == "path_outside_workspace"
         assert secret.read_text() == "keep me\n"
 
+    def test_grep_skips_file_links_leading_out(self, ctx: ToolContext, tmp_path: Path) -> None:
+        secret = tmp_path / "secret.txt"
+        secret.write_text("password=hunter2\n")
+        (ctx.workspace / "leak.txt").symlink_to(secret)
+        (ctx.workspace / "real.txt").write_text("password=inside\n")
+        (ctx.workspace / "alias.txt").symlink_to(ctx.workspace / "real.txt")
+        assert call("grep", {"pattern": "password"}, ctx).splitlines() == [
+            "alias.txt:1:password=inside",
+            "real.txt:1:password=inside",
+        ]
+
     def test_nul_byte_and_long_paths_are_invalid(self, ctx: ToolContext) -> None:
         for path in ["notes\x00.md", "a" * 300, "/".join(["d"] * 600)]:
             with pytest.raises(ToolError) as err:

