@@ -23,7 +23,9 @@ from services.common.db import build_engine, build_sessionmaker
 from services.common.migrate import upgrade_to_head
 from services.common.settings import get_settings
 
-PG_ADMIN_URL = os.environ.get("LEAFLAB_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres")
+PG_ADMIN_URL = os.environ.get(
+    "LEAFLAB_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 REDIS_BASE = os.environ.get("LEAFLAB_TEST_REDIS", "redis://127.0.0.1:6379")
 SUFFIX = os.environ.get("LEAFLAB_TEST_DB_SUFFIX", "main")
 REDIS_DB = int(os.environ.get("LEAFLAB_TEST_REDIS_DB", "9"))
@@ -96,4 +98,6 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
 def unique() -> str:
     """A short unique token for building test data that never collides."""
     return uuid.uuid4().hex[:10]
+
+
 pytest_plugins = ["tests.fixtures.processes"]

@@ -64,7 +64,5 @@ def require_text(value: str, *, limit: int, what: str) -> str:
     if not value.strip():
         raise ApiError(422, "invalid_request", f"{what} must not be empty")
     if len(value) > limit:
-        raise ApiError(
-            413, "too_large", f"{what} is {len(value)} characters; the limit is {limit}"
-        )
+        raise ApiError(413, "too_large", f"{what} is {len(value)} characters; the limit is {limit}")
     return value

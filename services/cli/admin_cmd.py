@@ -48,9 +48,7 @@ def key_create(email: str, name: str | None) -> None:
     match = [u for u in users if u["email"] == email.strip().lower()]
     if not match:
         raise click.ClickException(f"no user {email}")
-    created = client.request(
-        "POST", f"/v1/admin/users/{match[0]['id']}/keys", json={"name": name}
-    )
+    created = client.request("POST", f"/v1/admin/users/{match[0]['id']}/keys", json={"name": name})
     click.echo(created["key"])
 
 
@@ -61,7 +59,9 @@ def project() -> None:
 
 @project.command("create")
 @click.argument("name")
-@click.option("--allow-network", is_flag=True, help="let sandboxes of this project reach the network")
+@click.option(
+    "--allow-network", is_flag=True, help="let sandboxes of this project reach the network"
+)
 def project_create(name: str, allow_network: bool) -> None:
     created = LeaflabClient().request(
         "POST", "/v1/admin/projects", json={"name": name, "allow_network": allow_network}

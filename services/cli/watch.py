@@ -30,7 +30,9 @@ def render_event(event: dict[str, Any], state: dict[str, Any]) -> str | None:
         items = data.get("items", [])
         done = sum(1 for i in items if i.get("status") == "completed")
         lines = [f"\n  todo {done}/{len(items)}:"]
-        lines += [f"    [{STATUS_MARK.get(i.get('status', ''), '?')}] {i.get('content')}" for i in items]
+        lines += [
+            f"    [{STATUS_MARK.get(i.get('status', ''), '?')}] {i.get('content')}" for i in items
+        ]
         return "\n".join(lines)
     if kind == "status":
         if data.get("status") in ("succeeded", "failed", "cancelled"):

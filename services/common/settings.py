@@ -12,6 +12,8 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+DEV_INTERNAL_TOKEN = "leaflab-internal-dev-token"  # noqa: S105 - refused in prod below
+
 
 def default_home() -> Path:
     return Path.home() / ".leaflab"
@@ -47,6 +49,10 @@ class CommonSettings(BaseSettings):
     max_turns_default: int = 30
     worker_concurrency: int = 64
 
+    # Service-to-service: the library's URL and the token internal callers present.
+    library_url: str = "http://127.0.0.1:8200"
+    internal_token: str = DEV_INTERNAL_TOKEN
+
     # Limits on what clients send.
     max_message_chars: int = 200_000
     max_request_bytes: int = 2_000_000
@@ -64,8 +70,12 @@ class CommonSettings(BaseSettings):
             raise ValueError("task_soft_time_limit_s must be < task_hard_time_limit_s")
         if self.time_slice_s >= self.task_soft_time_limit_s:
             raise ValueError("time_slice_s must be < task_soft_time_limit_s")
-        if self.env == "prod" and self.llm_api_key == "sk-local" and "127.0.0.1" not in (
-            self.llm_base_url
+        if self.env == "prod" and self.internal_token == DEV_INTERNAL_TOKEN:
+            raise ValueError("set LEAFLAB_INTERNAL_TOKEN to a secret in prod")
+        if (
+            self.env == "prod"
+            and self.llm_api_key == "sk-local"
+            and "127.0.0.1" not in (self.llm_base_url)
         ):
             raise ValueError("LEAFLAB_LLM_API_KEY must be set in prod for a remote endpoint")
         return self

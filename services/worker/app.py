@@ -1,4 +1,6 @@
-"""The agent worker's Celery app: `celery -A services.worker.app:app worker -Q agent --pool threads`.
+"""The agent worker's Celery app.
+
+Run: `celery -A services.worker.app:app worker -Q agent --pool threads -c 64`.
 
 Clients (engine, Redis, model client) are built once per worker process on
 ``worker_init``, never at import time.

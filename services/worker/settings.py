@@ -16,8 +16,6 @@ def default_worker_id() -> str:
 
 class WorkerSettings(LlmSettings):
     worker_id: str = Field(default_factory=default_worker_id)
-    library_url: str = "http://127.0.0.1:8200"
-    internal_token: str = "leaflab-internal-dev-token"
     max_consecutive_tool_failures: int = 5
     tool_retry_attempts: int = 3
     tool_retry_base_s: float = 0.2

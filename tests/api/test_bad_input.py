@@ -50,8 +50,9 @@ class TestAuth:
         assert key.status_code == 201 and key.json()["key"].startswith("lf_")
         listed = admin.get(f"/v1/admin/users/{user.json()['id']}/keys").json()["items"]
         assert "key" not in listed[0] and listed[0]["prefix"] == key.json()["key"][:10]
-        new_client = httpx.Client(base_url=running.url,
-                                  headers={"Authorization": f"Bearer {key.json()['key']}"})
+        new_client = httpx.Client(
+            base_url=running.url, headers={"Authorization": f"Bearer {key.json()['key']}"}
+        )
         assert new_client.get("/v1/jobs").status_code == 200
         admin.delete(f"/v1/admin/users/{user.json()['id']}/keys/{key.json()['id']}")
         _error(new_client.get("/v1/jobs"), 401)
@@ -76,8 +77,11 @@ class TestBadRequests:
         ],
     )
     def test_malformed_job_submissions_write_nothing(
-        self, running: RunningStack, session_factory: sessionmaker[Session],
-        body: bytes, status: int,
+        self,
+        running: RunningStack,
+        session_factory: sessionmaker[Session],
+        body: bytes,
+        status: int,
     ) -> None:
         client = client_for(running.url, make_user(session_factory))
         before = _counts(session_factory)
@@ -104,12 +108,18 @@ class TestBadRequests:
         bob = client_for(running.url, make_user(session_factory))
         session = alice.post("/v1/sessions", json={}).json()
         running.sim.set_script(session["id"], {"replies": [{"content": "mine"}]})
-        job_id = alice.post(f"/v1/sessions/{session['id']}/messages",
-                            json={"content": "hi"}).json()["job_id"]
+        job_id = alice.post(
+            f"/v1/sessions/{session['id']}/messages", json={"content": "hi"}
+        ).json()["job_id"]
         wait_job(alice, job_id)
-        for path in (f"/v1/jobs/{job_id}", f"/v1/jobs/{job_id}/steps",
-                     f"/v1/jobs/{job_id}/artifacts", f"/v1/jobs/{job_id}/events",
-                     f"/v1/sessions/{session['id']}", f"/v1/sessions/{session['id']}/messages"):
+        for path in (
+            f"/v1/jobs/{job_id}",
+            f"/v1/jobs/{job_id}/steps",
+            f"/v1/jobs/{job_id}/artifacts",
+            f"/v1/jobs/{job_id}/events",
+            f"/v1/sessions/{session['id']}",
+            f"/v1/sessions/{session['id']}/messages",
+        ):
             assert _error(bob.get(path), 404)["code"] == "not_found"
         before = _counts(session_factory)
         _error(bob.post(f"/v1/sessions/{session['id']}/messages", json={"content": "x"}), 404)
@@ -127,11 +137,14 @@ class TestCancel:
     ) -> None:
         client = client_for(running.url, make_user(session_factory))
         session = client.post("/v1/sessions", json={}).json()
-        slow = {"latency_ms": 400, "replies": [
-            {"tool_calls": [{"name": "glob", "arguments": {"pattern": "*"}}]}] * 20}
+        slow = {
+            "latency_ms": 400,
+            "replies": [{"tool_calls": [{"name": "glob", "arguments": {"pattern": "*"}}]}] * 20,
+        }
         running.sim.set_script(session["id"], slow)
-        job_id = client.post(f"/v1/sessions/{session['id']}/messages",
-                             json={"content": "go"}).json()["job_id"]
+        job_id = client.post(
+            f"/v1/sessions/{session['id']}/messages", json={"content": "go"}
+        ).json()["job_id"]
         wait_job(client, job_id, statuses=("running",))
         assert client.post(f"/v1/jobs/{job_id}/cancel").status_code == 202
         job = wait_job(client, job_id)

@@ -18,11 +18,27 @@ from tests.fixtures.processes import RunningStack
 NOTES_SCRIPT = {
     "latency_ms": 10,
     "replies": [
-        {"tool_calls": [{"name": "todo", "arguments": {"items": [
-            {"content": "write the notes", "status": "in_progress"},
-            {"content": "check them", "status": "pending"}]}}]},
-        {"tool_calls": [{"name": "write_file",
-                         "arguments": {"path": "notes/result.md", "content": "k_p = 2.5\n"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "todo",
+                    "arguments": {
+                        "items": [
+                            {"content": "write the notes", "status": "in_progress"},
+                            {"content": "check them", "status": "pending"},
+                        ]
+                    },
+                }
+            ]
+        },
+        {
+            "tool_calls": [
+                {
+                    "name": "write_file",
+                    "arguments": {"path": "notes/result.md", "content": "k_p = 2.5\n"},
+                }
+            ]
+        },
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes/result.md"}}]},
         {"content": "The notes say k_p = 2.5."},
     ],
@@ -56,8 +72,10 @@ class TestTurnJob:
     ) -> None:
         client = client_for(running.url, make_user(session_factory))
         session = {"id": scripted_session(running, client, NOTES_SCRIPT, title="pid notes")}
-        posted = client.post(f"/v1/sessions/{session['id']}/messages",
-                             json={"content": "Write k_p to notes and read it back"})
+        posted = client.post(
+            f"/v1/sessions/{session['id']}/messages",
+            json={"content": "Write k_p to notes and read it back"},
+        )
         assert posted.status_code == 202
         job = wait_job(client, posted.json()["job_id"])
 
@@ -67,13 +85,24 @@ class TestTurnJob:
 
         messages = client.get(f"/v1/sessions/{session['id']}/messages").json()["items"]
         roles = [m["role"] for m in messages]
-        assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant", "tool",
-                         "assistant"]
+        assert roles == [
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool",
+            "assistant",
+        ]
         assert "k_p = 2.5" in messages[6]["content"]  # read_file's result
 
         steps = client.get(f"/v1/jobs/{job['id']}/steps").json()["items"]
         assert [(s["kind"], s["name"]) for s in steps if s["kind"] == "tool"] == [
-            ("tool", "todo"), ("tool", "write_file"), ("tool", "read_file")]
+            ("tool", "todo"),
+            ("tool", "write_file"),
+            ("tool", "read_file"),
+        ]
         assert all(s["status"] == "succeeded" and s["executions"] == 1 for s in steps)
 
         workspace = Path(os.environ["LEAFLAB_HOME"]) / "workspaces" / session["id"]
@@ -107,7 +136,9 @@ class TestTurnJob:
         # The simulator picks the reply by how many assistant turns it was shown,
         # so "second answer" proves the second job saw the first job's history.
         assert (one["result"]["content"], two["result"]["content"]) == (
-            "first answer", "second answer")
+            "first answer",
+            "second answer",
+        )
         history = client.get(f"/v1/sessions/{session['id']}/messages").json()["items"]
         assert [m["content"] for m in history] == ["one", "first answer", "two", "second answer"]
 
@@ -118,15 +149,22 @@ class TestJobKinds:
     ) -> None:
         # Batch tasks get fresh sessions: they hear the simulator's default reply.
         client = client_for(running.url, make_user(session_factory))
-        resp = client.post("/v1/jobs", json={"kind": "batch", "input": {
-            "tasks": [{"content": f"task {i}"} for i in range(5)], "max_concurrency": 2}})
+        resp = client.post(
+            "/v1/jobs",
+            json={
+                "kind": "batch",
+                "input": {
+                    "tasks": [{"content": f"task {i}"} for i in range(5)],
+                    "max_concurrency": 2,
+                },
+            },
+        )
         assert resp.status_code == 202
         job = wait_job(client, resp.json()["id"], timeout_s=90)
         assert job["status"] == "succeeded", job
         summary = job["result"]
         assert (summary["total"], summary["succeeded"], summary["failed"]) == (5, 5, 0)
-        assert all(t["status"] == "succeeded" and t["result"]["content"]
-                   for t in summary["tasks"])
+        assert all(t["status"] == "succeeded" and t["result"]["content"] for t in summary["tasks"])
         children = client.get("/v1/jobs", params={"limit": 50}).json()["items"]
         assert sum(1 for c in children if c["parent_job_id"] == job["id"]) == 5
 
@@ -136,13 +174,15 @@ class TestJobKinds:
         loop = {"tool_calls": [{"name": "glob", "arguments": {"pattern": "*"}}]}
         client = client_for(running.url, make_user(session_factory))
         sid = scripted_session(running, client, {"replies": [loop] * 10})
-        job = wait_job(client, submit(client, sid, kind="turn", input={"content": "loop"},
-                                      max_turns=3))
+        job = wait_job(
+            client, submit(client, sid, kind="turn", input={"content": "loop"}, max_turns=3)
+        )
         assert job["status"] == "failed"
         assert "max_turns (3)" in job["error"]
         with session_factory() as db:
-            llm_steps = db.scalars(select(JobStep).where(
-                JobStep.job_id == job["id"], JobStep.kind == "llm")).all()
+            llm_steps = db.scalars(
+                select(JobStep).where(JobStep.job_id == job["id"], JobStep.kind == "llm")
+            ).all()
         assert len(llm_steps) == 3
 
     def test_five_failed_tool_calls_stop_the_job(
@@ -163,20 +203,36 @@ class TestJobKinds:
         self, running: RunningStack, session_factory: sessionmaker[Session]
     ) -> None:
         client = client_for(running.url, make_user(session_factory))
-        sid = scripted_session(running, client, {"replies": [
-            {"tool_calls": [{"name": "write_file", "arguments": "{not json"}]},
-            {"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt"}}]},
-            {"tool_calls": [{"name": "no_such_tool", "arguments": {}}]},
-            {"content": "gave up"}]})
+        sid = scripted_session(
+            running,
+            client,
+            {
+                "replies": [
+                    {"tool_calls": [{"name": "write_file", "arguments": "{not json"}]},
+                    {"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt"}}]},
+                    {"tool_calls": [{"name": "no_such_tool", "arguments": {}}]},
+                    {"content": "gave up"},
+                ]
+            },
+        )
         job = wait_job(client, submit(client, sid, kind="turn", input={"content": "try"}))
         assert job["status"] == "succeeded"
-        steps = [s for s in client.get(f"/v1/jobs/{job['id']}/steps").json()["items"]
-                 if s["kind"] == "tool"]
+        steps = [
+            s
+            for s in client.get(f"/v1/jobs/{job['id']}/steps").json()["items"]
+            if s["kind"] == "tool"
+        ]
         assert [s["error"]["code"] for s in steps] == [
-            "invalid_arguments", "invalid_arguments", "unknown_tool"]
+            "invalid_arguments",
+            "invalid_arguments",
+            "unknown_tool",
+        ]
         workspace = Path(os.environ["LEAFLAB_HOME"]) / "workspaces" / job["session_id"]
         assert not (workspace / "x.txt").exists()
-        tool_messages = [m for m in client.get(
-            f"/v1/sessions/{job['session_id']}/messages").json()["items"] if m["role"] == "tool"]
+        tool_messages = [
+            m
+            for m in client.get(f"/v1/sessions/{job['session_id']}/messages").json()["items"]
+            if m["role"] == "tool"
+        ]
         assert all(m["content"].startswith("ERROR [") for m in tool_messages)
         assert json.dumps(steps)  # the ledger is plain JSON for the UI

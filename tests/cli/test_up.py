@@ -1,4 +1,4 @@
-"""`leaflab up` as a new user runs it: embedded Postgres + Redis, a job, a crash, Ctrl-C, restart."""
+"""`leaflab up` as a new user runs it: embedded stack, a job, a crash, Ctrl-C, restart."""
 
 from __future__ import annotations
 
@@ -19,17 +19,22 @@ LEAFLAB = [sys.executable, "-m", "services.cli.main"]
 
 
 def _env(home: Path, api_port: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("LEAFLAB_DATABASE_URL", "LEAFLAB_REDIS_URL", "LEAFLAB_API_KEY")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("LEAFLAB_DATABASE_URL", "LEAFLAB_REDIS_URL", "LEAFLAB_API_KEY")
+    }
     env.update(LEAFLAB_HOME=str(home), LEAFLAB_URL=f"http://127.0.0.1:{api_port}")
     return env
 
 
 def _start(home: Path, api_port: int, sim_port: int) -> tuple[subprocess.Popen[str], list[str]]:
     proc = subprocess.Popen(
-        [*LEAFLAB, "up", "--port", str(api_port), "--model-sim",
-         "--model-sim-port", str(sim_port)],
-        env=_env(home, api_port), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [*LEAFLAB, "up", "--port", str(api_port), "--model-sim", "--model-sim-port", str(sim_port)],
+        env=_env(home, api_port),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     lines: list[str] = []
     deadline = time.monotonic() + 180
@@ -53,8 +58,9 @@ def _stop(proc: subprocess.Popen[str]) -> str:
 
 
 def _cli(home: Path, api_port: int, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*LEAFLAB, *args], env=_env(home, api_port), capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [*LEAFLAB, *args], env=_env(home, api_port), capture_output=True, text=True, timeout=120
+    )
 
 
 def _worker_pid(home: Path) -> int:
@@ -103,8 +109,9 @@ class TestUp:
         proc, _ = _start(home, api_port, sim_port)
         try:
             assert (home / "admin.key").read_text().strip() == key  # same data, same admin
-            listed = httpx.get(f"http://127.0.0.1:{api_port}/v1/jobs",
-                               headers={"Authorization": f"Bearer {key}"}).json()["items"]
+            listed = httpx.get(
+                f"http://127.0.0.1:{api_port}/v1/jobs", headers={"Authorization": f"Bearer {key}"}
+            ).json()["items"]
             assert len(listed) == 2 and {j["status"] for j in listed} == {"succeeded"}
         finally:
             _stop(proc)

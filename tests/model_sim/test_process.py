@@ -37,3 +37,11 @@ def test_missing_script_file_is_reported(tmp_path: Path) -> None:
     result = CliRunner().invoke(model_sim, ["--script", str(tmp_path / "none.json")])
     assert result.exit_code != 0
     assert "cannot read script" in result.output
+
+
+def test_script_comes_from_the_environment(tmp_path: Path) -> None:
+    script = tmp_path / "env.json"
+    script.write_text("[not a script]")
+    result = CliRunner().invoke(model_sim, [], env={"LEAFLAB_SIM_SCRIPT": str(script)})
+    assert result.exit_code != 0
+    assert "env.json" in result.output

@@ -19,21 +19,42 @@ ROUNDS = 6
 
 def _edit_chain_script(latency_ms: int) -> dict:
     """A job whose every tool step would fail or corrupt the file if it ran twice."""
-    replies: list[dict] = [{"tool_calls": [{"name": "write_file",
-                                            "arguments": {"path": "counter.txt",
-                                                          "content": "count=0\n"}}]}]
+    replies: list[dict] = [
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "counter.txt", "content": "count=0\n"}}
+            ]
+        }
+    ]
     for i in range(ROUNDS):
-        replies.append({"tool_calls": [{"name": "edit_file", "arguments": {
-            "path": "counter.txt", "old_string": f"count={i}\n",
-            "new_string": f"count={i + 1}\n"}}]})
+        replies.append(
+            {
+                "tool_calls": [
+                    {
+                        "name": "edit_file",
+                        "arguments": {
+                            "path": "counter.txt",
+                            "old_string": f"count={i}\n",
+                            "new_string": f"count={i + 1}\n",
+                        },
+                    }
+                ]
+            }
+        )
     replies.append({"content": f"counter reached {ROUNDS}"})
     return {"latency_ms": latency_ms, "replies": replies}
 
 
 def _finished_steps(factory: sessionmaker[Session], job_id: str) -> int:
     with factory() as db:
-        return int(db.scalar(select(func.count()).select_from(JobStep).where(
-            JobStep.job_id == job_id, JobStep.status == "succeeded")) or 0)
+        return int(
+            db.scalar(
+                select(func.count())
+                .select_from(JobStep)
+                .where(JobStep.job_id == job_id, JobStep.status == "succeeded")
+            )
+            or 0
+        )
 
 
 def _wait_steps(factory: sessionmaker[Session], job_id: str, n: int, timeout_s: float = 60) -> None:
@@ -53,8 +74,9 @@ class TestWorkerKill:
         client = client_for(url, make_user(session_factory))
         session = client.post("/v1/sessions", json={}).json()
         sim.set_script(session["id"], _edit_chain_script(latency_ms=300))
-        job_id = client.post(f"/v1/sessions/{session['id']}/messages",
-                             json={"content": "count up"}).json()["job_id"]
+        job_id = client.post(
+            f"/v1/sessions/{session['id']}/messages", json={"content": "count up"}
+        ).json()["job_id"]
 
         # Kill at three different points of the ledger: early, middle, late.
         for kill_after in (2, 6, 10):
@@ -87,8 +109,9 @@ class TestWorkerKill:
         client = client_for(url, make_user(session_factory))
         broker = redis.Redis.from_url(stack.redis_url)
         broker.delete("agent")
-        job_id = client.post("/v1/jobs", json={"kind": "turn",
-                                               "input": {"content": "hi"}}).json()["id"]
+        job_id = client.post("/v1/jobs", json={"kind": "turn", "input": {"content": "hi"}}).json()[
+            "id"
+        ]
         # No worker yet: the message sits in the Redis list; delete it for real.
         assert broker.llen("agent") == 1
         assert broker.delete("agent") == 1

@@ -52,8 +52,11 @@ class CountingSandboxTool(Tool):
 @pytest.fixture
 def deps(services: Services, stack: Stack, session_factory: sessionmaker[Session]) -> RuntimeDeps:
     services.simulator({"replies": [{"content": "final answer"}]})
-    settings = WorkerSettings(llm_base_url=services.env["LEAFLAB_LLM_BASE_URL"],
-                              database_url=stack.database_url, redis_url=stack.redis_url)
+    settings = WorkerSettings(
+        llm_base_url=services.env["LEAFLAB_LLM_BASE_URL"],
+        database_url=stack.database_url,
+        redis_url=stack.redis_url,
+    )
     return RuntimeDeps(
         settings=settings,
         factory=session_factory,
@@ -75,26 +78,62 @@ def _interrupted_job(
         session = ChatSession(user_id=user.id)
         db.add(session)
         db.flush()
-        job = Job(user_id=user.id, session_id=session.id, kind="turn", status="running",
-                  input={"content": "go"}, fence=1, attempts=1)
+        job = Job(
+            user_id=user.id,
+            session_id=session.id,
+            kind="turn",
+            status="running",
+            input={"content": "go"},
+            fence=1,
+            attempts=1,
+        )
         db.add(job)
         db.flush()
         append_message(db, session_id=session.id, job_id=job.id, role="user", content="go")
         call = {"id": "call_0_0", "name": tool, "arguments": arguments}
-        append_message(db, session_id=session.id, job_id=job.id, role="assistant",
-                       content=None, tool_calls=[call])
-        db.add(JobStep(job_id=job.id, seq=1, step_key="llm:0", kind="llm", name="m", round=0,
-                       status="succeeded", fence=1, result={"content": None, "tool_calls": [call]}))
-        db.add(JobStep(job_id=job.id, seq=2, step_key="tool:0:call_0_0", kind="tool", name=tool,
-                       round=0, tool_call_id="call_0_0", status="running", fence=1,
-                       intent=intent))
+        append_message(
+            db,
+            session_id=session.id,
+            job_id=job.id,
+            role="assistant",
+            content=None,
+            tool_calls=[call],
+        )
+        db.add(
+            JobStep(
+                job_id=job.id,
+                seq=1,
+                step_key="llm:0",
+                kind="llm",
+                name="m",
+                round=0,
+                status="succeeded",
+                fence=1,
+                result={"content": None, "tool_calls": [call]},
+            )
+        )
+        db.add(
+            JobStep(
+                job_id=job.id,
+                seq=2,
+                step_key="tool:0:call_0_0",
+                kind="tool",
+                name=tool,
+                round=0,
+                tool_call_id="call_0_0",
+                status="running",
+                fence=1,
+                intent=intent,
+            )
+        )
         return job.id, session.id
 
 
 def _tool_step(factory: sessionmaker[Session], job_id: uuid.UUID) -> JobStep:
     with factory() as db:
-        step = db.scalar(select(JobStep).where(JobStep.job_id == job_id,
-                                               JobStep.step_key == "tool:0:call_0_0"))
+        step = db.scalar(
+            select(JobStep).where(JobStep.job_id == job_id, JobStep.step_key == "tool:0:call_0_0")
+        )
         assert step is not None
         return step
 
@@ -104,8 +143,9 @@ class TestResumeByEffect:
         self, deps: RuntimeDeps, session_factory: sessionmaker[Session]
     ) -> None:
         CountingSandboxTool.runs.clear()
-        job_id, _ = _interrupted_job(session_factory, tool="python",
-                                     arguments='{"code": "print(1)"}', intent=None)
+        job_id, _ = _interrupted_job(
+            session_factory, tool="python", arguments='{"code": "print(1)"}', intent=None
+        )
         advance(deps, job_id)
         step = _tool_step(session_factory, job_id)
         assert step.status == "interrupted"
@@ -120,19 +160,29 @@ class TestResumeByEffect:
     ) -> None:
         tool = next(t for t in file_tools() if t.name == "write_file")
         job_id, session_id = _interrupted_job(
-            session_factory, tool="write_file",
-            arguments='{"path": "a.txt", "content": "v2"}', intent=None)
+            session_factory,
+            tool="write_file",
+            arguments='{"path": "a.txt", "content": "v2"}',
+            intent=None,
+        )
         workspace = Path(os.environ["LEAFLAB_HOME"]) / "workspaces" / str(session_id)
         workspace.mkdir(parents=True, exist_ok=True)
-        ctx = ToolContext(job_id=str(job_id), session_id=str(session_id), user_id="u",
-                          project_id=None, workspace=workspace, tool_call_id="call_0_0",
-                          step_key="tool:0:call_0_0", emit=lambda *_: None)
+        ctx = ToolContext(
+            job_id=str(job_id),
+            session_id=str(session_id),
+            user_id="u",
+            project_id=None,
+            workspace=workspace,
+            tool_call_id="call_0_0",
+            step_key="tool:0:call_0_0",
+            emit=lambda *_: None,
+        )
         args = tool.parse({"path": "a.txt", "content": "v2"})
         intent = tool.intent(args, ctx)
         with session_factory() as db, db.begin():
-            db.query(JobStep).filter(JobStep.job_id == job_id,
-                                     JobStep.step_key == "tool:0:call_0_0").update(
-                {"intent": intent})
+            db.query(JobStep).filter(
+                JobStep.job_id == job_id, JobStep.step_key == "tool:0:call_0_0"
+            ).update({"intent": intent})
         tool.run(args, ctx)  # applied before the crash; the ledger never heard
         (workspace / "a.txt").chmod(0o444)  # a second write would now fail loudly
 
@@ -146,8 +196,9 @@ class TestResumeByEffect:
     def test_read_only_tool_simply_runs_again(
         self, deps: RuntimeDeps, session_factory: sessionmaker[Session]
     ) -> None:
-        job_id, _ = _interrupted_job(session_factory, tool="glob",
-                                     arguments='{"pattern": "*"}', intent=None)
+        job_id, _ = _interrupted_job(
+            session_factory, tool="glob", arguments='{"pattern": "*"}', intent=None
+        )
         advance(deps, job_id)
         step = _tool_step(session_factory, job_id)
         assert step.status == "succeeded"

@@ -41,7 +41,9 @@ def list_users(db: DbSession, _: AdminUser) -> dict[str, Any]:
 
 
 @router.post("/users/{user_id}/keys", status_code=201, response_model=KeyCreated)
-def create_key(user_id: uuid.UUID, db: DbSession, _: AdminUser, body: KeyCreate | None = None) -> KeyCreated:
+def create_key(
+    user_id: uuid.UUID, db: DbSession, _: AdminUser, body: KeyCreate | None = None
+) -> KeyCreated:
     user = db.get(User, user_id)
     if user is None:
         raise not_found("user")
@@ -78,7 +80,9 @@ def list_projects(db: DbSession, _: AdminUser) -> dict[str, Any]:
 
 
 @router.post("/projects/{project_id}/members", status_code=201)
-def add_member(project_id: uuid.UUID, body: MemberAdd, db: DbSession, _: AdminUser) -> dict[str, Any]:
+def add_member(
+    project_id: uuid.UUID, body: MemberAdd, db: DbSession, _: AdminUser
+) -> dict[str, Any]:
     project = db.get(Project, project_id)
     if project is None:
         raise not_found("project")

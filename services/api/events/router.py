@@ -56,7 +56,8 @@ async def _stream(request: Request, state: Any, job_id: str, start: str) -> Asyn
         for entry_id, fields in batch[0][1]:
             event = decode_entry(entry_id, fields)
             last = event["id"]
-            yield f"id: {event['id']}\nevent: {event['type']}\ndata: {json.dumps(event['data'])}\n\n"
+            data = json.dumps(event["data"])
+            yield f"id: {event['id']}\nevent: {event['type']}\ndata: {data}\n\n"
             if event["type"] == "final":
                 return
 

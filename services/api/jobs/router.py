@@ -21,7 +21,9 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 
 @router.post("", status_code=202)
-def submit_job(body: JobCreate, db: DbSession, user: CurrentUser, state: StateDep) -> dict[str, Any]:
+def submit_job(
+    body: JobCreate, db: DbSession, user: CurrentUser, state: StateDep
+) -> dict[str, Any]:
     try:
         parsed = INPUT_MODELS[body.kind].model_validate(body.input)
     except ValidationError as exc:
@@ -134,7 +136,9 @@ def list_artifacts(job_id: str, db: DbSession, user: CurrentUser) -> dict[str, A
     )
     items = [
         ArtifactOut(
-            name=r.name, size=r.size, mime=r.mime,
+            name=r.name,
+            size=r.size,
+            mime=r.mime,
             url=f"/v1/jobs/{job.id}/artifacts/{quote(r.name, safe='')}",
         ).model_dump()
         for r in rows

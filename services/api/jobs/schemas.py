@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from typing import Any, Literal
 
@@ -101,5 +100,3 @@ class ArtifactOut(BaseModel):
     size: int
     mime: str
     url: str
-
-

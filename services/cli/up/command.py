@@ -110,4 +110,3 @@ def _wait_healthy(url: str, supervisor: Supervisor, stop: dict[str, bool]) -> No
         raise click.ClickException(
             f"the API did not become healthy; see {supervisor.logs_dir / 'api.log'}"
         )
-

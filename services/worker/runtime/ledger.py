@@ -81,9 +81,7 @@ def begin_step(
     intent: dict[str, Any] | None = None,
 ) -> None:
     """Record that a step is starting; a step started before (crash) counts one more run."""
-    next_seq = select(func.coalesce(func.max(JobStep.seq), 0) + 1).where(
-        JobStep.job_id == job_id
-    )
+    next_seq = select(func.coalesce(func.max(JobStep.seq), 0) + 1).where(JobStep.job_id == job_id)
     stmt = insert(JobStep).values(
         id=uuid.uuid4(),
         job_id=job_id,

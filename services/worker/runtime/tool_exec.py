@@ -16,8 +16,8 @@ from pydantic import BaseModel
 from services.worker.runtime.conversation import append_message
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
-from services.worker.runtime.ledger import StepView, begin_step, finish_step, tool_key
 from services.worker.runtime.lease import Lease, check_fence
+from services.worker.runtime.ledger import StepView, begin_step, finish_step, tool_key
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 
 log = logging.getLogger(__name__)
@@ -132,7 +132,12 @@ class ToolStepRunner:
         key: str,
         span: trace.Span,
     ) -> None:
-        intent = tool.intent(args, ctx) if tool.effect is ToolEffect.WORKSPACE_EDIT else None
+        try:
+            intent = tool.intent(args, ctx) if tool.effect is ToolEffect.WORKSPACE_EDIT else None
+        except ToolError as err:  # e.g. an edit whose old_string is not there: nothing ran
+            span.set_attribute("error.type", err.code)
+            self._record_unrun(round_no, call, key, err)
+            return
         with self.deps.factory() as db, db.begin():
             check_fence(db, self.lease)
             begin_step(

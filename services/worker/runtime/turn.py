@@ -27,8 +27,8 @@ from services.worker.runtime.conversation import (
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import finish_job
-from services.worker.runtime.ledger import StepView, begin_step, finish_step, llm_key, load_steps
 from services.worker.runtime.lease import Lease, check_fence
+from services.worker.runtime.ledger import StepView, begin_step, finish_step, llm_key, load_steps
 from services.worker.runtime.outcome import Outcome
 from services.worker.runtime.tool_exec import JobIdentity, ToolCallSpec, ToolStepRunner
 from services.worker.tools.todo import todo_reminder, todo_reminder_due
@@ -110,8 +110,14 @@ class TurnRunner:
         failures = _trailing_tool_failures(steps)
         limit = self.deps.settings.max_consecutive_tool_failures
         if failures >= limit:
-            return Plan("fail", round_no, [], {}, reason=f"stopped after {limit} consecutive "
-                        "failed tool calls; see the job steps for each error")
+            return Plan(
+                "fail",
+                round_no,
+                [],
+                {},
+                reason=f"stopped after {limit} consecutive "
+                "failed tool calls; see the job steps for each error",
+            )
         if round_no >= self.max_turns:
             return Plan("fail", round_no, [], {}, reason=f"max_turns ({self.max_turns}) reached")
         return Plan("llm", round_no, [], {})
@@ -300,11 +306,11 @@ def earlier_active_job(db: Any, job: Job) -> bool:
             .where(
                 Job.session_id == job.session_id,
                 Job.created_at < job.created_at,
-                Job.status.in_(("queued", "running", "waiting_approval", "paused",
-                                "budget_exhausted")),
+                Job.status.in_(
+                    ("queued", "running", "waiting_approval", "paused", "budget_exhausted")
+                ),
             )
             .limit(1)
         )
         is not None
     )
-
