@@ -45,13 +45,16 @@ class ParsedBlock:
     equation: str | None = None  # "(3)" when numbered
 
 
-def _heading_level(block: Block, body: float) -> tuple[int, str] | None:
+def _heading_level(block: Block, body: float, *, appendix: bool) -> tuple[int, str] | None:
     text = block.text.strip()
     styled = block.bold >= 0.6 or block.size >= body + 0.9
     if not styled or len(text) > 100 or text.endswith((",", ";")):
         return None
     m = NUMBERED_HEADING.match(text)
-    if m and not re.search(r"\d{4}", m.group(2)):  # a year means a reference, not a heading
+    # Letter sections ("B Proofs") only after the references, where appendices live;
+    # elsewhere "D White" is an author line.
+    letter = m is not None and m.group(1)[0].isalpha() and not appendix
+    if m and not letter and not re.search(r"\d{4}", m.group(2)):  # a year: a reference
         return m.group(1).count(".") + 1, f"{m.group(1)} {m.group(2).strip()}"
     if NAMED_HEADINGS.match(text):
         return 1, text
@@ -83,6 +86,7 @@ class _Walker:
         self.body = body
         self.path: list[str] = []
         self.in_references = False
+        self.seen_references = False
         self.env: str | None = None
         self.out: list[ParsedBlock] = []
         self.structure: dict[str, list[Any]] = {
@@ -93,7 +97,7 @@ class _Walker:
         }
 
     def feed(self, block: Block) -> None:
-        heading = _heading_level(block, self.body)
+        heading = _heading_level(block, self.body, appendix=self.seen_references)
         if heading is not None:
             self._heading(block, *heading)
             return
@@ -130,6 +134,7 @@ class _Walker:
         self.path = self.path[: level - 1] + [title]
         self.env = None
         self.in_references = bool(REFERENCE_HEADINGS.match(title))
+        self.seen_references = self.seen_references or self.in_references
         self.structure["sections"].append({"path": " > ".join(self.path), "page": block.page})
         self.out.append(ParsedBlock(block.page, "heading", title, list(self.path)))
 
@@ -138,7 +143,9 @@ def _title(doc: Any, first_page: list[Block]) -> str | None:
     meta = (doc.metadata or {}).get("title") or ""
     if len(meta.strip()) > 8 and not re.search(r"untitled|\.(tex|dvi|docx?)$", meta, re.I):
         return meta.strip()
-    candidates = [b for b in first_page if 8 <= len(b.text) <= 300]
+    candidates = [
+        b for b in first_page if 8 <= len(b.text) <= 300 and not b.text.startswith("arXiv:")
+    ]
     if not candidates:
         return None
     return max(candidates, key=lambda b: b.size).text

@@ -160,6 +160,15 @@ class TestRetries:
         assert tokens[0] == "whole"  # the dropped attempt's partial text came first
         assert "".join(tokens).endswith("whole reply here")
 
+    def test_disconnect_of_a_whole_reply_is_retried(
+        self, client: ModelClient, script: ScriptInstaller
+    ) -> None:
+        key = script({"replies": [{"disconnect": True}, {"content": "intact"}]})
+        reply = client.complete(
+            model="m", messages=USER, max_tokens=16, conversation_key=key, stream=False
+        )
+        assert reply.content == "intact" and reply.attempts == 2
+
     def test_timeout_is_retried(self, sim: SimServerHandle, script: ScriptInstaller) -> None:
         key = script({"replies": [{"delay_ms": 2000}, {"content": "quick now"}]})
         policy = RetryPolicy(max_retries=1, base_delay_s=0.01)

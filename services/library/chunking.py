@@ -1,0 +1,127 @@
+"""Structure-aware chunks with locators ``paper | section path | environment #n | page``.
+
+Chunks never cross a page, section or environment boundary (so the locator is
+exact), stay under the embedding model's window, and keep display equations
+whole: an equation is never split, only moved whole to the next chunk.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
+
+
+def estimate_tokens(text: str) -> int:
+    """Word pieces of a MiniLM-style tokenizer, roughly 1.3 per word."""
+    return int(len(text.split()) * 1.3) + 1
+
+
+@dataclass
+class Chunk:
+    text: str
+    page: int
+    section: str
+    locator: str
+    kind: str  # para | equation | environment | reference
+    env: str | None = None
+    ordinal: int = 0
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def _split_long(text: str, max_tokens: int) -> list[str]:
+    """Split an over-long paragraph at sentence ends (words as a last resort)."""
+    pieces: list[str] = []
+    current = ""
+    for sentence in SENTENCE_END.split(text):
+        candidate = f"{current} {sentence}".strip()
+        if current and estimate_tokens(candidate) > max_tokens:
+            pieces.append(current)
+            current = sentence
+        else:
+            current = candidate
+    if current:
+        pieces.append(current)
+    out: list[str] = []
+    words_per_piece = max(8, int(max_tokens / 1.3))
+    for piece in pieces:
+        words = piece.split()
+        for start in range(0, len(words), words_per_piece):
+            out.append(" ".join(words[start : start + words_per_piece]))
+    return out
+
+
+class _EnvLabels:
+    """Numbers unnumbered environments ("Proof #2") so each locator is unique."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.seen: dict[tuple[str, int, str], str] = {}
+
+    def label(self, env: str | None, page: int, section: str) -> str | None:
+        if env is None:
+            return None
+        if any(ch.isdigit() for ch in env):
+            return env
+        key = (env, page, section)
+        if key not in self.seen:
+            self.counts[env] = self.counts.get(env, 0) + 1
+            self.seen[key] = f"{env} #{self.counts[env]}"
+        return self.seen[key]
+
+
+def make_locator(paper: str, section: str, env: str | None, page: int) -> str:
+    parts = [paper, section or None, env, f"p. {page}"]
+    return " | ".join(p for p in parts if p)
+
+
+def chunk_blocks(
+    blocks: list[dict[str, Any]], *, paper: str, max_tokens: int
+) -> list[Chunk]:
+    """Group parsed blocks into chunks (see module docstring for the rules)."""
+    chunks: list[Chunk] = []
+    labels = _EnvLabels()
+    buffer: list[str] = []
+    key: tuple[int, str, str | None, str] | None = None
+
+    def flush() -> None:
+        nonlocal buffer
+        text = " ".join(buffer).strip()
+        buffer = []
+        if key is None or not text or (len(text) < 20 and key[3] != "equation"):
+            return
+        page, section, env, kind = key
+        env_label = labels.label(env, page, section)
+        chunks.append(
+            Chunk(text, page, section, make_locator(paper, section, env_label, page), kind, env)
+        )
+
+    for block in blocks:
+        if block["kind"] == "heading":
+            continue
+        section = " > ".join(block.get("section") or [])
+        kind = "reference" if block["kind"] == "reference" else "para"
+        env = block.get("env")
+        if block["kind"] in ("environment", "equation") and env:
+            kind = "environment"
+        block_key = (int(block["page"]), section, env, kind)
+        text = block["text"].strip()
+        if block_key != key or block["kind"] == "environment":
+            flush()
+            key = block_key
+        if block["kind"] == "equation":
+            # Whole equations: move to a fresh chunk rather than cut one.
+            if buffer and estimate_tokens(" ".join([*buffer, text])) > max_tokens:
+                flush()
+            buffer.append(text)
+            continue
+        for piece in _split_long(text, max_tokens):
+            if buffer and estimate_tokens(" ".join([*buffer, piece])) > max_tokens:
+                flush()
+            buffer.append(piece)
+    flush()
+    for ordinal, chunk in enumerate(chunks):
+        chunk.ordinal = ordinal
+    return chunks
