@@ -3,8 +3,9 @@
 Run: .venv/bin/python bench/llm_sim_latency.py [--n 300] [--out bench/RESULTS_llm.md]
 
 Prints p50/p99 per mode at 0 ms simulated latency (so the figures are pure
-client + server overhead), and the wall time of C concurrent calls at 200 ms
-latency (ideal: 200 ms; serial: C × 200 ms).
+client + server overhead), the client CPU for a long streamed reply (openai
+SDK typed chunks vs ModelClient's JSON reader), and the wall time of C
+concurrent calls at 200 ms latency (ideal: 200 ms; serial: C × 200 ms).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -70,6 +72,87 @@ def round_trips(base_url: str, n: int) -> dict[str, tuple[float, float]]:
     return results
 
 
+def long_reply_cpu(sim_url: str, n: int, words: int) -> dict[str, tuple[float, float]]:
+    """Client CPU and wall per call for a reply of ``words`` stream chunks (one per word,
+    as a real model streams one chunk per token): the openai SDK's typed stream against
+    ModelClient's JSON reader."""
+    script = {"replies": [{"content": " ".join(["token"] * words)}]}
+    httpx.put(f"{sim_url}/_sim/scripts/bench-long", json=script).raise_for_status()
+    headers = {"X-Leaflab-Conversation": "bench-long"}
+    sdk = openai.OpenAI(base_url=f"{sim_url}/v1", api_key="k", max_retries=0)
+    client = ModelClient(f"{sim_url}/v1", "k", timeout_s=60, max_retries=0)
+
+    def sdk_stream(i: int) -> object:
+        chunks = sdk.chat.completions.create(
+            model="leaflab-sim",
+            messages=MESSAGES,
+            max_tokens=words,
+            stream=True,
+            stream_options={"include_usage": True},
+            extra_headers=headers,
+        )
+        return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+
+    def ours(i: int) -> object:
+        return client.complete(
+            model="leaflab-sim", messages=MESSAGES, max_tokens=words, conversation_key="bench-long"
+        )
+
+    results = {}
+    for name, call in (("openai SDK typed stream", sdk_stream), ("ModelClient stream", ours)):
+        call(0)
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        for i in range(n):
+            call(i)
+        cpu = (time.process_time() - cpu0) / n * 1000
+        results[name] = (cpu, (time.perf_counter() - wall0) / n * 1000)
+    sdk.close()
+    client.close()
+    return results
+
+
+def long_history_cpu(sim_url: str, n: int, turns: int) -> dict[str, tuple[float, float]]:
+    """Client CPU and wall per call when the request carries a ``turns``-message history:
+    the SDK's typed ``create`` against ModelClient (which sends the messages untransformed)."""
+    history: list[dict[str, object]] = []
+    for i in range(turns // 2):
+        history.append({"role": "user", "content": f"step {i}: " + "context " * 200})
+        call = {"name": "python", "arguments": '{"code": "print(1)"}'}
+        history.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": f"c{i}", "type": "function", "function": call}],
+            }
+        )
+    history.append({"role": "user", "content": "and now?"})
+    sdk = openai.OpenAI(base_url=f"{sim_url}/v1", api_key="k", max_retries=0)
+    client = ModelClient(f"{sim_url}/v1", "k", timeout_s=60, max_retries=0)
+    modes: dict[str, Callable[[], object]] = {
+        "openai SDK create()": lambda: sdk.chat.completions.create(
+            model="leaflab-sim",
+            messages=history,
+            max_tokens=64,  # type: ignore[arg-type]
+        ),
+        "ModelClient.complete": lambda: client.complete(
+            model="leaflab-sim", messages=history, max_tokens=64, stream=False
+        ),
+    }
+    results = {}
+    for name, call in modes.items():
+        call()
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        for _ in range(n):
+            call()
+        results[name] = (
+            (time.process_time() - cpu0) / n * 1000,
+            (time.perf_counter() - wall0) / n * 1000,
+        )
+    sdk.close()
+    client.close()
+    return results
+
+
 def concurrent_wall(sim_url: str, calls: int, latency_ms: int) -> float:
     # One conversation whose script carries the latency, so one simulator serves both parts.
     script = {"latency_ms": latency_ms, "replies": [{"content": "done after a while"}]}
@@ -96,6 +179,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=300, help="sequential calls per mode")
     parser.add_argument("--concurrency", type=int, default=200)
     parser.add_argument("--latency-ms", type=int, default=200)
+    parser.add_argument("--long-words", type=int, default=2000, help="chunks in the long reply")
+    parser.add_argument("--history", type=int, default=100, help="messages in the long history")
     parser.add_argument("--out", type=Path, help="also write the figures as markdown here")
     args = parser.parse_args()
 
@@ -103,11 +188,25 @@ def main() -> None:
     sim = start_subprocess(latency_ms=0)
     try:
         results = round_trips(sim.base_url, args.n)
+        long = long_reply_cpu(sim.url, max(3, args.n // 30), args.long_words)
+        history = long_history_cpu(sim.url, max(3, args.n // 10), args.history)
         wall = concurrent_wall(sim.url, args.concurrency, args.latency_ms)
     finally:
         sim.stop()
     lines += [f"| mode (0 ms simulated latency, n={args.n}) | p50 ms | p99 ms |", "|---|---|---|"]
     lines += [f"| {name} | {p50:.2f} | {p99:.2f} |" for name, (p50, p99) in results.items()]
+    lines += [
+        "",
+        f"| long reply, {args.long_words} stream chunks | client CPU ms/call | wall ms/call |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {name} | {cpu:.1f} | {wall:.1f} |" for name, (cpu, wall) in long.items()]
+    lines += [
+        "",
+        f"| {args.history}-message history, whole reply | client CPU ms/call | wall ms/call |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {name} | {cpu:.1f} | {wall:.1f} |" for name, (cpu, wall) in history.items()]
     serial = args.concurrency * args.latency_ms / 1000
     lines += [
         "",

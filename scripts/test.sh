@@ -10,7 +10,7 @@ if [ -x scripts/ensure_docker.sh ]; then
   scripts/ensure_docker.sh
 fi
 if .venv/bin/leaflab sandbox --help >/dev/null 2>&1; then
-  .venv/bin/leaflab sandbox build-image --offline --if-missing
+  .venv/bin/leaflab sandbox build-image --offline
 fi
 export LEAFLAB_ENV=test
 exec .venv/bin/pytest "${@:-tests}"

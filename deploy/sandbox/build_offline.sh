@@ -25,6 +25,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
+if ! command -v debootstrap >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >&2
+fi
 packages="$(grep -v '^#' "$HERE/debian-packages.txt" | grep -v '^\s*$' | paste -sd, -)"
 # debootstrap is the slow part (minutes): a kept ROOTFS from an earlier run with
 # the same package list is reused, so only the later steps run again.

@@ -8,6 +8,7 @@ from services.cli.admin_cmd import admin
 from services.cli.jobs_cmd import batch, cancel, jobs, submit, survey, watch
 from services.cli.migrate_cmd import migrate
 from services.cli.model_sim_cmd import model_sim
+from services.cli.sandbox_cmd import sandbox
 from services.cli.up.command import up
 
 
@@ -17,7 +18,7 @@ def cli() -> None:
     """Leaflab: a self-hosted research-agent platform for a lab."""
 
 
-for command in (up, migrate, submit, watch, jobs, cancel, survey, batch, admin, model_sim):
+for command in (up, migrate, submit, watch, jobs, cancel, survey, batch, admin, model_sim, sandbox):
     cli.add_command(command)
 
 

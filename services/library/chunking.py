@@ -77,9 +77,7 @@ def make_locator(paper: str, section: str, env: str | None, page: int) -> str:
     return " | ".join(p for p in parts if p)
 
 
-def chunk_blocks(
-    blocks: list[dict[str, Any]], *, paper: str, max_tokens: int
-) -> list[Chunk]:
+def chunk_blocks(blocks: list[dict[str, Any]], *, paper: str, max_tokens: int) -> list[Chunk]:
     """Group parsed blocks into chunks (see module docstring for the rules)."""
     chunks: list[Chunk] = []
     labels = _EnvLabels()

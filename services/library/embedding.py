@@ -49,7 +49,7 @@ class Embedder:
 
     @property
     def dimension(self) -> int:
-        dim = self._load().get_sentence_embedding_dimension()
+        dim = self._load().get_embedding_dimension()
         return int(dim)
 
     def encode(self, texts: list[str]) -> np.ndarray:

@@ -150,6 +150,8 @@ def create_app(config: SimConfig | None = None) -> FastAPI:
         key = conversation_key(request, messages)
         slot = sum(1 for m in messages if m.get("role") == "assistant")
         decision = state.decide(key, slot)
+        tool_names = [str(t.get("function", {}).get("name")) for t in chat.tools or []]
+        state.note_request(key, tools=tool_names, messages=len(messages))
         cached = state.cached_tokens(key, messages, remember=decision.kind != "error")
         state.counters.in_flight += 1
         state.counters.max_in_flight = max(state.counters.max_in_flight, state.counters.in_flight)

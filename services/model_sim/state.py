@@ -57,6 +57,9 @@ class Conversation:
     requests: int = 0
     attempts: dict[int, int] = field(default_factory=dict)
     seen_prefixes: set[str] = field(default_factory=set)
+    # What the last request offered, so tests can check tools reached the model.
+    last_tools: list[str] = field(default_factory=list)
+    last_messages: int = 0
 
 
 @dataclass
@@ -105,6 +108,11 @@ class SimState:
         else:
             self.conversations.move_to_end(key)
         return conv
+
+    def note_request(self, key: str, *, tools: list[str], messages: int) -> None:
+        conv = self._conversation(key)
+        conv.last_tools = tools
+        conv.last_messages = messages
 
     def decide(self, key: str, slot: int) -> Decision:
         """Pick the entry for this request and count the attempt at its slot."""
@@ -174,6 +182,8 @@ class SimState:
                 key: {
                     "requests": conv.requests,
                     "attempts": {str(slot): n for slot, n in sorted(conv.attempts.items())},
+                    "last_tools": conv.last_tools,
+                    "last_messages": conv.last_messages,
                 }
                 for key, conv in self.conversations.items()
             },

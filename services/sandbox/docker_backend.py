@@ -143,10 +143,11 @@ class DockerBackend(SandboxBackend):
             if not kill_reason:
                 kill_reason.append(reason)
                 on_event("sandbox_kill", {"sandbox_id": slot.id, "reason": reason})
-                try:
-                    api.kill(slot.container.id)
-                except docker.errors.APIError:
-                    pass
+                # Docker's kill waits for the exec's output to be consumed, so it
+                # runs aside while the reader keeps draining the stream to EOF.
+                threading.Thread(
+                    target=_kill_quietly, args=(api, slot.container.id), daemon=True
+                ).start()
 
         watchdog = threading.Thread(
             target=self._watch,
@@ -159,13 +160,14 @@ class DockerBackend(SandboxBackend):
                 exec_id, stream=True, demux=True
             )
             for out, err in stream:
+                if kill_reason:
+                    continue  # killed: drain what is in flight, keep nothing more
                 if out:
                     stdout.feed(out)
                 if err:
                     stderr.feed(err)
                 if stdout.total + stderr.total > self.settings.sandbox_output_kill_bytes:
                     kill("output_limit")
-                    break
         except (docker.errors.APIError, OSError) as exc:
             # The stream breaks when the watchdog kills the container.
             if not kill_reason:
@@ -261,6 +263,13 @@ class DockerBackend(SandboxBackend):
 
     def close(self) -> None:
         self.pool.drain()
+
+
+def _kill_quietly(api: docker.APIClient, container_id: str) -> None:
+    try:
+        api.kill(container_id)
+    except docker.errors.APIError:
+        pass  # already gone
 
 
 def owner_alive(owner: str, alive: Callable[[str], bool] | None) -> bool:

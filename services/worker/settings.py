@@ -17,6 +17,8 @@ def default_worker_id() -> str:
 class WorkerSettings(LlmSettings):
     worker_id: str = Field(default_factory=default_worker_id)
     max_consecutive_tool_failures: int = 5
+    # Slices are short, so a long survey legitimately takes many attempts.
+    max_job_attempts: int = 500
     tool_retry_attempts: int = 3
     tool_retry_base_s: float = 0.2
     db_pool_size: int = 20

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from services.worker.settings import WorkerSettings
 from services.worker.tools.base import Tool
+from services.worker.tools.code import code_tools
 from services.worker.tools.files import file_tools
 from services.worker.tools.registry import ToolRegistry
 from services.worker.tools.todo import todo_tool
 
 
 def build_registry(settings: WorkerSettings) -> ToolRegistry:
-    tools: list[Tool] = [*file_tools(), todo_tool()]
+    tools: list[Tool] = [*file_tools(), todo_tool(), *code_tools()]
     return ToolRegistry(tools)

@@ -9,10 +9,10 @@ from typing import Any
 from celery import Celery
 from opentelemetry import trace
 from opentelemetry.propagate import inject
-from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from services.common.models import ChatSession, Job, Project, User
+from services.common.message_seq import next_message_seq
+from services.common.models import ChatSession, Job, Message, Project, User
 from services.common.task_names import ADVANCE_TASK, AGENT_QUEUE
 
 
@@ -51,18 +51,16 @@ def create_job(
 
 
 def append_user_message(db: Session, *, session: ChatSession, job: Job, content: str) -> None:
-    # The session row lock serialises seq allocation with the worker's appends.
-    db.execute(
-        text(
-            """
-            INSERT INTO messages (id, session_id, job_id, seq, role, content, created_at)
-            SELECT :id, :sid, :jid, COALESCE(MAX(seq), 0) + 1, 'user', :content, now()
-              FROM messages WHERE session_id = :sid
-            """
-        ),
-        {"id": uuid.uuid4(), "sid": session.id, "jid": job.id, "content": content},
+    db.add(
+        Message(
+            session_id=session.id,
+            job_id=job.id,
+            seq=next_message_seq(db, session.id),
+            role="user",
+            content=content,
+        )
     )
-    session.updated_at = datetime.now(UTC)
+    db.flush()
 
 
 def enqueue(celery: Celery, job_id: uuid.UUID) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from pathlib import Path
@@ -15,9 +16,11 @@ from services.cli.up.embedded import (
     redis_server_argv,
     wait_for_redis,
 )
+from services.cli.up.sandbox_setup import sandbox_worker_spec
 from services.cli.up.stack import bootstrap_database, service_specs
 from services.cli.up.supervisor import ProcessSpec, Supervisor
 from services.common.settings import CommonSettings
+from services.sandbox.settings import SandboxSettings
 
 
 @click.command()
@@ -59,6 +62,10 @@ def up(port: int, host: str, model_sim: str | None, model_sim_port: int, workers
         if model_sim is not None:
             env["LEAFLAB_LLM_BASE_URL"] = f"http://127.0.0.1:{model_sim_port}/v1"
         supervisor.base_env.update(env)
+        os.environ.update(env)  # the sandbox image check reads the same settings
+        sandbox = sandbox_worker_spec(SandboxSettings())
+        if sandbox is not None:
+            supervisor.add(sandbox)
         for spec in service_specs(
             host=host,
             port=port,

@@ -11,6 +11,7 @@ from services.common.models.jobs import (
     JobStep,
 )
 from services.common.models.library import DOCUMENT_STATUSES, Document
+from services.common.models.sandbox import SandboxExecution
 from services.common.models.telemetry import SpanRecord
 from services.common.models.users import ApiKey, Project, ProjectMember, User
 
@@ -29,6 +30,7 @@ __all__ = [
     "Message",
     "Project",
     "ProjectMember",
+    "SandboxExecution",
     "SpanRecord",
     "User",
 ]

@@ -26,6 +26,8 @@ class ChatSession(Timestamped, Base):
     title: Mapped[str] = mapped_column(String(500), default="New session", nullable=False)
     system_prompt: Mapped[str | None] = mapped_column(Text)
     todos: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, default=list, nullable=False)
+    # Last message seq handed out; bumped under the row lock by every append.
+    message_seq: Mapped[int] = mapped_column(BigInteger, default=0, nullable=False)
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), nullable=False
     )

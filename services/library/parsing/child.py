@@ -31,7 +31,9 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(json.dumps({"error": str(exc)}))
         return 2
     except MemoryError:
-        sys.stdout.write(json.dumps({"error": f"exceeded the parser memory limit ({memory_mb} MiB)"}))
+        sys.stdout.write(
+            json.dumps({"error": f"exceeded the parser memory limit ({memory_mb} MiB)"})
+        )
         return 2
     sys.stdout.write(json.dumps(result))
     return 0

@@ -65,4 +65,6 @@ def parse_isolated(path: Path, limits: ParseLimits) -> dict[str, Any]:
         if "error" in result:
             raise ParseFailed(str(result["error"]))
         return result
-    raise ParseFailed(_reason_for_exit(proc.returncode, proc.stderr.decode("utf-8", "replace"), limits))
+    raise ParseFailed(
+        _reason_for_exit(proc.returncode, proc.stderr.decode("utf-8", "replace"), limits)
+    )

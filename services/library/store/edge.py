@@ -88,9 +88,7 @@ class EdgeStore(VectorStore):
             points = self.shard.query(request)
         return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
-    def search_dense(
-        self, vector: list[float], *, collections: list[str], limit: int
-    ) -> list[Hit]:
+    def search_dense(self, vector: list[float], *, collections: list[str], limit: int) -> list[Hit]:
         return self._query(qe.Query.Nearest(vector, using=DENSE), collections, limit)
 
     def search_sparse(

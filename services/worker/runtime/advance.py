@@ -18,6 +18,7 @@ from services.common.models import Job
 from services.worker.runtime.batch import BatchRunner
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
+from services.worker.runtime.finish import finish_job
 from services.worker.runtime.lease import Lease, LeaseLost, acquire, release
 from services.worker.runtime.outcome import Outcome
 from services.worker.runtime.turn import TurnRunner, earlier_active_job
@@ -37,6 +38,11 @@ def advance(deps: RuntimeDeps, job_id: uuid.UUID) -> Outcome | None:
     deps.keeper.hold(lease)
     outcome = Outcome.LEASE_LOST
     try:
+        if lease.attempts > settings.max_job_attempts:
+            # Something makes every attempt die (a bug, a poison input): stop
+            # retrying forever and say so on the job.
+            outcome = _give_up(deps, lease)
+            return outcome
         outcome = _run_slice(deps, lease)
         return outcome
     except LeaseLost:
@@ -70,6 +76,17 @@ def _run_slice(deps: RuntimeDeps, lease: Lease) -> Outcome:
         if job.kind == "batch":
             return BatchRunner(deps, lease, job, events).run()
         return TurnRunner(deps, lease, job, events).run(deadline)
+
+
+def _give_up(deps: RuntimeDeps, lease: Lease) -> Outcome:
+    error = (
+        f"gave up after {lease.attempts - 1} attempts to advance this job; "
+        "see the worker logs for the failure"
+    )
+    with deps.factory() as db, db.begin():
+        finish_job(db, lease, status="failed", error=error)
+    deps.publisher.publish(str(lease.job_id), "final", {"status": "failed", "error": error})
+    return Outcome.FINISHED
 
 
 def enqueue(deps: RuntimeDeps, job_id: uuid.UUID) -> None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import func, select, text
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.common.message_seq import next_message_seq
 from services.common.models import Job, Message
 
 
@@ -27,11 +28,7 @@ def append_message(
     tool_call_id: str | None = None,
     name: str | None = None,
 ) -> Message:
-    """Append under a row lock on the session so concurrent writers get distinct seqs."""
-    db.execute(text("SELECT 1 FROM sessions WHERE id = :id FOR UPDATE"), {"id": session_id})
-    seq = db.scalar(
-        select(func.coalesce(func.max(Message.seq), 0) + 1).where(Message.session_id == session_id)
-    )
+    seq = next_message_seq(db, session_id)
     msg = Message(
         session_id=session_id,
         job_id=job_id,

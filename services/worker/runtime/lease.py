@@ -29,6 +29,7 @@ class Lease:
     job_id: uuid.UUID
     fence: int
     owner: str
+    attempts: int = 1
     lost: threading.Event = field(default_factory=threading.Event)
 
 
@@ -45,7 +46,7 @@ ACQUIRE_SQL = text(
      WHERE id = :job_id
        AND status IN ('queued', 'running')
        AND (lease_until IS NULL OR lease_until < now())
-    RETURNING fence
+    RETURNING fence, attempts
     """
 )
 
@@ -56,7 +57,9 @@ def acquire(
     """Take the job's lease if it is free; None when another worker holds it or it is done."""
     with factory() as db, db.begin():
         row = db.execute(ACQUIRE_SQL, {"owner": owner, "ttl": ttl_s, "job_id": job_id}).first()
-    return Lease(job_id=job_id, fence=int(row[0]), owner=owner) if row else None
+    if row is None:
+        return None
+    return Lease(job_id=job_id, fence=int(row[0]), owner=owner, attempts=int(row[1]))
 
 
 def release(factory: sessionmaker[Session], lease: Lease) -> None:

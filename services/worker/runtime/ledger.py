@@ -79,8 +79,16 @@ def begin_step(
     tool_call_id: str | None = None,
     arguments: dict[str, Any] | None = None,
     intent: dict[str, Any] | None = None,
+    status: str = "running",
+    result: Any = None,
+    error: dict[str, Any] | None = None,
 ) -> None:
-    """Record that a step is starting; a step started before (crash) counts one more run."""
+    """Record that a step is starting; a step started before (crash) counts one more run.
+
+    With a final ``status`` it records a step that started and finished in one
+    write (model calls: re-running an unrecorded one is harmless, so they are
+    written once, when they complete).
+    """
     next_seq = select(func.coalesce(func.max(JobStep.seq), 0) + 1).where(JobStep.job_id == job_id)
     stmt = insert(JobStep).values(
         id=uuid.uuid4(),
@@ -91,20 +99,26 @@ def begin_step(
         name=name,
         round=round_no,
         tool_call_id=tool_call_id,
-        status="running",
+        status=status,
         arguments=arguments,
         intent=intent,
+        result=result,
+        error=error,
         fence=fence,
         executions=1,
+        finished_at=None if status == "running" else func.now(),
     )
     stmt = stmt.on_conflict_do_update(
         constraint="uq_job_steps_job_key",
         set_={
             "executions": JobStep.executions + 1,
             "fence": fence,
-            "status": "running",
+            "status": stmt.excluded.status,
             "intent": stmt.excluded.intent,
+            "result": stmt.excluded.result,
+            "error": stmt.excluded.error,
             "started_at": func.now(),
+            "finished_at": stmt.excluded.finished_at,
         },
     )
     db.execute(stmt)

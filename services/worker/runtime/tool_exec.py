@@ -18,6 +18,7 @@ from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.lease import Lease, check_fence
 from services.worker.runtime.ledger import StepView, begin_step, finish_step, tool_key
+from services.worker.runtime.state import TurnState
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 
 log = logging.getLogger(__name__)
@@ -45,12 +46,25 @@ class ToolStepRunner:
     """Executes tool calls for one job under its lease."""
 
     def __init__(
-        self, deps: RuntimeDeps, lease: Lease, who: JobIdentity, events: JobEvents
+        self,
+        deps: RuntimeDeps,
+        lease: Lease,
+        who: JobIdentity,
+        events: JobEvents,
+        state: TurnState,
     ) -> None:
         self.deps = deps
         self.lease = lease
         self.who = who
         self.events = events
+        self.state = state
+
+    def _begin(self, **fields: Any) -> None:
+        with self.deps.factory() as db, db.begin():
+            _, cancel = check_fence(db, self.lease)
+            begin_step(db, job_id=self.who.job_id, fence=self.lease.fence, **fields)
+        self.state.cancel_requested |= cancel
+        self.state.started(**fields)
 
     def run(self, round_no: int, call: ToolCallSpec, existing: StepView | None) -> None:
         key = tool_key(round_no, call.id)
@@ -138,28 +152,30 @@ class ToolStepRunner:
             span.set_attribute("error.type", err.code)
             self._record_unrun(round_no, call, key, err)
             return
-        with self.deps.factory() as db, db.begin():
-            check_fence(db, self.lease)
-            begin_step(
-                db,
-                job_id=self.who.job_id,
-                key=key,
-                kind="tool",
-                name=call.name,
-                round_no=round_no,
-                fence=self.lease.fence,
-                tool_call_id=call.id,
-                arguments=args.model_dump(mode="json"),
-                intent=intent,
-            )
+        fields: dict[str, Any] = {
+            "key": key,
+            "kind": "tool",
+            "name": call.name,
+            "round_no": round_no,
+            "tool_call_id": call.id,
+            "arguments": args.model_dump(mode="json"),
+            "intent": intent,
+        }
+        # Re-running a read-only or idempotent tool after a crash is harmless, so
+        # its step is written once, at the end; other effects record the start
+        # first (with the intended post-state) so a resume knows what may have run.
+        write_once = tool.effect in (ToolEffect.READ_ONLY, ToolEffect.IDEMPOTENT)
+        if not write_once:
+            self._begin(**fields)
         self.events.emit("tool_start", {"tool_call_id": call.id, "name": call.name})
+        fresh = fields if write_once else None
         try:
             result = self._run_with_retries(tool, args, ctx)
         except ToolError as err:
             span.set_attribute("error.type", err.code)
-            self._complete(round_no, call, key, status="failed", error=err)
+            self._complete(round_no, call, key, status="failed", error=err, fresh=fresh)
             return
-        self._complete(round_no, call, key, status="succeeded", result=result)
+        self._complete(round_no, call, key, status="succeeded", result=result, fresh=fresh)
 
     def _run_with_retries(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolResult:
         attempts = self.deps.settings.tool_retry_attempts if tool.retry_safe else 1
@@ -179,20 +195,15 @@ class ToolStepRunner:
         raise AssertionError("unreachable")
 
     def _record_unrun(self, round_no: int, call: ToolCallSpec, key: str, err: ToolError) -> None:
-        with self.deps.factory() as db, db.begin():
-            check_fence(db, self.lease)
-            begin_step(
-                db,
-                job_id=self.who.job_id,
-                key=key,
-                kind="tool",
-                name=call.name,
-                round_no=round_no,
-                fence=self.lease.fence,
-                tool_call_id=call.id,
-                arguments={"raw": call.arguments[:10_000]},
-            )
-        self._complete(round_no, call, key, status="failed", error=err)
+        fresh = {
+            "key": key,
+            "kind": "tool",
+            "name": call.name,
+            "round_no": round_no,
+            "tool_call_id": call.id,
+            "arguments": {"raw": call.arguments[:10_000]},
+        }
+        self._complete(round_no, call, key, status="failed", error=err, fresh=fresh)
 
     def _complete(
         self,
@@ -203,7 +214,10 @@ class ToolStepRunner:
         status: str,
         result: ToolResult | None = None,
         error: ToolError | None = None,
+        fresh: dict[str, Any] | None = None,
     ) -> None:
+        """Record the outcome and the tool message; ``fresh`` holds the step's fields
+        when it was never recorded as started (written once, here)."""
         if result is not None:
             content, stored = result.content, {"content": result.content, "data": result.data}
         else:
@@ -212,17 +226,15 @@ class ToolStepRunner:
         model_content = None
         if len(content) > MAX_TOOL_MESSAGE_CHARS:
             model_content = content[:MAX_TOOL_MESSAGE_CHARS] + "\n…[truncated]"
+        error_dict = error.to_dict() if error else None
         with self.deps.factory() as db, db.begin():
-            check_fence(db, self.lease)
-            finish_step(
-                db,
-                job_id=self.who.job_id,
-                key=key,
-                status=status,
-                result=stored,
-                error=error.to_dict() if error else None,
-            )
-            append_message(
+            _, cancel = check_fence(db, self.lease)
+            outcome: dict[str, Any] = {"status": status, "result": stored, "error": error_dict}
+            if fresh is not None:
+                begin_step(db, job_id=self.who.job_id, fence=self.lease.fence, **fresh, **outcome)
+            else:
+                finish_step(db, job_id=self.who.job_id, key=key, **outcome)
+            message = append_message(
                 db,
                 session_id=self.who.session_id,
                 job_id=self.who.job_id,
@@ -232,6 +244,12 @@ class ToolStepRunner:
                 tool_call_id=call.id,
                 name=call.name,
             )
+        self.state.cancel_requested |= cancel
+        if fresh is not None:
+            self.state.started(**fresh, **outcome)
+        else:
+            self.state.finished(key, **outcome)
+        self.state.history.append(message)
         self.events.emit(
             "tool_end",
             {

@@ -1,8 +1,10 @@
 """One agent turn as a durable state machine: model → tools → model … → answer.
 
-Each iteration reads the ledger, decides the next step from it, runs that one
-step and records it. Nothing is kept in memory between steps that the ledger
-does not also hold, so any worker can pick the job up at any step boundary.
+Each iteration decides the next step from the ledger alone, runs that one step
+and records it. The ledger and history are read from Postgres once per slice
+and then kept in step with every fenced write (see state.py); nothing is held
+that the ledger does not also hold, so any worker can pick the job up at any
+step boundary.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import finish_job
 from services.worker.runtime.lease import Lease, check_fence
-from services.worker.runtime.ledger import StepView, begin_step, finish_step, llm_key, load_steps
+from services.worker.runtime.ledger import StepView, begin_step, llm_key, load_steps
 from services.worker.runtime.outcome import Outcome
+from services.worker.runtime.state import TurnState
 from services.worker.runtime.tool_exec import JobIdentity, ToolCallSpec, ToolStepRunner
 from services.worker.tools.todo import todo_reminder, todo_reminder_due
 
@@ -58,7 +61,19 @@ class TurnRunner:
         self.system_prompt = deps.settings.system_prompt
         self.who = JobIdentity(job.id, job.session_id, job.user_id, job.project_id)
         self.events = events
-        self.tools = ToolStepRunner(deps, lease, self.who, events)
+        self.state = self._load(job)
+        self.tools = ToolStepRunner(deps, lease, self.who, events, self.state)
+
+    def _load(self, job: Job) -> TurnState:
+        with self.deps.factory() as db:
+            steps = load_steps(db, self.job_id)
+            history = ordered_messages(db, session_id=self.who.session_id, upto_job=job)
+            fresh = db.get(Job, self.job_id)
+            cancel = bool(fresh and fresh.cancel_requested)
+            session = db.get(ChatSession, self.who.session_id)
+            if session is not None and session.system_prompt:
+                self.system_prompt = session.system_prompt
+        return TurnState(steps=steps, history=history, cancel_requested=cancel)
 
     def run(self, deadline: float) -> Outcome:
         first = True
@@ -68,12 +83,9 @@ class TurnRunner:
             if not first and time.monotonic() >= deadline:
                 return Outcome.SLICE_EXPIRED
             first = False
-            with self.deps.factory() as db:
-                job = db.get(Job, self.job_id)
-                assert job is not None
-                if job.cancel_requested:
-                    return self._finish("cancelled", error="cancelled by user")
-                steps = load_steps(db, self.job_id)
+            if self.state.cancel_requested:
+                return self._finish("cancelled", error="cancelled by user")
+            steps = self.state.steps
             plan = self._plan(steps)
             if plan.action == "fail":
                 return self._finish("failed", error=plan.reason)
@@ -125,11 +137,7 @@ class TurnRunner:
     def _llm_round(self, round_no: int, steps: dict[str, StepView]) -> Outcome | None:
         settings = self.deps.settings
         model = settings.model
-        with self.deps.factory() as db:
-            job = db.get(Job, self.job_id)
-            assert job is not None
-            history = ordered_messages(db, session_id=self.who.session_id, upto_job=job)
-        messages = to_model_messages(self.system_prompt, history)
+        messages = to_model_messages(self.system_prompt, self.state.history)
         reminder = "todo" in self.deps.registry.names() and todo_reminder_due(
             _rounds_since_todo(steps)
         )
@@ -137,18 +145,7 @@ class TurnRunner:
             todos = self._current_todos()
             messages.append({"role": "user", "content": todo_reminder(todos)})
         key = llm_key(round_no)
-        with self.deps.factory() as db, db.begin():
-            check_fence(db, self.lease)
-            begin_step(
-                db,
-                job_id=self.job_id,
-                key=key,
-                kind="llm",
-                name=model,
-                round_no=round_no,
-                fence=self.lease.fence,
-                arguments={"model": model, "messages": len(messages), "todo_reminder": reminder},
-            )
+        request = {"model": model, "messages": len(messages), "todo_reminder": reminder}
         with tracer.start_as_current_span(f"chat {model}") as span:
             span.set_attribute("gen_ai.operation.name", "chat")
             span.set_attribute("gen_ai.request.model", model)
@@ -163,18 +160,26 @@ class TurnRunner:
                 )
             except ModelError as err:
                 span.set_attribute("error.type", err.error_type or "model_error")
-                return self._model_failed(key, err)
+                return self._model_failed(key, round_no, request, err)
             cost = Decimal(str(round(self.deps.prices.cost_usd(model, resp.usage), 8)))
             _annotate_model_span(span, resp, cost)
         self.events.flush_tokens()
-        return self._record_reply(key, resp, cost)
+        return self._record_reply(key, round_no, request, resp, cost)
 
     def _current_todos(self) -> list[dict[str, Any]]:
+        # Read fresh: the todo tool writes the session row, not the ledger.
         with self.deps.factory() as db:
             session = db.get(ChatSession, self.who.session_id)
             return list(session.todos) if session is not None else []
 
-    def _record_reply(self, key: str, resp: ModelResponse, cost: Decimal) -> Outcome | None:
+    def _record_reply(
+        self,
+        key: str,
+        round_no: int,
+        request: dict[str, Any],
+        resp: ModelResponse,
+        cost: Decimal,
+    ) -> Outcome | None:
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in resp.tool_calls]
         usage = {
             "input_tokens": resp.usage.input_tokens,
@@ -191,10 +196,28 @@ class TurnRunner:
             "cost_usd": str(cost),
         }
         wake: list[uuid.UUID] = []
+        step = {
+            "key": key,
+            "kind": "llm",
+            "name": resp.model or request["model"],
+            "round_no": round_no,
+            "arguments": request,
+        }
         with self.deps.factory() as db, db.begin():
-            check_fence(db, self.lease)
-            finish_step(db, job_id=self.job_id, key=key, status="succeeded", result=result)
-            append_message(
+            _, cancel = check_fence(db, self.lease)
+            begin_step(
+                db,
+                job_id=self.job_id,
+                key=key,
+                kind="llm",
+                name=str(step["name"]),
+                round_no=round_no,
+                fence=self.lease.fence,
+                status="succeeded",
+                arguments=request,
+                result=result,
+            )
+            message = append_message(
                 db,
                 session_id=self.who.session_id,
                 job_id=self.job_id,
@@ -216,12 +239,25 @@ class TurnRunner:
                 wake = finish_job(
                     db, self.lease, status="succeeded", result={"content": resp.content or ""}
                 )
+        self.state.cancel_requested |= cancel
+        self.state.started(
+            key,
+            kind="llm",
+            name=str(step["name"]),
+            round_no=round_no,
+            arguments=request,
+            status="succeeded",
+            result=result,
+        )
+        self.state.history.append(message)
         if calls:
             return None
         self._after_finish("succeeded", wake, {"content": resp.content or ""})
         return Outcome.FINISHED
 
-    def _model_failed(self, key: str, err: ModelError) -> Outcome:
+    def _model_failed(
+        self, key: str, round_no: int, request: dict[str, Any], err: ModelError
+    ) -> Outcome:
         error = {
             "code": "model_error",
             "message": str(err),
@@ -232,7 +268,18 @@ class TurnRunner:
         }
         with self.deps.factory() as db, db.begin():
             check_fence(db, self.lease)
-            finish_step(db, job_id=self.job_id, key=key, status="failed", error=error)
+            begin_step(
+                db,
+                job_id=self.job_id,
+                key=key,
+                kind="llm",
+                name=request["model"],
+                round_no=round_no,
+                fence=self.lease.fence,
+                status="failed",
+                arguments=request,
+                error=error,
+            )
             wake = finish_job(db, self.lease, status="failed", error=f"model call failed: {err}")
         self._after_finish("failed", wake, None, error=f"model call failed: {err}")
         return Outcome.FINISHED

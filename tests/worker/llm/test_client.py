@@ -9,8 +9,9 @@ import pytest
 
 from services.model_sim.server import SimServerHandle, free_port
 from services.worker.llm.backoff import RetryPolicy
-from services.worker.llm.client import ModelClient
+from services.worker.llm.client import ModelClient, client_from_settings
 from services.worker.llm.errors import ModelError
+from services.worker.llm.settings import LlmSettings
 from tests.worker.llm.conftest import ScriptInstaller, sim_stats
 
 USER = [{"role": "user", "content": "Compute 1+1 please."}]
@@ -69,6 +70,17 @@ class TestReplies:
         assert second.usage.cached_tokens == 7  # the first user message, seen before
         assert second.usage.output_tokens == 12
         assert second.attempts == 1
+
+    def test_messages_and_tools_reach_the_server(
+        self, client: ModelClient, script: ScriptInstaller, sim: SimServerHandle
+    ) -> None:
+        key = script({"replies": [{"content": "seen"}]})
+        history = [{"role": "system", "content": "Be brief."}, *USER]
+        client.complete(
+            model="m", messages=history, tools=TOOLS, max_tokens=16, conversation_key=key
+        )
+        seen = sim_stats(sim)["conversations"][key]
+        assert seen["last_messages"] == 2 and seen["last_tools"] == ["python"]
 
     def test_tokens_reach_the_callback_in_order(
         self, client: ModelClient, script: ScriptInstaller
@@ -191,3 +203,15 @@ class TestRetries:
             client.complete(model="m", messages=USER, max_tokens=16)
         assert caught.value.error_type == "connection" and caught.value.retryable
         assert caught.value.attempts == 2
+
+
+def test_client_from_settings_uses_the_configured_endpoint(
+    sim: SimServerHandle, script: ScriptInstaller, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LEAFLAB_LLM_BASE_URL", sim.base_url)
+    monkeypatch.setenv("LEAFLAB_LLM_MAX_RETRIES", "4")
+    client = client_from_settings(LlmSettings())
+    assert client.policy.max_retries == 4
+    key = script({"replies": [{"content": "configured"}]})
+    reply = client.complete(model="m", messages=USER, max_tokens=8, conversation_key=key)
+    assert reply.content == "configured"

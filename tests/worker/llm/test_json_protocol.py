@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
+from services.model_sim.server import SimServerHandle
 from services.worker.llm.client import ModelClient
 from services.worker.llm.json_protocol import parse_tool_request, to_json_protocol
-from tests.worker.llm.conftest import ScriptInstaller
+from tests.worker.llm.conftest import ScriptInstaller, sim_stats
 from tests.worker.llm.test_client import TOOLS, USER
 
 
@@ -63,7 +64,7 @@ def test_history_is_rewritten_for_a_model_without_tools() -> None:
 
 
 def test_client_turns_a_text_tool_request_into_tool_calls(
-    client: ModelClient, script: ScriptInstaller
+    client: ModelClient, script: ScriptInstaller, sim: SimServerHandle
 ) -> None:
     reply = 'I will run it.\n```json\n{"tool": "python", "arguments": {"code": "print(2)"}}\n```'
     key = script({"replies": [{"content": reply}]})
@@ -78,3 +79,6 @@ def test_client_turns_a_text_tool_request_into_tool_calls(
     assert response.finish_reason == "tool_calls"
     assert response.content == "I will run it."
     assert [c.name for c in response.tool_calls] == ["python"]
+    # The model got no native tools, only a system prompt describing them.
+    seen = sim_stats(sim)["conversations"][key]
+    assert seen["last_tools"] == [] and seen["last_messages"] == 2

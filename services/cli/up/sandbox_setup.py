@@ -1,0 +1,55 @@
+"""Getting the sandbox ready for `leaflab up`: image built when missing, worker spec."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import click
+
+from services.cli.up.supervisor import ProcessSpec
+from services.sandbox.backend import SandboxUnavailable
+from services.sandbox.image import ensure_image
+from services.sandbox.settings import SandboxSettings
+
+
+def sandbox_worker_spec(settings: SandboxSettings) -> ProcessSpec | None:
+    """The sandbox worker to run, or None (with a clear message) when no backend is usable.
+
+    Never falls back to running model-written code on the host: without Docker
+    or bubblewrap the python/bash tools answer with a sandbox_unavailable error.
+    """
+    env: dict[str, str] = {}
+    if settings.sandbox_backend == "docker":
+        try:
+            click.echo("sandbox: checking the image (the first build takes several minutes) …")
+            tag = ensure_image(settings)
+            click.echo(f"sandbox: docker, image {tag}")
+        except SandboxUnavailable as exc:
+            if shutil.which("bwrap") is None:
+                click.echo(f"sandbox: unavailable ({exc}); python/bash tools will fail", err=True)
+                return None
+            click.echo(f"sandbox: Docker unusable ({exc}); using bubblewrap", err=True)
+            env["LEAFLAB_SANDBOX_BACKEND"] = "bwrap"
+    elif shutil.which("bwrap") is None:
+        click.echo("sandbox: bubblewrap is not installed; python/bash tools will fail", err=True)
+        return None
+    argv = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "services.sandbox.worker:app",
+        "worker",
+        "-Q",
+        "sandbox",
+        "--pool",
+        "threads",
+        "-c",
+        "4",
+        "-n",
+        "sandbox@%h",
+        "--loglevel",
+        "INFO",
+    ]
+    return ProcessSpec("sandbox-worker", argv, env)

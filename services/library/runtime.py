@@ -1,0 +1,91 @@
+"""Everything one library process holds: DB, vector store, models, Celery app.
+
+Built once (service lifespan or worker start), never at import time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from celery import Celery
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.common.celery_app import build_celery
+from services.common.db import build_engine, build_sessionmaker
+from services.library.blobs import BlobStore
+from services.library.embedding import Embedder
+from services.library.lexical import Bm25Encoder
+from services.library.parsing.isolated import ParseLimits
+from services.library.retrieval import FusionConfig, Retriever
+from services.library.settings import LibrarySettings
+from services.library.store import VectorStore, open_store
+
+
+@dataclass
+class LibraryRuntime:
+    settings: LibrarySettings
+    engine: Engine
+    session_factory: sessionmaker[Session]
+    store: VectorStore
+    embedder: Embedder
+    encoder: Bm25Encoder
+    retriever: Retriever
+    blobs: BlobStore
+    celery: Celery
+
+    @property
+    def parse_limits(self) -> ParseLimits:
+        s = self.settings
+        return ParseLimits(s.parse_memory_mb, s.parse_timeout_s, s.parse_max_pages)
+
+    def close(self) -> None:
+        self.store.close()
+        self.engine.dispose()
+
+
+def _reranker(settings: LibrarySettings) -> Any:
+    if not settings.rerank_model:
+        return None
+    from sentence_transformers import CrossEncoder
+
+    return CrossEncoder(settings.rerank_model, device=settings.embedding_device)
+
+
+def build_runtime(settings: LibrarySettings) -> LibraryRuntime:
+    engine = build_engine(settings.require_database_url(), pool_size=5)
+    embedder = Embedder(
+        model=settings.embedding_model,
+        device=settings.embedding_device,
+        batch_size=settings.embedding_batch_size,
+        max_seq_length=settings.embedding_max_seq_length,
+    )
+    store = open_store(settings)
+    store.ensure(embedder.dimension)
+    encoder = Bm25Encoder()
+    fusion = FusionConfig(
+        rrf_k=settings.rrf_k,
+        dense_weight=settings.dense_weight,
+        lexical_weight=settings.lexical_weight,
+        per_paper_cap=settings.per_paper_cap,
+    )
+    retriever = Retriever(
+        store=store,
+        embedder=embedder,
+        encoder=encoder,
+        fusion=fusion,
+        reranker=_reranker(settings),
+        rerank_top_n=settings.rerank_top_n,
+    )
+    return LibraryRuntime(
+        settings=settings,
+        engine=engine,
+        session_factory=build_sessionmaker(engine),
+        store=store,
+        embedder=embedder,
+        encoder=encoder,
+        retriever=retriever,
+        blobs=BlobStore(settings.resolved_files_dir),
+        celery=build_celery(settings),
+    )

@@ -1,0 +1,95 @@
+"""Qdrant through qdrant-client: a Qdrant server (deployment) or its local-path mode."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from qdrant_client import QdrantClient
+from qdrant_client import models as qm
+
+from services.library.lexical import SparseVector
+from services.library.store.base import DENSE, SPARSE, Hit, StoredChunk, VectorStore
+
+
+class ClientStore(VectorStore):
+    def __init__(self, client: QdrantClient, collection: str) -> None:
+        self.client = client
+        self.collection = collection
+        self._ready = False
+        self._lock = threading.Lock()
+
+    def ensure(self, dimension: int) -> None:
+        with self._lock:
+            if self._ready:
+                return
+            if not self.client.collection_exists(self.collection):
+                self.client.create_collection(
+                    self.collection,
+                    vectors_config={
+                        DENSE: qm.VectorParams(size=dimension, distance=qm.Distance.COSINE)
+                    },
+                    sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+                )
+                for field in ("collection", "document_id"):
+                    self.client.create_payload_index(
+                        self.collection, field, qm.PayloadSchemaType.KEYWORD
+                    )
+            self._ready = True
+
+    def upsert(self, chunks: list[StoredChunk]) -> None:
+        points = [
+            qm.PointStruct(
+                id=c.id,
+                vector={
+                    DENSE: c.dense,
+                    SPARSE: qm.SparseVector(indices=c.sparse.indices, values=c.sparse.values),
+                },
+                payload=c.payload,
+            )
+            for c in chunks
+        ]
+        self.client.upsert(self.collection, points, wait=True)
+
+    def delete_document(self, document_id: str) -> None:
+        flt = qm.Filter(
+            must=[qm.FieldCondition(key="document_id", match=qm.MatchValue(value=document_id))]
+        )
+        self.client.delete(self.collection, points_selector=qm.FilterSelector(filter=flt))
+
+    @staticmethod
+    def _filter(collections: list[str]) -> qm.Filter:
+        return qm.Filter(
+            must=[qm.FieldCondition(key="collection", match=qm.MatchAny(any=list(collections)))]
+        )
+
+    def _query(self, query: Any, using: str, collections: list[str], limit: int) -> list[Hit]:
+        if not collections:
+            return []
+        result = self.client.query_points(
+            self.collection,
+            query=query,
+            using=using,
+            query_filter=self._filter(collections),
+            limit=limit,
+            with_payload=True,
+        )
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in result.points]
+
+    def search_dense(self, vector: list[float], *, collections: list[str], limit: int) -> list[Hit]:
+        return self._query(vector, DENSE, collections, limit)
+
+    def search_sparse(
+        self, vector: SparseVector, *, collections: list[str], limit: int
+    ) -> list[Hit]:
+        if not vector.indices:
+            return []
+        query = qm.SparseVector(indices=vector.indices, values=vector.values)
+        return self._query(query, SPARSE, collections, limit)
+
+    def count(self, *, collections: list[str] | None = None) -> int:
+        flt = self._filter(collections) if collections else None
+        return int(self.client.count(self.collection, count_filter=flt, exact=True).count)
+
+    def close(self) -> None:
+        self.client.close()

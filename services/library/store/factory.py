@@ -1,0 +1,29 @@
+"""Pick the vector store from settings: a server URL, else an embedded local path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from services.library.settings import LibrarySettings
+from services.library.store.base import VectorStore
+
+
+def open_store(settings: LibrarySettings, *, path: Path | None = None) -> VectorStore:
+    """Open (not yet ``ensure``) the configured store; ``path`` overrides for scratch use."""
+    if settings.qdrant_url and path is None:
+        from qdrant_client import QdrantClient
+
+        from services.library.store.client import ClientStore
+
+        client = QdrantClient(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
+        return ClientStore(client, settings.qdrant_collection)
+    local = path or settings.resolved_qdrant_path
+    if settings.qdrant_local_engine == "edge":
+        from services.library.store.edge import EdgeStore
+
+        return EdgeStore(local / "edge")
+    from qdrant_client import QdrantClient
+
+    from services.library.store.client import ClientStore
+
+    return ClientStore(QdrantClient(path=str(local / "client")), settings.qdrant_collection)

@@ -1,0 +1,43 @@
+"""What a turn runner holds in memory while it owns the lease.
+
+While the lease is held this runner is the job's only writer (every write is
+fenced), so the ledger and history it loaded at the start of the slice stay
+true as long as it appends what it writes. That saves re-reading both before
+every step; a new slice, on any worker, starts from Postgres again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from services.common.models import Message
+from services.worker.runtime.ledger import StepView
+
+
+@dataclass
+class TurnState:
+    steps: dict[str, StepView]
+    history: list[Message]
+    cancel_requested: bool = False
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def started(self, key: str, **fields: Any) -> None:
+        previous = self.steps.get(key)
+        executions = previous.executions + 1 if previous else 1
+        self.steps[key] = StepView(
+            key=key,
+            kind=fields["kind"],
+            name=fields["name"],
+            round=fields["round_no"],
+            tool_call_id=fields.get("tool_call_id"),
+            status=fields.get("status", "running"),
+            arguments=fields.get("arguments"),
+            intent=fields.get("intent"),
+            result=fields.get("result"),
+            error=fields.get("error"),
+            executions=executions,
+        )
+
+    def finished(self, key: str, *, status: str, result: Any, error: Any) -> None:
+        self.steps[key] = replace(self.steps[key], status=status, result=result, error=error)

@@ -1,0 +1,74 @@
+"""Builders for hostile and tricky PDFs (generated, never committed)."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import pymupdf
+
+
+def theorem_pdf(path: Path) -> Path:
+    """A small paper with sections, a theorem, a proof and a numbered equation."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    y = 72
+    lines = [
+        ("A Note on Quasi-Convex Flows", 16, "hebo"),
+        ("1 Introduction", 12, "hebo"),
+        ("We study quasi-convex flows on compact manifolds and their energy decay.", 10, "helv"),
+        ("2 Main Result", 12, "hebo"),
+        ("Theorem 1. Every quasi-convex flow with bounded curvature converges.", 10, "helv"),
+        ("E(t) = E(0) exp(-2 lambda t) (1)", 10, "helv"),
+        ("Proof. Integrate the energy identity and apply Gronwall's inequality.", 10, "helv"),
+    ]
+    for text, size, font in lines:
+        page.insert_text((72, y), text, fontsize=size, fontname=font)
+        y += 30
+    doc.save(path)
+    return path
+
+
+def many_pages_pdf(path: Path, pages: int = 5000) -> Path:
+    doc = pymupdf.open()
+    for i in range(pages):
+        doc.new_page(width=200, height=200).insert_text((20, 50), f"page {i}")
+    doc.save(path)
+    return path
+
+
+def encrypted_pdf(path: Path) -> Path:
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "secret content of an encrypted paper")
+    doc.save(path, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="u", owner_pw="o")
+    return path
+
+
+def truncated_pdf(source: Path, path: Path) -> Path:
+    data = source.read_bytes()
+    path.write_bytes(data[: len(data) // 7])
+    return path
+
+
+def flate_bomb_pdf(path: Path, inflated_mb: int = 1500) -> Path:
+    """One page whose content stream inflates to ``inflated_mb`` MiB of operators."""
+    comp = zlib.compressobj(9)
+    chunk = b"0 0 m 1 1 l S\n" * 75_000  # ~1 MiB
+    body = b"".join(comp.compress(chunk) for _ in range(inflated_mb)) + comp.flush()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(body) + body + b"\nendstream",
+    ]
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, obj in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + obj + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    path.write_bytes(bytes(out))
+    return path
