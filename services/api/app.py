@@ -17,10 +17,20 @@ from services.api.limits import BodySizeLimit
 from services.api.sessions.router import router as sessions_router
 from services.api.settings import ApiSettings
 from services.api.state import AppState
+from services.api.traces.router import router as traces_router
 from services.common.celery_app import build_celery
 from services.common.db import build_engine, build_sessionmaker
+from services.common.metrics import register_platform_collectors
+from services.common.metrics.exposition import mount_metrics
 from services.common.migrate import ensure_migrated
 from services.common.redis_client import build_redis
+from services.common.telemetry import (
+    TracingMiddleware,
+    instrument_celery,
+    setup_tracing,
+    shutdown_tracing,
+)
+from services.common.telemetry.names import SERVICE_API
 
 
 def _async_redis(url: str) -> aioredis.Redis:
@@ -49,18 +59,33 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        setup_tracing(SERVICE_API, cfg)
         state = build_state(cfg)
+        instrument_celery(state.celery)
+        register_platform_collectors(engine=state.engine, redis_client=state.redis)
         app.state.leaflab = state
         try:
             yield
         finally:
+            shutdown_tracing()
             await state.aredis.aclose()
             state.redis.close()
             state.engine.dispose()
 
     app = FastAPI(title="Leaflab", version="0.1.0", lifespan=lifespan)
     install_error_handlers(app)
-    for router in (health_router, admin_router, sessions_router, jobs_router, events_router):
+    routers = (
+        health_router,
+        admin_router,
+        sessions_router,
+        jobs_router,
+        events_router,
+        traces_router,
+    )
+    for router in routers:
         app.include_router(router)
+    mount_metrics(app)
     app.add_middleware(BodySizeLimit, max_bytes=cfg.max_request_bytes)
+    # Outermost, so the server span covers everything including size refusals.
+    app.add_middleware(TracingMiddleware, service_name=SERVICE_API)
     return app

@@ -9,6 +9,7 @@ from services.cli.jobs_cmd import batch, cancel, jobs, submit, survey, watch
 from services.cli.migrate_cmd import migrate
 from services.cli.model_sim_cmd import model_sim
 from services.cli.sandbox_cmd import sandbox
+from services.cli.trace_cmd import trace_cmd
 from services.cli.up.command import up
 
 
@@ -18,7 +19,20 @@ def cli() -> None:
     """Leaflab: a self-hosted research-agent platform for a lab."""
 
 
-for command in (up, migrate, submit, watch, jobs, cancel, survey, batch, admin, model_sim, sandbox):
+for command in (
+    up,
+    migrate,
+    submit,
+    watch,
+    jobs,
+    cancel,
+    survey,
+    batch,
+    admin,
+    model_sim,
+    sandbox,
+    trace_cmd,
+):
     cli.add_command(command)
 
 

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import click
-import httpx
 
-DEFAULT_URL = "http://127.0.0.1:8000"
+from services.cli.client import LeaflabClient
 
 
 def _seconds(value: Any) -> float:
@@ -96,50 +93,22 @@ def render_trace_tree(spans: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _api_key() -> str:
-    key = os.environ.get("LEAFLAB_API_KEY")
-    if key:
-        return key.strip()
-    home = Path(os.environ.get("LEAFLAB_HOME") or Path.home() / ".leaflab")
-    path = home / "admin.key"
-    if path.is_file():
-        return path.read_text().strip()
-    raise click.ClickException(f"no API key: set LEAFLAB_API_KEY or create {path}")
-
-
-def _get(client: httpx.Client, path: str) -> dict[str, Any]:
-    try:
-        response = client.get(path)
-    except httpx.HTTPError as exc:
-        raise click.ClickException(f"cannot reach {client.base_url}: {exc}") from exc
-    if response.status_code >= 400:
-        try:
-            message = response.json()["error"]["message"]
-        except (ValueError, KeyError, TypeError):
-            message = response.text[:200]
-        raise click.ClickException(f"{path}: HTTP {response.status_code}: {message}")
-    body: dict[str, Any] = response.json()
-    return body
-
-
-def fetch_job_trace(client: httpx.Client, job_id: str) -> dict[str, Any]:
+def fetch_job_trace(client: LeaflabClient, job_id: str) -> dict[str, Any]:
     """The job's trace (``GET /v1/jobs/{id}`` for its trace id, then the trace)."""
-    job = _get(client, f"/v1/jobs/{job_id}")
-    trace_id = job.get("trace_id")
+    job = client.request("GET", f"/v1/jobs/{job_id}")
+    trace_id = job.get("trace_id") if isinstance(job, dict) else None
     if not trace_id:
         raise click.ClickException(f"job {job_id} has no trace (tracing was off when it ran)")
-    return _get(client, f"/v1/traces/{trace_id}")
+    trace: dict[str, Any] = client.request("GET", f"/v1/traces/{trace_id}")
+    return trace
 
 
 @click.command("trace")
 @click.argument("job_id")
 @click.option("--json", "as_json", is_flag=True, help="Print the raw trace JSON.")
-@click.option("--url", envvar="LEAFLAB_URL", default=DEFAULT_URL, show_default=True)
-def trace_cmd(job_id: str, as_json: bool, url: str) -> None:
+def trace_cmd(job_id: str, as_json: bool) -> None:
     """Show the trace of JOB_ID: every span with duration, tokens and cost."""
-    headers = {"authorization": f"Bearer {_api_key()}"}
-    with httpx.Client(base_url=url, headers=headers, timeout=30) as client:
-        trace = fetch_job_trace(client, job_id)
+    trace = fetch_job_trace(LeaflabClient(), job_id)
     if as_json:
         click.echo(json.dumps(trace, indent=2))
         return

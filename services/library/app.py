@@ -16,6 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
 from services.common.db import transaction
 from services.common.models import Document
@@ -119,7 +120,10 @@ def _routes(app: FastAPI) -> None:
                 )
                 return str(doc.id), doc.status, created
 
-        doc_id, status, created = await asyncio.to_thread(register)
+        try:
+            doc_id, status, created = await asyncio.to_thread(register)
+        except IntegrityError:
+            raise LibraryError(400, "invalid_request", f"unknown collection {collection}") from None
         if created:  # after commit, so the task never sees a missing row
             runtime.celery.send_task(INGEST_TASK, args=[doc_id], queue="library")
         return JSONResponse(

@@ -18,8 +18,11 @@ from celery import signals
 from services.common.celery_app import build_celery
 from services.common.db import build_engine, build_sessionmaker
 from services.common.events import EventPublisher
+from services.common.metrics import start_metrics_server
 from services.common.migrate import ensure_migrated
 from services.common.redis_client import build_redis
+from services.common.telemetry import TelemetrySettings, instrument_celery, setup_tracing
+from services.common.telemetry.names import SERVICE_WORKER
 from services.worker.llm.client import client_from_settings
 from services.worker.llm.pricing import PriceBook
 from services.worker.runtime.advance import advance
@@ -33,6 +36,7 @@ log = logging.getLogger(__name__)
 
 settings = WorkerSettings()
 app = build_celery(settings)
+instrument_celery(app)
 
 _deps: RuntimeDeps | None = None
 _deps_lock = threading.Lock()
@@ -40,6 +44,10 @@ _sweeper: Sweeper | None = None
 
 
 def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
+    setup_tracing(SERVICE_WORKER, cfg)
+    metrics_port = TelemetrySettings().metrics_port
+    if metrics_port:
+        start_metrics_server(metrics_port)
     database_url = cfg.require_database_url()
     engine = build_engine(database_url, pool_size=cfg.db_pool_size)
     ensure_migrated(engine, database_url)
@@ -95,5 +103,6 @@ def advance_task(job_id: str) -> str | None:
     except ValueError:
         log.error("agent.advance got a malformed job id %r", job_id)
         return None
-    outcome = advance(get_deps(), parsed)
+    deps = get_deps()
+    outcome = advance(deps, parsed)
     return outcome.value if outcome else None

@@ -8,20 +8,17 @@ from typing import Any
 
 from celery import Celery
 from opentelemetry import trace
-from opentelemetry.propagate import inject
 from sqlalchemy.orm import Session
 
 from services.common.message_seq import next_message_seq
 from services.common.models import ChatSession, Job, Message, Project, User
 from services.common.task_names import ADVANCE_TASK, AGENT_QUEUE
+from services.common.telemetry import current_trace_id_hex, inject_carrier
 
 
 def _trace_fields() -> dict[str, Any]:
-    carrier: dict[str, str] = {}
-    inject(carrier)
-    ctx = trace.get_current_span().get_span_context()
-    trace_id = format(ctx.trace_id, "032x") if ctx.is_valid else None
-    return {"trace_id": trace_id, "trace_context": carrier or None}
+    """The request's trace becomes the job's: every later span joins it."""
+    return {"trace_id": current_trace_id_hex(), "trace_context": inject_carrier() or None}
 
 
 def create_job(

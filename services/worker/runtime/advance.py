@@ -15,6 +15,8 @@ from opentelemetry import trace
 from sqlalchemy import text
 
 from services.common.models import Job
+from services.common.telemetry import attached_context, job_attributes
+from services.common.telemetry.names import SPAN_JOB, TRACER_WORKER
 from services.worker.runtime.batch import BatchRunner
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
@@ -24,7 +26,7 @@ from services.worker.runtime.outcome import Outcome
 from services.worker.runtime.turn import TurnRunner, earlier_active_job
 
 log = logging.getLogger(__name__)
-tracer = trace.get_tracer("leaflab.worker")
+tracer = trace.get_tracer(TRACER_WORKER)
 
 
 def advance(deps: RuntimeDeps, job_id: uuid.UUID) -> Outcome | None:
@@ -69,13 +71,23 @@ def _run_slice(deps: RuntimeDeps, lease: Lease) -> Outcome:
         db.expunge(job)
     if job.attempts == 1:
         events.emit("status", {"status": "running"})
-    with tracer.start_as_current_span("job") as span:
-        span.set_attribute("leaflab.job.id", str(job.id))
+    # Every slice, on any worker, joins the trace the API request started.
+    with attached_context(job.trace_context), tracer.start_as_current_span(SPAN_JOB) as span:
+        span.set_attributes(
+            job_attributes(
+                job_id=str(job.id),
+                user_id=str(job.user_id),
+                project_id=str(job.project_id) if job.project_id else None,
+            )
+        )
         span.set_attribute("leaflab.job.kind", job.kind)
         span.set_attribute("leaflab.job.attempt", job.attempts)
         if job.kind == "batch":
-            return BatchRunner(deps, lease, job, events).run()
-        return TurnRunner(deps, lease, job, events).run(deadline)
+            outcome = BatchRunner(deps, lease, job, events).run()
+        else:
+            outcome = TurnRunner(deps, lease, job, events).run(deadline)
+        span.set_attribute("leaflab.job.outcome", outcome.value)
+    return outcome
 
 
 def _give_up(deps: RuntimeDeps, lease: Lease) -> Outcome:

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from services.common.metrics import JOB_DURATION
 from services.common.models import Job
 from services.worker.runtime.lease import Lease, check_fence
 
@@ -36,6 +37,11 @@ def finish_job(
             lease_until=None,
         )
     )
+    job = db.get(Job, lease.job_id)
+    if job is not None:
+        JOB_DURATION.labels(job.kind, status).observe(
+            (datetime.now(UTC) - job.created_at).total_seconds()
+        )
     return jobs_to_wake(db, lease.job_id)
 
 

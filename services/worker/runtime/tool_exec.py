@@ -13,6 +13,9 @@ from typing import Any
 from opentelemetry import trace
 from pydantic import BaseModel
 
+from services.common.metrics import STEP_DURATION
+from services.common.telemetry import tool_call_attributes
+from services.common.telemetry.names import TRACER_WORKER, tool_call_span_name
 from services.worker.runtime.conversation import append_message
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
@@ -22,7 +25,7 @@ from services.worker.runtime.state import TurnState
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 
 log = logging.getLogger(__name__)
-tracer = trace.get_tracer("leaflab.worker")
+tracer = trace.get_tracer(TRACER_WORKER)
 
 MAX_TOOL_MESSAGE_CHARS = 60_000
 
@@ -68,10 +71,9 @@ class ToolStepRunner:
 
     def run(self, round_no: int, call: ToolCallSpec, existing: StepView | None) -> None:
         key = tool_key(round_no, call.id)
-        with tracer.start_as_current_span(f"execute_tool {call.name}") as span:
-            span.set_attribute("gen_ai.operation.name", "execute_tool")
-            span.set_attribute("gen_ai.tool.name", call.name)
-            span.set_attribute("gen_ai.tool.call.id", call.id)
+        started = time.perf_counter()
+        with tracer.start_as_current_span(tool_call_span_name(call.name)) as span:
+            span.set_attributes(tool_call_attributes(tool_name=call.name, call_id=call.id))
             try:
                 tool = self.deps.registry.get(call.name)
                 args = tool.parse(_decode_arguments(call.arguments))
@@ -85,6 +87,7 @@ class ToolStepRunner:
                 if self._resume_interrupted(tool, ctx, round_no, call, key, existing):
                     return
             self._execute(tool, args, ctx, round_no, call, key, span)
+        STEP_DURATION.labels("tool", call.name).observe(time.perf_counter() - started)
 
     def _context(self, call: ToolCallSpec, key: str) -> ToolContext:
         workspace = self.deps.settings.workspaces_dir / str(self.who.session_id)

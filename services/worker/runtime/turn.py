@@ -18,7 +18,10 @@ from typing import Any
 from opentelemetry import trace
 from sqlalchemy import select, update
 
+from services.common.metrics import LLM_COST_USD, LLM_REQUEST_DURATION, LLM_TOKENS, STEP_DURATION
 from services.common.models import ChatSession, Job
+from services.common.telemetry import error_attributes, model_call_attributes
+from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER, model_call_span_name
 from services.worker.llm.errors import ModelError
 from services.worker.llm.types import ModelResponse
 from services.worker.runtime.conversation import (
@@ -36,7 +39,7 @@ from services.worker.runtime.state import TurnState
 from services.worker.runtime.tool_exec import JobIdentity, ToolCallSpec, ToolStepRunner
 from services.worker.tools.todo import todo_reminder, todo_reminder_due
 
-tracer = trace.get_tracer("leaflab.worker")
+tracer = trace.get_tracer(TRACER_WORKER)
 
 
 @dataclass
@@ -92,7 +95,7 @@ class TurnRunner:
             if plan.action == "answer":
                 return self._finish("succeeded", result={"content": plan.answer or ""})
             if plan.action == "tools":
-                with tracer.start_as_current_span("agent.round") as span:
+                with tracer.start_as_current_span(SPAN_AGENT_ROUND) as span:
                     span.set_attribute("leaflab.round", plan.round_no)
                     for call in plan.calls:
                         self.tools.run(plan.round_no, call, plan.existing.get(call.id))
@@ -146,9 +149,11 @@ class TurnRunner:
             messages.append({"role": "user", "content": todo_reminder(todos)})
         key = llm_key(round_no)
         request = {"model": model, "messages": len(messages), "todo_reminder": reminder}
-        with tracer.start_as_current_span(f"chat {model}") as span:
-            span.set_attribute("gen_ai.operation.name", "chat")
-            span.set_attribute("gen_ai.request.model", model)
+        started = time.perf_counter()
+        with tracer.start_as_current_span(model_call_span_name(model)) as span:
+            span.set_attributes(
+                model_call_attributes(request_model=model, provider=self.deps.model.provider)
+            )
             try:
                 resp = self.deps.model.complete(
                     model=model,
@@ -159,12 +164,49 @@ class TurnRunner:
                     on_token=self.events.token,
                 )
             except ModelError as err:
-                span.set_attribute("error.type", err.error_type or "model_error")
+                span.set_attributes(
+                    error_attributes(
+                        provider=err.provider,
+                        status=err.status,
+                        error_type=err.error_type,
+                        request_id=err.request_id,
+                    )
+                )
+                span.set_status(trace.StatusCode.ERROR, str(err)[:500])
+                LLM_REQUEST_DURATION.labels(model, self.deps.model.provider, "error").observe(
+                    time.perf_counter() - started
+                )
                 return self._model_failed(key, round_no, request, err)
             cost = Decimal(str(round(self.deps.prices.cost_usd(model, resp.usage), 8)))
-            _annotate_model_span(span, resp, cost)
+            span.set_attributes(
+                model_call_attributes(
+                    request_model=model,
+                    response_model=resp.model,
+                    input_tokens=resp.usage.input_tokens,
+                    output_tokens=resp.usage.output_tokens,
+                    cached_tokens=resp.usage.cached_tokens,
+                    finish_reasons=[resp.finish_reason or "unknown"],
+                    cost_usd=float(cost),
+                    provider=self.deps.model.provider,
+                )
+            )
+        self._observe_model_call(model, resp, cost, time.perf_counter() - started)
         self.events.flush_tokens()
         return self._record_reply(key, round_no, request, resp, cost)
+
+    def _observe_model_call(
+        self, model: str, resp: ModelResponse, cost: Decimal, elapsed: float
+    ) -> None:
+        user, project = str(self.who.user_id), str(self.who.project_id or "")
+        LLM_REQUEST_DURATION.labels(model, self.deps.model.provider, "ok").observe(elapsed)
+        STEP_DURATION.labels("llm", model).observe(elapsed)
+        for kind, count in (
+            ("input", resp.usage.input_tokens),
+            ("output", resp.usage.output_tokens),
+            ("cached", resp.usage.cached_tokens),
+        ):
+            LLM_TOKENS.labels(model, user, project, kind).inc(count)
+        LLM_COST_USD.labels(model, user, project).inc(float(cost))
 
     def _current_todos(self) -> list[dict[str, Any]]:
         # Read fresh: the todo tool writes the session row, not the ledger.
@@ -304,17 +346,6 @@ class TurnRunner:
         self.events.emit("final", {"status": status, "result": result, "error": error})
         for job_id in wake:
             self.deps.celery.send_task("agent.advance", args=[str(job_id)], queue="agent")
-
-
-def _annotate_model_span(span: trace.Span, resp: ModelResponse, cost: Decimal) -> None:
-    span.set_attribute("gen_ai.response.model", resp.model or "")
-    span.set_attribute("gen_ai.usage.input_tokens", resp.usage.input_tokens)
-    span.set_attribute("gen_ai.usage.output_tokens", resp.usage.output_tokens)
-    span.set_attribute("gen_ai.response.finish_reasons", [resp.finish_reason or "unknown"])
-    span.set_attribute("leaflab.cached_tokens", resp.usage.cached_tokens)
-    span.set_attribute("leaflab.cost_usd", float(cost))
-    if resp.request_id:
-        span.set_attribute("gen_ai.response.id", resp.request_id)
 
 
 def _error_text(error: dict[str, Any] | None) -> str:
