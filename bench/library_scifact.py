@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from services.library.beir import SCRATCH, build_index, load_beir, score
+from services.library.beir import build_index, load_beir, score
 from services.library.embedding import Embedder
 from services.library.lexical import Bm25Encoder, Bm25Params
 from services.library.retrieval import FusionConfig, Retriever
@@ -65,20 +65,36 @@ def main() -> None:
             store = EdgeStore(Path(tmp) / "edge")
             store.ensure(embedder.dimension)
             t0 = time.perf_counter()
-            chunks = build_index(data, embedder=embedder, encoder=encoder, store=store,
-                                 max_tokens=args.max_tokens)
+            chunks = build_index(
+                data, embedder=embedder, encoder=encoder, store=store, max_tokens=args.max_tokens
+            )
             embedder.save()
             index_s = time.perf_counter() - t0
-            for mode, dw, lw in [("keyword", 1, 1), ("vector", 1, 1), ("mix", 1, 1),
-                                 ("mix", 1.0, 0.7), ("mix", 1.0, 1.3)]:
+            for mode, dw, lw in [
+                ("keyword", 1, 1),
+                ("vector", 1, 1),
+                ("mix", 1, 1),
+                ("mix", 1.0, 0.7),
+                ("mix", 1.0, 1.3),
+            ]:
                 fusion = FusionConfig(dense_weight=dw, lexical_weight=lw, candidates=200)
-                retriever = Retriever(store=store, embedder=embedder, encoder=encoder, fusion=fusion)
+                retriever = Retriever(
+                    store=store, embedder=embedder, encoder=encoder, fusion=fusion
+                )
                 t1 = time.perf_counter()
                 metrics = score(retriever, data, mode=mode)
-                row = {"mode": mode, "dense_w": dw, "lex_w": lw, "title_w": title_weight,
-                       **metrics, "docs": len(data.corpus), "queries": len(data.queries),
-                       "chunks": chunks, "index_s": round(index_s, 1),
-                       "query_s": round(time.perf_counter() - t1, 1)}
+                row = {
+                    "mode": mode,
+                    "dense_w": dw,
+                    "lex_w": lw,
+                    "title_w": title_weight,
+                    **metrics,
+                    "docs": len(data.corpus),
+                    "queries": len(data.queries),
+                    "chunks": chunks,
+                    "index_s": round(index_s, 1),
+                    "query_s": round(time.perf_counter() - t1, 1),
+                }
                 rows.append(row)
                 print(json.dumps(row), flush=True)
             store.close()

@@ -37,7 +37,9 @@ def get_db(state: StateDep) -> Iterator[Session]:
         session.close()
 
 
-DbSession = Annotated[Session, Depends(get_db)]
+# scope="function": commit runs when the endpoint returns, before the response is
+# sent, so a client never sees a 2xx for data another request cannot yet read.
+DbSession = Annotated[Session, Depends(get_db, scope="function")]
 
 
 def hash_key(key: str) -> str:

@@ -87,7 +87,10 @@ def make_user(factory: sessionmaker[Session], unique: str) -> uuid.UUID:
 
 
 def wait_terminal(
-    client: httpx.Client, service: LibraryService, headers: dict[str, str], doc_id: str,
+    client: httpx.Client,
+    service: LibraryService,
+    headers: dict[str, str],
+    doc_id: str,
     timeout: float = 600,
 ) -> dict[str, object]:
     deadline = time.monotonic() + timeout

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import httpx
 import pymupdf
-import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.models import Project
@@ -31,7 +30,9 @@ def _pdfs() -> list[Path]:
 def _upload(client: httpx.Client, lib: LibraryService, headers: dict[str, str], path: Path) -> dict:
     with path.open("rb") as fh:
         resp = client.post(
-            f"{lib.url}/documents", headers=headers, files={"file": (path.name, fh, "application/pdf")}
+            f"{lib.url}/documents",
+            headers=headers,
+            files={"file": (path.name, fh, "application/pdf")},
         )
     assert resp.status_code == 202, resp.text
     return resp.json()
@@ -39,7 +40,10 @@ def _upload(client: httpx.Client, lib: LibraryService, headers: dict[str, str], 
 
 class TestRealPapers:
     def test_every_paper_ready_with_structure_and_page_locators(
-        self, library: LibraryService, session_factory: sessionmaker[Session], unique: str,
+        self,
+        library: LibraryService,
+        session_factory: sessionmaker[Session],
+        unique: str,
         tmp_path: Path,
     ) -> None:
         user = make_user(session_factory, unique)
@@ -68,7 +72,8 @@ class TestRealPapers:
             assert top["page"] == 2 and top["locator"].endswith("p. 2")
 
             items = client.get(
-                f"{library.url}/search", headers=headers,
+                f"{library.url}/search",
+                headers=headers,
                 params={"q": "quasi-convex flow converges theorem", "mode": "derive"},
             ).json()["items"]
             assert "Theorem 1" in items[0]["locator"] or "Theorem 1" in items[1]["locator"]
@@ -80,14 +85,19 @@ class TestRealPapers:
 
 class TestHostileInput:
     def test_bad_pdfs_fail_with_reasons_and_service_keeps_working(
-        self, library: LibraryService, session_factory: sessionmaker[Session], unique: str,
+        self,
+        library: LibraryService,
+        session_factory: sessionmaker[Session],
+        unique: str,
         tmp_path: Path,
     ) -> None:
         user = make_user(session_factory, unique)
         headers = library.headers(user, [f"user:{user}"])
         bad = {
-            "truncated": (hostile_pdfs.truncated_pdf(PDF_DIR / "papermage.pdf", tmp_path / "t.pdf"),
-                          "truncated"),
+            "truncated": (
+                hostile_pdfs.truncated_pdf(PDF_DIR / "papermage.pdf", tmp_path / "t.pdf"),
+                "truncated",
+            ),
             "encrypted": (hostile_pdfs.encrypted_pdf(tmp_path / "e.pdf"), "encrypted"),
             "bomb": (hostile_pdfs.flate_bomb_pdf(tmp_path / "b.pdf", 1500), "parser"),
             "pages": (hostile_pdfs.many_pages_pdf(tmp_path / "p.pdf"), "too many pages"),
@@ -103,8 +113,11 @@ class TestHostileInput:
             fake = tmp_path / "notes.pdf"
             fake.write_text("just some text, not a PDF")
             with fake.open("rb") as fh:
-                resp = client.post(f"{library.url}/documents", headers=headers,
-                                   files={"file": ("notes.pdf", fh, "application/pdf")})
+                resp = client.post(
+                    f"{library.url}/documents",
+                    headers=headers,
+                    files={"file": ("notes.pdf", fh, "application/pdf")},
+                )
             assert resp.status_code == 415
             assert resp.json()["error"]["code"] == "not_pdf"
             assert client.get(f"{library.url}/healthz").status_code == 200
@@ -112,7 +125,10 @@ class TestHostileInput:
 
 class TestUrlsAndAccess:
     def test_url_ingest_ssrf_guard_and_collection_isolation(
-        self, library: LibraryService, session_factory: sessionmaker[Session], unique: str,
+        self,
+        library: LibraryService,
+        session_factory: sessionmaker[Session],
+        unique: str,
         tmp_path: Path,
     ) -> None:
         hostile_pdfs.theorem_pdf(tmp_path / "paper.pdf")
@@ -130,25 +146,43 @@ class TestUrlsAndAccess:
         try:
             with httpx.Client(timeout=60) as client:
                 url = f"http://127.0.0.1:{server.server_port}/paper.pdf"
-                resp = client.post(f"{library.url}/documents", headers=owner_h,
-                                   json={"url": url, "collection": project})
+                resp = client.post(
+                    f"{library.url}/documents",
+                    headers=owner_h,
+                    json={"url": url, "collection": project},
+                )
                 assert resp.status_code == 202, resp.text
                 doc = wait_terminal(client, library, owner_h, resp.json()["id"])
                 assert doc["status"] == "ready" and doc["collection"] == project
                 for bad_url in ("file:///etc/passwd", "ftp://127.0.0.1/x.pdf"):
-                    resp = client.post(f"{library.url}/documents", headers=owner_h, json={"url": bad_url})
+                    resp = client.post(
+                        f"{library.url}/documents", headers=owner_h, json={"url": bad_url}
+                    )
                     assert resp.status_code == 400 and resp.json()["error"]["code"] == "url_refused"
                 # Not a member: neither listed, nor readable, nor searchable, nor writable.
-                assert client.get(f"{library.url}/documents/{doc['id']}", headers=other_h).status_code == 404
+                assert (
+                    client.get(f"{library.url}/documents/{doc['id']}", headers=other_h).status_code
+                    == 404
+                )
                 listed = client.get(f"{library.url}/documents", headers=other_h).json()["items"]
                 assert doc["id"] not in [d["id"] for d in listed]
-                hits = client.get(f"{library.url}/search", headers=other_h,
-                                  params={"q": "quasi-convex flows"}).json()["items"]
+                hits = client.get(
+                    f"{library.url}/search", headers=other_h, params={"q": "quasi-convex flows"}
+                ).json()["items"]
                 assert all(h["document_id"] != doc["id"] for h in hits)
-                resp = client.post(f"{library.url}/documents", headers=other_h,
-                                   json={"url": url, "collection": project})
+                resp = client.post(
+                    f"{library.url}/documents",
+                    headers=other_h,
+                    json={"url": url, "collection": project},
+                )
                 assert resp.status_code == 403
-                assert client.get(f"{library.url}/search", headers={"X-Leaflab-Internal": "nope"},
-                                  params={"q": "x"}).status_code == 401
+                assert (
+                    client.get(
+                        f"{library.url}/search",
+                        headers={"X-Leaflab-Internal": "nope"},
+                        params={"q": "x"},
+                    ).status_code
+                    == 401
+                )
         finally:
             server.shutdown()

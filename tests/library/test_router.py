@@ -38,16 +38,26 @@ def _app(library: LibraryService, engine: Engine, factory: sessionmaker[Session]
     import redis.asyncio as aioredis
 
     url = settings.require_redis_url()
-    app.state.leaflab = AppState(settings, engine, factory, redis.Redis.from_url(url),
-                                 aioredis.Redis.from_url(url), build_celery(settings))
+    app.state.leaflab = AppState(
+        settings,
+        engine,
+        factory,
+        redis.Redis.from_url(url),
+        aioredis.Redis.from_url(url),
+        build_celery(settings),
+    )
     app.include_router(router)
     return app
 
 
 class TestProjectVisibility:
     def test_project_documents_invisible_to_non_members(
-        self, library: LibraryService, engine: Engine, session_factory: sessionmaker[Session],
-        unique: str, tmp_path: Path,
+        self,
+        library: LibraryService,
+        engine: Engine,
+        session_factory: sessionmaker[Session],
+        unique: str,
+        tmp_path: Path,
     ) -> None:
         with session_factory() as db, db.begin():
             member, member_key = _user_with_key(db, f"m-{unique}@example.org")
@@ -61,9 +71,12 @@ class TestProjectVisibility:
         as_outsider = {"Authorization": f"Bearer {outsider_key}"}
         pdf = hostile_pdfs.theorem_pdf(tmp_path / "optics.pdf")
         with pdf.open("rb") as fh:
-            resp = client.post("/v1/library/documents", headers=as_member,
-                               files={"file": ("optics.pdf", fh, "application/pdf")},
-                               data={"project": f"optics-{unique}"})
+            resp = client.post(
+                "/v1/library/documents",
+                headers=as_member,
+                files={"file": ("optics.pdf", fh, "application/pdf")},
+                data={"project": f"optics-{unique}"},
+            )
         assert resp.status_code == 202, resp.text
         doc_id = resp.json()["id"]
         internal = library.headers(member.id, [f"project:{project.id}"])
@@ -74,19 +87,28 @@ class TestProjectVisibility:
 
         listed = client.get("/v1/library/documents", headers=as_member).json()["items"]
         assert doc_id in [d["id"] for d in listed]
-        hits = client.get("/v1/library/search", headers=as_member,
-                          params={"q": "quasi-convex flows", "project": f"optics-{unique}"}).json()
+        hits = client.get(
+            "/v1/library/search",
+            headers=as_member,
+            params={"q": "quasi-convex flows", "project": f"optics-{unique}"},
+        ).json()
         assert hits["items"][0]["document_id"] == doc_id
 
         assert client.get(f"/v1/library/documents/{doc_id}", headers=as_outsider).status_code == 404
         listed = client.get("/v1/library/documents", headers=as_outsider).json()["items"]
         assert doc_id not in [d["id"] for d in listed]
-        hits = client.get("/v1/library/search", headers=as_outsider,
-                          params={"q": "quasi-convex flows"}).json()["items"]
+        hits = client.get(
+            "/v1/library/search", headers=as_outsider, params={"q": "quasi-convex flows"}
+        ).json()["items"]
         assert doc_id not in [h["document_id"] for h in hits]
-        resp = client.get("/v1/library/search", headers=as_outsider,
-                          params={"q": "x", "project": f"optics-{unique}"})
+        resp = client.get(
+            "/v1/library/search",
+            headers=as_outsider,
+            params={"q": "x", "project": f"optics-{unique}"},
+        )
         assert resp.status_code == 404 and resp.json()["error"]["code"] == "not_found"
         assert client.get("/v1/library/documents").status_code == 401
-        resp = client.get("/v1/library/search", headers=as_member, params={"q": "x", "mode": "bogus"})
+        resp = client.get(
+            "/v1/library/search", headers=as_member, params={"q": "x", "mode": "bogus"}
+        )
         assert resp.status_code == 400

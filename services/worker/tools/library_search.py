@@ -1,0 +1,67 @@
+"""`library_search(query, mode?, k?)`: search the lab library over HTTP."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import httpx
+from pydantic import BaseModel, Field
+
+from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
+
+
+class LibrarySearchArgs(BaseModel):
+    query: str = Field(min_length=1, max_length=2000, description="what to look for")
+    mode: Literal["survey", "derive", "write", "keyword", "vector", "mix"] = Field(
+        default="mix",
+        description="survey: broad, per-paper capped; derive: premises → target statement; "
+        "write: formal, citable statements; keyword / vector / mix: raw retrieval",
+    )
+    k: int = Field(default=8, ge=1, le=30, description="how many passages")
+
+
+class LibrarySearchTool(Tool):
+    name = "library_search"
+    description = (
+        "Search the lab's paper library. Returns passages with locators "
+        "'paper | section | environment | page' to cite."
+    )
+    args_model = LibrarySearchArgs
+    effect = ToolEffect.READ_ONLY
+    retry_safe = True
+
+    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        assert isinstance(args, LibrarySearchArgs)
+        base = ctx.services.get("library_url")
+        token = ctx.services.get("internal_token")
+        if not base or not token:
+            raise ToolError("library_unconfigured", "the library service is not configured")
+        collections = [f"user:{ctx.user_id}"]
+        if ctx.project_id:
+            collections.append(f"project:{ctx.project_id}")
+        headers = {
+            "X-Leaflab-Internal": str(token),
+            "X-Leaflab-User": ctx.user_id,
+            "X-Leaflab-Collections": ",".join(collections),
+        }
+        params: dict[str, str | int] = {"q": args.query, "mode": args.mode, "k": args.k}
+        try:
+            resp = httpx.get(f"{base}/search", headers=headers, params=params, timeout=30)
+        except httpx.HTTPError as exc:
+            raise ToolError(
+                "library_unavailable", f"library unreachable: {exc}", retryable=True
+            ) from None
+        if resp.status_code >= 500:
+            raise ToolError("library_error", f"library answered {resp.status_code}", retryable=True)
+        if resp.status_code != 200:
+            message = resp.json().get("error", {}).get("message", resp.text[:300])
+            raise ToolError("library_rejected", message, category="validation")
+        items = resp.json()["items"]
+        if not items:
+            return ToolResult("No passages found in the library.", {"items": []})
+        lines = [f"[{i + 1}] {h['locator']}\n{h['text']}" for i, h in enumerate(items)]
+        return ToolResult("\n\n".join(lines), {"items": items})
+
+
+def library_tools() -> list[Tool]:
+    return [LibrarySearchTool()]
