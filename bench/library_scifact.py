@@ -36,11 +36,11 @@ class CachedEmbedder(Embedder):
             self.cache = {k: data[k] for k in data.files}
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+        keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
         missing = [t for t, k in zip(texts, keys, strict=True) if k not in self.cache]
         if missing:
             for text, vec in zip(missing, super().encode(missing), strict=True):
-                self.cache[hashlib.sha1(text.encode()).hexdigest()] = vec
+                self.cache[hashlib.sha256(text.encode()).hexdigest()] = vec
         return np.stack([self.cache[k] for k in keys]) if keys else super().encode([])
 
     def save(self) -> None:

@@ -1,4 +1,5 @@
-"""The library HTTP service (internal): ``uvicorn --factory services.library.app:create_app --port 8200``.
+"""The library HTTP service (internal), run with uvicorn:
+``uvicorn --factory services.library.app:create_app --port 8200``.
 
 Callers are the API (which authenticates users) and workers; they present the
 internal token and say whose request it is in X-Leaflab-User / -Collections.

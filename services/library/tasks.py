@@ -26,7 +26,7 @@ INGEST_TASK = "library.ingest"
 
 
 def register_ingest_task(celery: Celery, get_runtime: Callable[[], LibraryRuntime]) -> None:
-    @celery.task(name=INGEST_TASK, ignore_result=True)  # type: ignore[untyped-decorator]
+    @celery.task(name=INGEST_TASK, ignore_result=True)
     def ingest(document_id: str) -> str:
         try:
             return ingest_document(get_runtime(), document_id)

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from celery import Celery
 from celery.signals import worker_ready, worker_shutdown
+from opentelemetry import trace
 
 from services.common.celery_app import build_celery
+from services.common.metrics import SANDBOX_EXEC_DURATION, start_metrics_server
+from services.common.telemetry import TelemetrySettings, instrument_celery, setup_tracing
+from services.common.telemetry.names import SERVICE_SANDBOX, SPAN_SANDBOX_EXEC, TRACER_SANDBOX
 from services.sandbox.backend import SandboxUnavailable
 from services.sandbox.service import SandboxRuntime, error_result
 from services.sandbox.settings import get_sandbox_settings
@@ -23,6 +28,8 @@ from services.sandbox.settings import get_sandbox_settings
 log = logging.getLogger(__name__)
 
 app: Celery = build_celery(get_sandbox_settings())
+instrument_celery(app)
+tracer = trace.get_tracer(TRACER_SANDBOX)
 _runtime: SandboxRuntime | None = None
 _runtime_lock = threading.Lock()
 
@@ -32,7 +39,12 @@ def get_runtime() -> SandboxRuntime:
     global _runtime
     with _runtime_lock:
         if _runtime is None:
-            runtime = SandboxRuntime(get_sandbox_settings())
+            settings = get_sandbox_settings()
+            setup_tracing(SERVICE_SANDBOX, settings)
+            metrics_port = TelemetrySettings().metrics_port
+            if metrics_port:
+                start_metrics_server(metrics_port)
+            runtime = SandboxRuntime(settings)
             runtime.start()
             _runtime = runtime
         return _runtime
@@ -46,7 +58,20 @@ def sandbox_exec(**kwargs: Any) -> dict[str, Any]:
     except SandboxUnavailable as exc:
         # Never a fallback to the host: the caller gets a clear, typed error.
         return error_result("sandbox_unavailable", str(exc))
-    return runtime.run(kwargs)
+    started = time.perf_counter()
+    with tracer.start_as_current_span(SPAN_SANDBOX_EXEC) as span:
+        span.set_attribute("gen_ai.tool.call.id", str(kwargs.get("tool_call_id")))
+        span.set_attribute("leaflab.sandbox.language", str(kwargs.get("language")))
+        span.set_attribute("leaflab.sandbox.backend", runtime.backend.name)
+        result = runtime.run(kwargs)
+        status = str(result.get("status"))
+        span.set_attribute("leaflab.sandbox.status", status)
+        if status != "ok":
+            span.set_status(trace.StatusCode.ERROR, status)
+    SANDBOX_EXEC_DURATION.labels(runtime.backend.name, status).observe(
+        time.perf_counter() - started
+    )
+    return result
 
 
 @worker_ready.connect

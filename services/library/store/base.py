@@ -55,7 +55,7 @@ class VectorStore(ABC):
     @abstractmethod
     def count(self, *, collections: list[str] | None = None) -> int: ...
 
-    def optimize(self) -> None:
+    def optimize(self) -> None:  # noqa: B027 - optional hook, a no-op for most engines
         """Build indexes after a bulk load (engines that need it override this)."""
 
     @abstractmethod
