@@ -34,7 +34,8 @@ def _config(*profiles: str) -> dict:
 def test_default_stack_is_valid_and_complete() -> None:
     services = _config()["services"]
     for name in ("postgres", "redis", "qdrant", "migrate", "api", "worker", "sandbox-worker",
-                 "library", "library-worker", "model-sim"):
+                 "library", "library-worker", "model-sim", "otel-collector", "jaeger",
+                 "prometheus", "grafana"):
         assert name in services, name
     assert "vllm" not in services  # GPU only on request
 
