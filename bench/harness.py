@@ -53,6 +53,7 @@ class TimedModel:
     def __init__(self, inner: Any, sink: list[float]) -> None:
         self._inner = inner
         self._sink = sink
+        self.provider = inner.provider
 
     def complete(self, **kwargs: Any) -> ModelResponse:
         start = time.perf_counter()
@@ -83,17 +84,27 @@ class TimedTool(Tool):
 
 
 def in_process_deps(
-    *, database_url: str, llm_url: str, tools: list[Tool], timings: Timings,
+    *,
+    database_url: str,
+    llm_url: str,
+    tools: list[Tool],
+    timings: Timings,
     pool_size: int = 10,
 ) -> tuple[RuntimeDeps, sessionmaker[Session]]:
     settings = WorkerSettings(
-        database_url=database_url, redis_url=REDIS_URL, llm_base_url=llm_url,
-        time_slice_s=200, task_soft_time_limit_s=240, task_hard_time_limit_s=300,
+        database_url=database_url,
+        redis_url=REDIS_URL,
+        llm_base_url=llm_url,
+        time_slice_s=200,
+        task_soft_time_limit_s=240,
+        task_hard_time_limit_s=300,
     )
-    factory = build_sessionmaker(build_engine(database_url, pool_size=pool_size))
+    engine = build_engine(database_url, pool_size=pool_size)
+    factory = build_sessionmaker(engine)
     deps = RuntimeDeps(
         settings=settings,
         factory=factory,
+        writer=engine.execution_options(isolation_level="AUTOCOMMIT"),
         model=TimedModel(client_from_settings(settings), timings.model_s),  # type: ignore[arg-type]
         prices=PriceBook.from_settings(settings),
         registry=ToolRegistry([TimedTool(t, timings.tool_s) for t in tools]),

@@ -40,8 +40,13 @@ def _create_jobs(factory, n: int) -> list[uuid.UUID]:  # type: ignore[no-untyped
             session = ChatSession(user_id=user.id)
             db.add(session)
             db.flush()
-            job = Job(user_id=user.id, session_id=session.id, kind="turn",
-                      input={"content": "go"}, max_turns=50)
+            job = Job(
+                user_id=user.id,
+                session_id=session.id,
+                kind="turn",
+                input={"content": "go"},
+                max_turns=50,
+            )
             db.add(job)
             db.flush()
             append_message(db, session_id=session.id, job_id=job.id, role="user", content="go")
@@ -60,20 +65,57 @@ def main() -> None:
     database_url = scratch_database("leaflab_bench_concurrency")
     logs = Path(tempfile.mkdtemp())
     tool = {"tool_calls": [{"name": "glob", "arguments": {"pattern": "*.md"}}]}
-    script = {"latency_ms": args.latency_ms,
-              "replies": [tool] * (args.calls - 1) + [{"content": "done"}]}
+    script = {
+        "latency_ms": args.latency_ms,
+        "replies": [tool] * (args.calls - 1) + [{"content": "done"}],
+    }
     (logs / "script.json").write_text(json.dumps(script))
     sim_port = free_port()
-    env = {"LEAFLAB_DATABASE_URL": database_url, "LEAFLAB_REDIS_URL": REDIS_URL,
-           "LEAFLAB_LLM_BASE_URL": f"http://127.0.0.1:{sim_port}/v1",
-           "LEAFLAB_HOME": str(logs), "LEAFLAB_DB_POOL_SIZE": "40",
-           "LEAFLAB_WORKER_ID": "bench"}
-    sim = Proc("sim", [sys.executable, "-m", "services.model_sim", "--port", str(sim_port),
-                       "--script", str(logs / "script.json")], env, logs)
-    worker = Proc("worker", [sys.executable, "-m", "celery", "-A", "services.worker.app:app",
-                             "worker", "-Q", "agent", "--pool", "threads",
-                             "-c", str(args.concurrency), "--without-mingle",
-                             "--without-gossip", "--loglevel", "WARNING"], env, logs)
+    env = {
+        "LEAFLAB_DATABASE_URL": database_url,
+        "LEAFLAB_REDIS_URL": REDIS_URL,
+        "LEAFLAB_LLM_BASE_URL": f"http://127.0.0.1:{sim_port}/v1",
+        "LEAFLAB_HOME": str(logs),
+        "LEAFLAB_DB_POOL_SIZE": "40",
+        "LEAFLAB_WORKER_ID": "bench",
+    }
+    sim = Proc(
+        "sim",
+        [
+            sys.executable,
+            "-m",
+            "services.model_sim",
+            "--port",
+            str(sim_port),
+            "--script",
+            str(logs / "script.json"),
+        ],
+        env,
+        logs,
+    )
+    worker = Proc(
+        "worker",
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "services.worker.app:app",
+            "worker",
+            "-Q",
+            "agent",
+            "--pool",
+            "threads",
+            "-c",
+            str(args.concurrency),
+            "--without-mingle",
+            "--without-gossip",
+            "--loglevel",
+            "WARNING",
+        ],
+        env,
+        logs,
+    )
     try:
         wait_http(f"http://127.0.0.1:{sim_port}/healthz", sim)
         os.environ.update(env)
@@ -86,8 +128,14 @@ def main() -> None:
             celery.send_task("agent.advance", args=[str(job_id)], queue="agent")
         while True:
             with factory() as db:
-                done = db.scalar(select(func.count()).select_from(Job).where(
-                    Job.id.in_(ids), Job.status.in_(("succeeded", "failed")))) or 0
+                done = (
+                    db.scalar(
+                        select(func.count())
+                        .select_from(Job)
+                        .where(Job.id.in_(ids), Job.status.in_(("succeeded", "failed")))
+                    )
+                    or 0
+                )
             if done >= len(ids):
                 break
             if time.perf_counter() - start > 600:
@@ -95,18 +143,27 @@ def main() -> None:
             time.sleep(0.05)
         makespan = time.perf_counter() - start
         with factory() as db:
-            failed = db.scalar(select(func.count()).select_from(Job).where(
-                Job.id.in_(ids), Job.status == "failed")) or 0
+            failed = (
+                db.scalar(
+                    select(func.count())
+                    .select_from(Job)
+                    .where(Job.id.in_(ids), Job.status == "failed")
+                )
+                or 0
+            )
     finally:
         worker.stop()
         sim.stop()
     ideal = args.calls * args.latency_ms / 1000
-    print(f"{args.jobs} jobs x {args.calls} model calls at {args.latency_ms} ms, "
-          f"one worker process with {args.concurrency} threads, {failed} failed")
-    print(f"ideal makespan {ideal:.2f} s (all waiting overlapped); "
-          f"serialised model calls would take {args.jobs * ideal:.0f} s")
-    print(f"achieved makespan {makespan:.2f} s -> achieved/ideal throughput "
-          f"{ideal / makespan:.3f}")
+    print(
+        f"{args.jobs} jobs x {args.calls} model calls at {args.latency_ms} ms, "
+        f"one worker process with {args.concurrency} threads, {failed} failed"
+    )
+    print(
+        f"ideal makespan {ideal:.2f} s (all waiting overlapped); "
+        f"serialised model calls would take {args.jobs * ideal:.0f} s"
+    )
+    print(f"achieved makespan {makespan:.2f} s -> achieved/ideal throughput {ideal / makespan:.3f}")
 
 
 if __name__ == "__main__":

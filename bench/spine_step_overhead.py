@@ -30,8 +30,13 @@ def _make_job(factory, user_id: uuid.UUID) -> tuple[uuid.UUID, uuid.UUID]:  # ty
         session = ChatSession(user_id=user_id)
         db.add(session)
         db.flush()
-        job = Job(user_id=user_id, session_id=session.id, kind="turn", input={"content": "go"},
-                  max_turns=1000)
+        job = Job(
+            user_id=user_id,
+            session_id=session.id,
+            kind="turn",
+            input={"content": "go"},
+            max_turns=1000,
+        )
         db.add(job)
         db.flush()
         append_message(db, session_id=session.id, job_id=job.id, role="user", content="go")
@@ -46,20 +51,38 @@ def main() -> None:
 
     database_url = scratch_database("leaflab_bench_steps")
     logs = Path(tempfile.mkdtemp())
-    script = {"latency_ms": 0, "replies": [
-        {"tool_calls": [{"name": "glob", "arguments": {"pattern": "*.md"}}]}] * args.rounds
-        + [{"content": "done"}]}
+    script = {
+        "latency_ms": 0,
+        "replies": [{"tool_calls": [{"name": "glob", "arguments": {"pattern": "*.md"}}]}]
+        * args.rounds
+        + [{"content": "done"}],
+    }
     (logs / "script.json").write_text(json.dumps(script))
     port = free_port()
-    sim = Proc("sim", [".venv/bin/python", "-m", "services.model_sim", "--port", str(port),
-                       "--script", str(logs / "script.json")], {}, logs)
+    sim = Proc(
+        "sim",
+        [
+            ".venv/bin/python",
+            "-m",
+            "services.model_sim",
+            "--port",
+            str(port),
+            "--script",
+            str(logs / "script.json"),
+        ],
+        {},
+        logs,
+    )
     try:
         wait_http(f"http://127.0.0.1:{port}/healthz", sim)
         timings = Timings(model_s=[], tool_s=[])
         glob_tool = [t for t in file_tools() if t.name == "glob"]
-        deps, factory = in_process_deps(database_url=database_url,
-                                        llm_url=f"http://127.0.0.1:{port}/v1",
-                                        tools=glob_tool, timings=timings)
+        deps, factory = in_process_deps(
+            database_url=database_url,
+            llm_url=f"http://127.0.0.1:{port}/v1",
+            tools=glob_tool,
+            timings=timings,
+        )
         with factory() as db, db.begin():
             user = User(email=f"bench-{uuid.uuid4().hex[:6]}@lab.test")
             db.add(user)
@@ -83,9 +106,11 @@ def main() -> None:
     per_step = [o * 1000 for o in overheads]
     print(f"jobs={args.jobs} rounds/job={args.rounds} (each round = 1 model call + 1 tool call)")
     print(f"baseline: model call p50 {model_p50:.2f} ms (simulator at 0 ms latency, same run)")
-    print(f"platform overhead per step: p50 {percentile(per_step, 50):.2f} ms, "
-          f"p99 {percentile(per_step, 99):.2f} ms, min {min(per_step):.2f} ms "
-          f"(mean per step, per job)")
+    print(
+        f"platform overhead per step: p50 {percentile(per_step, 50):.2f} ms, "
+        f"p99 {percentile(per_step, 99):.2f} ms, min {min(per_step):.2f} ms "
+        f"(mean per step, per job)"
+    )
 
 
 if __name__ == "__main__":

@@ -56,6 +56,7 @@ def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
     return RuntimeDeps(
         settings=cfg,
         factory=factory,
+        writer=engine.execution_options(isolation_level="AUTOCOMMIT"),
         model=client_from_settings(cfg),
         prices=PriceBook.from_settings(cfg),
         registry=build_registry(cfg),

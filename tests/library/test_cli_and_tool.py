@@ -21,7 +21,7 @@ def test_eval_prints_one_json_line() -> None:
         library_cli, ["eval", str(SCIFACT), "--limit-docs", "40", "--limit-queries", "15"]
     )
     assert result.exit_code == 0, result.output
-    line = [ln for ln in result.output.splitlines() if ln.startswith("{")][-1]
+    line = result.stdout.strip().splitlines()[-1]  # one JSON line on stdout
     metrics = json.loads(line)
     assert metrics["docs"] == 40 and metrics["queries"] == 15
     assert 0.5 < metrics["ndcg@10"] <= 1.0 and metrics["recall@100"] > 0.9

@@ -10,7 +10,7 @@ from typing import ClassVar
 import pytest
 from celery import Celery
 from pydantic import BaseModel
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.events import EventPublisher
@@ -50,7 +50,9 @@ class CountingSandboxTool(Tool):
 
 
 @pytest.fixture
-def deps(services: Services, stack: Stack, session_factory: sessionmaker[Session]) -> RuntimeDeps:
+def deps(
+    services: Services, stack: Stack, session_factory: sessionmaker[Session], engine: Engine
+) -> RuntimeDeps:
     services.simulator({"replies": [{"content": "final answer"}]})
     settings = WorkerSettings(
         llm_base_url=services.env["LEAFLAB_LLM_BASE_URL"],
@@ -60,6 +62,7 @@ def deps(services: Services, stack: Stack, session_factory: sessionmaker[Session
     return RuntimeDeps(
         settings=settings,
         factory=session_factory,
+        writer=engine.execution_options(isolation_level="AUTOCOMMIT"),
         model=client_from_settings(settings),
         prices=PriceBook.from_settings(settings),
         registry=ToolRegistry([*file_tools(), CountingSandboxTool()]),

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from celery import Celery
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.events import EventPublisher
@@ -20,6 +21,8 @@ from services.worker.tools.registry import ToolRegistry
 class RuntimeDeps:
     settings: WorkerSettings
     factory: sessionmaker[Session]
+    # The same pool in autocommit mode, for single-statement ledger writes.
+    writer: Engine
     model: ModelClient
     prices: PriceBook
     registry: ToolRegistry

@@ -16,11 +16,11 @@ from pydantic import BaseModel
 from services.common.metrics import STEP_DURATION
 from services.common.telemetry import tool_call_attributes
 from services.common.telemetry.names import TRACER_WORKER, tool_call_span_name
-from services.worker.runtime.conversation import append_message
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
-from services.worker.runtime.lease import Lease, check_fence
-from services.worker.runtime.ledger import StepView, begin_step, finish_step, tool_key
+from services.worker.runtime.lease import Lease
+from services.worker.runtime.ledger import StepView, tool_key
+from services.worker.runtime.recorder import MessageWrite, StepWrite, record
 from services.worker.runtime.state import TurnState
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 
@@ -63,10 +63,9 @@ class ToolStepRunner:
         self.state = state
 
     def _begin(self, **fields: Any) -> None:
-        with self.deps.factory() as db, db.begin():
-            _, cancel = check_fence(db, self.lease)
-            begin_step(db, job_id=self.who.job_id, fence=self.lease.fence, **fields)
-        self.state.cancel_requested |= cancel
+        step = StepWrite(status="running", **fields)
+        done = record(self.deps.writer, self.lease, session_id=self.who.session_id, step=step)
+        self.state.cancel_requested |= done.cancel_requested
         self.state.started(**fields)
 
     def run(self, round_no: int, call: ToolCallSpec, existing: StepView | None) -> None:
@@ -230,29 +229,36 @@ class ToolStepRunner:
         if len(content) > MAX_TOOL_MESSAGE_CHARS:
             model_content = content[:MAX_TOOL_MESSAGE_CHARS] + "\n…[truncated]"
         error_dict = error.to_dict() if error else None
-        with self.deps.factory() as db, db.begin():
-            _, cancel = check_fence(db, self.lease)
-            outcome: dict[str, Any] = {"status": status, "result": stored, "error": error_dict}
-            if fresh is not None:
-                begin_step(db, job_id=self.who.job_id, fence=self.lease.fence, **fresh, **outcome)
-            else:
-                finish_step(db, job_id=self.who.job_id, key=key, **outcome)
-            message = append_message(
-                db,
-                session_id=self.who.session_id,
-                job_id=self.who.job_id,
-                role="tool",
-                content=content,
-                model_content=model_content,
-                tool_call_id=call.id,
+        outcome: dict[str, Any] = {"status": status, "result": stored, "error": error_dict}
+        if fresh is not None:
+            step = StepWrite(**fresh, **outcome)
+        else:
+            step = StepWrite(
+                key=key,
+                kind="tool",
                 name=call.name,
+                round_no=round_no,
+                tool_call_id=call.id,
+                count_run=False,
+                **outcome,
             )
-        self.state.cancel_requested |= cancel
+        message = MessageWrite(
+            role="tool",
+            content=content,
+            model_content=model_content,
+            tool_call_id=call.id,
+            name=call.name,
+        )
+        done = record(
+            self.deps.writer, self.lease, session_id=self.who.session_id, step=step, message=message
+        )
+        self.state.cancel_requested |= done.cancel_requested
         if fresh is not None:
             self.state.started(**fresh, **outcome)
         else:
             self.state.finished(key, **outcome)
-        self.state.history.append(message)
+        assert done.message is not None
+        self.state.history.append(done.message)
         self.events.emit(
             "tool_end",
             {

@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from opentelemetry import trace
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from services.common.metrics import LLM_COST_USD, LLM_REQUEST_DURATION, LLM_TOKENS, STEP_DURATION
 from services.common.models import ChatSession, Job
@@ -25,16 +25,16 @@ from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER, mod
 from services.worker.llm.errors import ModelError
 from services.worker.llm.types import ModelResponse
 from services.worker.runtime.conversation import (
-    append_message,
     ordered_messages,
     to_model_messages,
 )
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import finish_job
-from services.worker.runtime.lease import Lease, check_fence
-from services.worker.runtime.ledger import StepView, begin_step, llm_key, load_steps
+from services.worker.runtime.lease import Lease
+from services.worker.runtime.ledger import StepView, llm_key, load_steps
 from services.worker.runtime.outcome import Outcome
+from services.worker.runtime.recorder import MessageWrite, StepWrite, UsageDelta, record
 from services.worker.runtime.state import TurnState
 from services.worker.runtime.tool_exec import JobIdentity, ToolCallSpec, ToolStepRunner
 from services.worker.tools.todo import todo_reminder, todo_reminder_due
@@ -237,61 +237,46 @@ class TurnRunner:
             "request_id": resp.request_id,
             "cost_usd": str(cost),
         }
-        wake: list[uuid.UUID] = []
-        step = {
-            "key": key,
-            "kind": "llm",
-            "name": resp.model or request["model"],
-            "round_no": round_no,
-            "arguments": request,
-        }
-        with self.deps.factory() as db, db.begin():
-            _, cancel = check_fence(db, self.lease)
-            begin_step(
-                db,
-                job_id=self.job_id,
+        name = resp.model or str(request["model"])
+        done = record(
+            self.deps.writer,
+            self.lease,
+            session_id=self.who.session_id,
+            step=StepWrite(
                 key=key,
                 kind="llm",
-                name=str(step["name"]),
+                name=name,
                 round_no=round_no,
-                fence=self.lease.fence,
                 status="succeeded",
                 arguments=request,
                 result=result,
-            )
-            message = append_message(
-                db,
-                session_id=self.who.session_id,
-                job_id=self.job_id,
-                role="assistant",
-                content=resp.content,
-                tool_calls=calls or None,
-            )
-            db.execute(
-                update(Job)
-                .where(Job.id == self.job_id)
-                .values(
-                    input_tokens=Job.input_tokens + usage["input_tokens"],
-                    output_tokens=Job.output_tokens + usage["output_tokens"],
-                    cached_tokens=Job.cached_tokens + usage["cached_tokens"],
-                    cost_usd=Job.cost_usd + cost,
-                )
-            )
-            if not calls:
-                wake = finish_job(
-                    db, self.lease, status="succeeded", result={"content": resp.content or ""}
-                )
-        self.state.cancel_requested |= cancel
+            ),
+            message=MessageWrite(role="assistant", content=resp.content, tool_calls=calls or None),
+            usage=UsageDelta(
+                input_tokens=usage["input_tokens"],
+                output_tokens=usage["output_tokens"],
+                cached_tokens=usage["cached_tokens"],
+                cost_usd=cost,
+            ),
+        )
+        self.state.cancel_requested |= done.cancel_requested
         self.state.started(
             key,
             kind="llm",
-            name=str(step["name"]),
+            name=name,
             round_no=round_no,
             arguments=request,
             status="succeeded",
             result=result,
         )
-        self.state.history.append(message)
+        assert done.message is not None
+        self.state.history.append(done.message)
+        wake: list[uuid.UUID] = []
+        if not calls:
+            with self.deps.factory() as db, db.begin():
+                wake = finish_job(
+                    db, self.lease, status="succeeded", result={"content": resp.content or ""}
+                )
         if calls:
             return None
         self._after_finish("succeeded", wake, {"content": resp.content or ""})
@@ -308,20 +293,21 @@ class TurnRunner:
             "request_id": err.request_id,
             "retryable": err.retryable,
         }
-        with self.deps.factory() as db, db.begin():
-            check_fence(db, self.lease)
-            begin_step(
-                db,
-                job_id=self.job_id,
+        record(
+            self.deps.writer,
+            self.lease,
+            session_id=self.who.session_id,
+            step=StepWrite(
                 key=key,
                 kind="llm",
-                name=request["model"],
+                name=str(request["model"]),
                 round_no=round_no,
-                fence=self.lease.fence,
                 status="failed",
                 arguments=request,
                 error=error,
-            )
+            ),
+        )
+        with self.deps.factory() as db, db.begin():
             wake = finish_job(db, self.lease, status="failed", error=f"model call failed: {err}")
         self._after_finish("failed", wake, None, error=f"model call failed: {err}")
         return Outcome.FINISHED

@@ -1,0 +1,183 @@
+"""One ledger write = one SQL statement = one round trip.
+
+A step's record, the message it adds to the session, the job's usage and the
+fence check all go into one statement of data-modifying CTEs, run in
+autocommit: Postgres executes a single statement atomically, so there is no
+BEGIN/COMMIT round trip and no window between checking the fence and writing.
+If the fence is stale the ``jobs`` CTE matches no row and nothing else is
+written (every other CTE depends on it).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import Engine, text
+
+from services.common.models import Message
+from services.worker.runtime.lease import Lease, LeaseLost
+
+RECORD_SQL = text(
+    """
+    WITH j AS (
+        UPDATE jobs
+           SET updated_at = now(),
+               input_tokens = input_tokens + :in_tok,
+               output_tokens = output_tokens + :out_tok,
+               cached_tokens = cached_tokens + :cached_tok,
+               cost_usd = cost_usd + :cost
+         WHERE id = :job_id AND fence = :fence
+        RETURNING cancel_requested
+    ), st AS (
+        INSERT INTO job_steps (id, job_id, seq, step_key, kind, name, round, tool_call_id,
+                               status, arguments, intent, result, error, executions, fence,
+                               started_at, finished_at)
+        SELECT :step_id, :job_id,
+               COALESCE((SELECT max(seq) FROM job_steps WHERE job_id = :job_id), 0) + 1,
+               :key, :kind, :name, :round, :tool_call_id, :status,
+               CAST(:arguments AS jsonb), CAST(:intent AS jsonb), CAST(:result AS jsonb),
+               CAST(:error AS jsonb), 1, :fence, now(),
+               CASE WHEN :finished THEN now() END
+          FROM j
+        ON CONFLICT ON CONSTRAINT uq_job_steps_job_key DO UPDATE SET
+               executions = job_steps.executions + CASE WHEN :count_run THEN 1 ELSE 0 END,
+               started_at = CASE WHEN :count_run THEN now() ELSE job_steps.started_at END,
+               arguments = COALESCE(EXCLUDED.arguments, job_steps.arguments),
+               intent = COALESCE(EXCLUDED.intent, job_steps.intent),
+               status = EXCLUDED.status,
+               result = EXCLUDED.result,
+               error = EXCLUDED.error,
+               fence = EXCLUDED.fence,
+               finished_at = EXCLUDED.finished_at
+        RETURNING 1
+    ), s AS (
+        UPDATE sessions SET message_seq = message_seq + 1, updated_at = now()
+         WHERE id = :session_id AND :with_message AND EXISTS (SELECT 1 FROM j)
+        RETURNING message_seq
+    ), m AS (
+        INSERT INTO messages (id, session_id, job_id, seq, role, content, model_content,
+                              tool_calls, tool_call_id, name, created_at)
+        SELECT :message_id, :session_id, :job_id, s.message_seq, :role, :content,
+               :model_content, CAST(:tool_calls AS jsonb), :message_tool_call_id,
+               :message_name, now()
+          FROM s
+        RETURNING seq
+    )
+    SELECT (SELECT cancel_requested FROM j) AS cancel,
+           (SELECT seq FROM m) AS seq,
+           (SELECT count(*) FROM st) AS steps
+    """
+)
+
+
+@dataclass(frozen=True)
+class StepWrite:
+    key: str
+    kind: str
+    name: str
+    round_no: int
+    status: str
+    tool_call_id: str | None = None
+    arguments: Any = None
+    intent: Any = None
+    result: Any = None
+    error: Any = None
+    # True when this write starts an execution (begin, or write-once); False
+    # when it only records the outcome of an execution already counted.
+    count_run: bool = True
+
+
+@dataclass(frozen=True)
+class MessageWrite:
+    role: str
+    content: str | None
+    model_content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class UsageDelta:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: Decimal = Decimal(0)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    cancel_requested: bool
+    message: Message | None
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, default=str)
+
+
+def record(
+    writer: Engine,
+    lease: Lease,
+    *,
+    session_id: uuid.UUID,
+    step: StepWrite,
+    message: MessageWrite | None = None,
+    usage: UsageDelta | None = None,
+) -> Recorded:
+    """Write a step (and its message and usage) under the fence, atomically."""
+    usage = usage or UsageDelta()
+    msg = message or MessageWrite(role="", content=None)
+    params = {
+        "job_id": lease.job_id,
+        "fence": lease.fence,
+        "in_tok": usage.input_tokens,
+        "out_tok": usage.output_tokens,
+        "cached_tok": usage.cached_tokens,
+        "cost": usage.cost_usd,
+        "step_id": uuid.uuid4(),
+        "key": step.key,
+        "kind": step.kind,
+        "name": step.name,
+        "round": step.round_no,
+        "tool_call_id": step.tool_call_id,
+        "status": step.status,
+        "finished": step.status != "running",
+        "arguments": _json(step.arguments),
+        "intent": _json(step.intent),
+        "result": _json(step.result),
+        "error": _json(step.error),
+        "count_run": step.count_run,
+        "session_id": session_id,
+        "with_message": message is not None,
+        "message_id": uuid.uuid4(),
+        "role": msg.role,
+        "content": msg.content,
+        "model_content": msg.model_content,
+        "tool_calls": _json(msg.tool_calls),
+        "message_tool_call_id": msg.tool_call_id,
+        "message_name": msg.name,
+    }
+    with writer.connect() as conn:
+        row = conn.execute(RECORD_SQL, params).one()
+    if row.cancel is None:
+        lease.lost.set()
+        raise LeaseLost(f"job {lease.job_id}: fence {lease.fence} is stale")
+    stored = None
+    if message is not None:
+        stored = Message(
+            id=params["message_id"],
+            session_id=session_id,
+            job_id=lease.job_id,
+            seq=int(row.seq),
+            role=msg.role,
+            content=msg.content,
+            model_content=msg.model_content,
+            tool_calls=msg.tool_calls,
+            tool_call_id=msg.tool_call_id,
+            name=msg.name,
+        )
+    return Recorded(cancel_requested=bool(row.cancel), message=stored)
