@@ -13,6 +13,7 @@ from services.api.errors import install_error_handlers
 from services.api.events.router import router as events_router
 from services.api.health.router import router as health_router
 from services.api.jobs.router import router as jobs_router
+from services.api.library.router import router as library_router
 from services.api.limits import BodySizeLimit
 from services.api.sessions.router import router as sessions_router
 from services.api.settings import ApiSettings
@@ -81,6 +82,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         jobs_router,
         events_router,
         traces_router,
+        library_router,
     )
     for router in routers:
         app.include_router(router)

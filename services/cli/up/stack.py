@@ -69,6 +69,24 @@ def service_specs(
             ],
         )
     )
+    # The library service also consumes the `library` queue in-process: its
+    # embedded vector store can be opened by one process only.
+    specs.append(
+        ProcessSpec(
+            "library",
+            [
+                py,
+                "-m",
+                "uvicorn",
+                "services.library.app:create_app",
+                "--factory",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "8200",
+            ],
+        )
+    )
     for index in range(workers):
         specs.append(
             ProcessSpec(
