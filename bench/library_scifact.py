@@ -1,104 +1,151 @@
-"""SciFact retrieval figures: BM25-only, dense-only and hybrid from ONE index.
+"""SciFact retrieval figures: hybrid, BM25-only and dense-only from ONE index,
+plus a fusion grid (RRF k, per-retriever weights, candidate depth) re-scored on
+the same candidate lists.
 
-Indexes through the real chunk → embed → store path; chunk embeddings are cached
-on disk (keyed by text) so fusion settings can be re-scored without re-embedding.
+Indexes through the real chunk → embed → store path (``services.library.beir``,
+the code behind ``leaflab library eval``) with the library's settings defaults.
+Chunk vectors are cached on disk (keyed by model, window and text), so a rerun
+with other BM25 or fusion settings does not re-embed.
 
-    .venv/bin/python bench/library_scifact.py --limit-docs 2000 --cache /tmp/scifact_emb.npz
+    .venv/bin/python bench/library_scifact.py --cache /tmp/irtune/emb_minilm
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
+import os
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-import numpy as np
+from services.library.beir import (
+    Candidates,
+    build_index,
+    collect_candidates,
+    load_beir,
+    reweight,
+    score,
+)
+from services.library.embedding import CachedEmbedder
+from services.library.lexical import Bm25Encoder
+from services.library.retrieval import FusionConfig, Retriever, fusion_config
+from services.library.settings import LibrarySettings
+from services.library.store.factory import open_store
 
-from services.library.beir import build_index, load_beir, score
-from services.library.embedding import Embedder
-from services.library.lexical import Bm25Encoder, Bm25Params
-from services.library.retrieval import FusionConfig, Retriever
-from services.library.store.edge import EdgeStore
-
-
-class CachedEmbedder(Embedder):
-    """Embedder that remembers vectors by text hash (bench-only speed-up)."""
-
-    def __init__(self, cache: Path, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self.cache_path = cache
-        self.cache: dict[str, np.ndarray] = {}
-        if cache.exists():
-            data = np.load(cache)
-            self.cache = {k: data[k] for k in data.files}
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
-        missing = [t for t, k in zip(texts, keys, strict=True) if k not in self.cache]
-        if missing:
-            for text, vec in zip(missing, super().encode(missing), strict=True):
-                self.cache[hashlib.sha256(text.encode()).hexdigest()] = vec
-        return np.stack([self.cache[k] for k in keys]) if keys else super().encode([])
-
-    def save(self) -> None:
-        np.savez(self.cache_path, **self.cache)
+GRID_K = (10, 30, 60, 100)
+GRID_WEIGHTS = ((1.0, 1.0), (1.0, 0.7), (0.7, 1.0), (1.0, 1.5), (1.5, 1.0))
+GRID_DEPTH = (50, 100, 200)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def _args() -> argparse.Namespace:
+    home = Path(os.environ.get("LEAFLAB_HOME", "/tmp"))
+    ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--data", default="../shared/data/scifact")
     ap.add_argument("--limit-docs", type=int, default=None)
     ap.add_argument("--limit-queries", type=int, default=None)
-    ap.add_argument("--cache", default="/tmp/leaflab_scifact_emb.npz")
-    ap.add_argument("--seq", type=int, default=256)
-    ap.add_argument("--max-tokens", type=int, default=220)
-    args = ap.parse_args()
-    data = load_beir(Path(args.data), limit_docs=args.limit_docs, limit_queries=args.limit_queries)
-    embedder = CachedEmbedder(Path(args.cache), max_seq_length=args.seq)
+    ap.add_argument("--cache", default=str(home / "leaflab_scifact_emb"))
+    ap.add_argument("--k1", type=float, default=None, help="override bm25_k1")
+    ap.add_argument("--b", type=float, default=None, help="override bm25_b")
+    ap.add_argument("--avg-len", type=float, default=None, help="override bm25_avg_len")
+    ap.add_argument("--title-weight", type=float, default=None, help="override title weight")
+    ap.add_argument("--no-grid", action="store_true", help="only the three headline rows")
+    return ap.parse_args()
+
+
+def _settings(args: argparse.Namespace) -> LibrarySettings:
+    overrides = {
+        "bm25_k1": args.k1,
+        "bm25_b": args.b,
+        "bm25_avg_len": args.avg_len,
+        "bm25_title_weight": args.title_weight,
+    }
+    return LibrarySettings(qdrant_url=None, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def _cut(candidates: Candidates, depth: int, fusion: FusionConfig) -> Candidates:
+    """The lists a store query with ``limit=depth`` returns (a ranked prefix)."""
+    return {
+        q: [(hits[:depth], w) for hits, w in reweight(lists, fusion)]
+        for q, lists in candidates.items()
+    }
+
+
+def _grid(base: Retriever, data: Any, mix: Candidates) -> list[dict[str, Any]]:
     rows = []
-    for title_weight in (1.0, 2.0):
-        encoder = Bm25Encoder(Bm25Params(title_weight=title_weight))
-        with tempfile.TemporaryDirectory() as tmp:
-            store = EdgeStore(Path(tmp) / "edge")
-            store.ensure(embedder.dimension)
-            t0 = time.perf_counter()
-            chunks = build_index(
-                data, embedder=embedder, encoder=encoder, store=store, max_tokens=args.max_tokens
-            )
-            embedder.save()
-            index_s = time.perf_counter() - t0
-            for mode, dw, lw in [
-                ("keyword", 1, 1),
-                ("vector", 1, 1),
-                ("mix", 1, 1),
-                ("mix", 1.0, 0.7),
-                ("mix", 1.0, 1.3),
-            ]:
-                fusion = FusionConfig(dense_weight=dw, lexical_weight=lw, candidates=200)
-                retriever = Retriever(
-                    store=store, embedder=embedder, encoder=encoder, fusion=fusion
+    for depth in GRID_DEPTH:
+        for rrf_k in GRID_K:
+            for dense_w, lex_w in GRID_WEIGHTS:
+                fusion = replace(
+                    base.fusion, rrf_k=rrf_k, dense_weight=dense_w, lexical_weight=lex_w
                 )
-                t1 = time.perf_counter()
-                metrics = score(retriever, data, mode=mode)
-                row = {
-                    "mode": mode,
-                    "dense_w": dw,
-                    "lex_w": lw,
-                    "title_w": title_weight,
-                    **metrics,
-                    "docs": len(data.corpus),
-                    "queries": len(data.queries),
-                    "chunks": chunks,
-                    "index_s": round(index_s, 1),
-                    "query_s": round(time.perf_counter() - t1, 1),
-                }
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-            store.close()
-    print(json.dumps({"summary": rows}))
+                retriever = Retriever(
+                    store=base.store, embedder=base.embedder, encoder=base.encoder, fusion=fusion
+                )
+                figures = score(retriever, data, mode="mix", candidates=_cut(mix, depth, fusion))
+                row = {"depth": depth, "rrf_k": rrf_k, "dense_w": dense_w, "lex_w": lex_w}
+                rows.append({**row, **figures})
+                print(json.dumps({"grid": rows[-1]}), flush=True)
+    return rows
+
+
+def main() -> None:
+    args = _args()
+    settings = _settings(args)
+    data = load_beir(Path(args.data), limit_docs=args.limit_docs, limit_queries=args.limit_queries)
+    embedder = CachedEmbedder(
+        Path(args.cache),
+        model=settings.embedding_model,
+        batch_size=settings.embedding_batch_size,
+        max_seq_length=settings.embedding_max_seq_length,
+    )
+    encoder = Bm25Encoder(settings.bm25_params())
+    with tempfile.TemporaryDirectory(prefix="leaflab-scifact-") as tmp:
+        store = open_store(settings, path=Path(tmp))
+        store.ensure(embedder.dimension)
+        t0 = time.perf_counter()
+        chunks = build_index(
+            data,
+            embedder=embedder,
+            encoder=encoder,
+            store=store,
+            max_tokens=settings.chunk_max_tokens,
+        )
+        index_s = time.perf_counter() - t0
+        retriever = Retriever(
+            store=store, embedder=embedder, encoder=encoder, fusion=fusion_config(settings)
+        )
+        t1 = time.perf_counter()
+        mix = collect_candidates(retriever, data, mode="mix")
+        search_s = time.perf_counter() - t1
+        head = {
+            "hybrid": score(retriever, data, mode="mix", candidates=mix),
+            "bm25": score(
+                retriever, data, mode="keyword", candidates={q: [c[1]] for q, c in mix.items()}
+            ),
+            "dense": score(
+                retriever, data, mode="vector", candidates={q: [c[0]] for q, c in mix.items()}
+            ),
+        }
+        info = {
+            "docs": len(data.corpus),
+            "queries": len(data.queries),
+            "chunks": chunks,
+            "index_s": round(index_s, 1),
+            "search_s": round(search_s, 1),
+            "bm25": settings.bm25_params().__dict__,
+            "fusion": fusion_config(settings).__dict__,
+        }
+        print(json.dumps({"info": info}), flush=True)
+        for name, figures in head.items():
+            print(json.dumps({"run": name, **figures}), flush=True)
+        if not args.no_grid:
+            rows = _grid(retriever, data, mix)
+            best = max(rows, key=lambda r: r["ndcg@10"])
+            print(json.dumps({"best_grid": best}), flush=True)
+        store.close()
 
 
 if __name__ == "__main__":

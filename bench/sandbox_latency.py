@@ -4,7 +4,9 @@ Compares, in one run:
   * bare cold   — `docker run --rm <hardened flags> IMAGE python3 -c 'print(1)'`
   * exec cold   — sandbox.exec for a new session with no warm pool (container created)
   * exec spare  — sandbox.exec for a new session that adopts a pre-started spare
-  * exec warm   — sandbox.exec again in the same session (container reused)
+  * exec warm   — sandbox.exec again in the same session (container reused):
+                  python (forked by the in-container runner), bash (runner starts it),
+                  and python with the runner off (one `docker exec` per call: the old path)
   * throughput  — concurrent execs from several clients, execs/s
 
 Needs PostgreSQL, Redis and Docker (scripts/ensure_docker.sh) and the image
@@ -79,8 +81,12 @@ def make_job() -> str:
     return job_id
 
 
-def start_worker(spares: int, concurrency: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "LEAFLAB_SANDBOX_POOL_SPARES": str(spares)}
+def start_worker(spares: int, concurrency: int, *, runner: bool = True) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "LEAFLAB_SANDBOX_POOL_SPARES": str(spares),
+        "LEAFLAB_SANDBOX_RUNNER": "true" if runner else "false",
+    }
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -156,7 +162,7 @@ def main() -> None:
     app = build_celery(settings)
     job_id = make_job()
 
-    def exec_once(session: str) -> None:
+    def exec_once(session: str, language: str = "python") -> None:
         r = app.send_task(
             "sandbox.exec",
             queue="sandbox",
@@ -164,8 +170,8 @@ def main() -> None:
                 "tool_call_id": uuid.uuid4().hex,
                 "job_id": job_id,
                 "session_id": session,
-                "language": "python",
-                "code": "print(1)",
+                "language": language,
+                "code": "print(1)" if language == "python" else "echo 1",
             },
         ).get(timeout=60)
         assert r["stdout"] == "1\n", r
@@ -206,6 +212,14 @@ def main() -> None:
     finally:
         stop(worker)
 
+    worker = start_worker(spares=0, concurrency=args.concurrency, runner=False)
+    try:
+        session = uuid.uuid4().hex
+        exec_once(session)
+        results["sandbox.exec warm, docker exec (old)"] = timed(lambda: exec_once(session), args.n)
+    finally:
+        stop(worker)
+
     worker = start_worker(spares=2, concurrency=args.concurrency)
     try:
         time.sleep(2)
@@ -216,6 +230,7 @@ def main() -> None:
         session = uuid.uuid4().hex
         exec_once(session)
         results["sandbox.exec warm (same session)"] = timed(lambda: exec_once(session), args.n)
+        results["sandbox.exec warm, bash"] = timed(lambda: exec_once(session, "bash"), args.n)
         sessions = [uuid.uuid4().hex for _ in range(args.concurrency)]
         for s in sessions:
             exec_once(s)
@@ -229,10 +244,12 @@ def main() -> None:
 
     print(f"image {image}; {os.cpu_count()} CPUs")
     for name, samples in results.items():
-        print(f"{name:36s} {percentiles(samples)}")
+        print(f"{name:40s} {percentiles(samples)}")
     bare = statistics.median(results["bare docker run (cold)"])
     warm = statistics.median(results["sandbox.exec warm (same session)"])
+    old = statistics.median(results["sandbox.exec warm, docker exec (old)"])
     print(f"warm p50 speed-up vs bare cold docker run: {bare / warm:.1f}x")
+    print(f"warm p50 speed-up vs warm docker exec (runner off): {old / warm:.1f}x")
     total = per_client * args.concurrency
     print(
         f"throughput: {total} execs from {args.concurrency} concurrent clients in "

@@ -54,6 +54,14 @@ def _create_jobs(factory, n: int) -> list[uuid.UUID]:  # type: ignore[no-untyped
     return ids
 
 
+def _wait_worker_ready(celery: Celery, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if celery.control.ping(timeout=1.0):
+            return
+    raise SystemExit("the worker did not start")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=200)
@@ -121,7 +129,7 @@ def main() -> None:
         os.environ.update(env)
         factory = build_sessionmaker(build_engine(database_url, pool_size=5))
         celery = Celery("bench", broker=REDIS_URL)
-        time.sleep(8)  # let the worker finish starting before the clock runs
+        _wait_worker_ready(celery)  # the clock starts only once the worker consumes
         ids = _create_jobs(factory, args.jobs)
         start = time.perf_counter()
         for job_id in ids:

@@ -83,6 +83,16 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 
 @pytest.fixture(scope="session")
+def isolated_redis_url(stack: Stack) -> str:
+    """A second, empty Redis db for tests that push fake messages onto real queue
+    names or run an in-process Celery worker: long-lived consumers started by
+    other test modules (library, sandbox) must never see those messages."""
+    url = f"{REDIS_BASE}/{(REDIS_DB + 1) % 16}"
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+@pytest.fixture(scope="session")
 def engine(stack: Stack) -> Iterator[Engine]:
     eng = build_engine(stack.database_url, pool_size=5)
     yield eng

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from services.library.chunking import chunk_blocks
-from services.library.embedding import Embedder
-from services.library.indexing import index_chunks
+from services.library.chunking import Chunk, chunk_blocks
+from services.library.embedding import CachedEmbedder, Embedder
+from services.library.indexing import embed_text, index_chunks
 from services.library.lexical import Bm25Encoder
-from services.library.retrieval import FusionConfig, Retriever
+from services.library.retrieval import FusionConfig, Retriever, fusion_config
 from services.library.settings import LibrarySettings
-from services.library.store.base import VectorStore
+from services.library.store.base import Hit, VectorStore
 from services.library.store.factory import open_store
 
 SCRATCH = "eval:scratch"
@@ -64,13 +64,25 @@ def load_beir(
     return BeirSet(corpus, queries, qrels)
 
 
+def document_chunks(data: BeirSet, *, max_tokens: int) -> list[tuple[str, str, list[Chunk]]]:
+    """(doc id, title, chunks) per document, chunked exactly as ingestion chunks."""
+    out = []
+    for doc_id, (title, text) in data.corpus.items():
+        blocks = [{"page": 1, "kind": "para", "text": text, "section": []}]
+        out.append(
+            (doc_id, title, chunk_blocks(blocks, paper=title or doc_id, max_tokens=max_tokens))
+        )
+    return out
+
+
 def build_index(
     data: BeirSet, *, embedder: Embedder, encoder: Bm25Encoder, store: VectorStore, max_tokens: int
 ) -> int:
+    docs = document_chunks(data, max_tokens=max_tokens)
+    if isinstance(embedder, CachedEmbedder):
+        embedder.warm([embed_text(c, title) for _, title, chunks in docs for c in chunks])
     total = 0
-    for doc_id, (title, text) in data.corpus.items():
-        blocks = [{"page": 1, "kind": "para", "text": text, "section": []}]
-        chunks = chunk_blocks(blocks, paper=title or doc_id, max_tokens=max_tokens)
+    for doc_id, title, chunks in docs:
         total += index_chunks(
             chunks,
             document_id=doc_id,
@@ -91,45 +103,79 @@ def ndcg_at(ranked: list[str], rels: dict[str, int], k: int) -> float:
     return dcg / idcg if idcg else 0.0
 
 
-def score(retriever: Retriever, data: BeirSet, *, mode: str) -> dict[str, float]:
-    """Mean nDCG@10 and recall@100 over the queries (documents = best chunk)."""
+Candidates = dict[str, list[tuple[list[Hit], float]]]
+
+
+def collect_candidates(retriever: Retriever, data: BeirSet, *, mode: str) -> Candidates:
+    """Each query's ranked lists from the store, fetched once (query vectors in
+    one batch) so several fusion settings can be scored on the same lists."""
     ids = list(data.queries)
     vectors = retriever.embedder.encode([data.queries[q] for q in ids])
-    ndcg = recall = 0.0
-    for qid, vector in zip(ids, vectors, strict=True):
-        hits = retriever.search(
-            data.queries[qid],
-            collections=[SCRATCH],
-            mode=mode,
-            k=100,
-            per_paper_cap=1,
-            query_vector=vector,
+    return {
+        qid: retriever.candidates(
+            data.queries[qid], collections=[SCRATCH], mode=mode, vector=vector
         )
+        for qid, vector in zip(ids, vectors, strict=True)
+    }
+
+
+def reweight(
+    lists: list[tuple[list[Hit], float]], fusion: FusionConfig
+) -> list[tuple[list[Hit], float]]:
+    """Mix-mode lists (dense, then BM25) under ``fusion``'s weights."""
+    (dense, _), (sparse, _) = lists
+    return [(dense, fusion.dense_weight), (sparse, fusion.lexical_weight)]
+
+
+def score(
+    retriever: Retriever, data: BeirSet, *, mode: str, candidates: Candidates | None = None
+) -> dict[str, float]:
+    """Mean nDCG@10 and recall@100 over the queries (a document ranks at its
+    best chunk's place: per-paper cap 1)."""
+    if candidates is None:
+        candidates = collect_candidates(retriever, data, mode=mode)
+    ndcg = recall = 0.0
+    for qid, lists in candidates.items():
+        hits = retriever.rank(data.queries[qid], lists, mode=mode, k=100, per_paper_cap=1)
         ranked = [str(h.payload["document_id"]) for h in hits]
         rels = {d: r for d, r in data.qrels[qid].items() if r > 0}
         ndcg += ndcg_at(ranked, rels, 10)
         recall += len(set(ranked[:100]) & set(rels)) / len(rels) if rels else 0.0
-    n = max(1, len(ids))
+    n = max(1, len(candidates))
     return {"ndcg@10": round(ndcg / n, 4), "recall@100": round(recall / n, 4)}
+
+
+def score_all(retriever: Retriever, data: BeirSet) -> dict[str, dict[str, float]]:
+    """Hybrid, BM25-only and dense-only from ONE set of candidate lists."""
+    mix = collect_candidates(retriever, data, mode="mix")
+    dense = {q: [lists[0]] for q, lists in mix.items()}
+    sparse = {q: [lists[1]] for q, lists in mix.items()}
+    return {
+        "hybrid": score(retriever, data, mode="mix", candidates=mix),
+        "bm25": score(retriever, data, mode="keyword", candidates=sparse),
+        "dense": score(retriever, data, mode="vector", candidates=dense),
+    }
 
 
 def run_eval(
     root: Path,
     settings: LibrarySettings,
     *,
-    mode: str = "mix",
     limit_docs: int | None = None,
     limit_queries: int | None = None,
+    cache_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Index ``root`` in a throw-away local store and score it; one result dict."""
+    """Index ``root`` in a throw-away local store and score hybrid, BM25-only
+    and dense-only from that one index; one result dict (hybrid on top)."""
     data = load_beir(root, limit_docs=limit_docs, limit_queries=limit_queries)
-    embedder = Embedder(
-        model=settings.embedding_model,
-        device=settings.embedding_device,
-        batch_size=settings.embedding_batch_size,
-        max_seq_length=settings.embedding_max_seq_length,
-    )
-    encoder = Bm25Encoder()
+    options: dict[str, Any] = {
+        "model": settings.embedding_model,
+        "device": settings.embedding_device,
+        "batch_size": settings.embedding_batch_size,
+        "max_seq_length": settings.embedding_max_seq_length,
+    }
+    embedder = CachedEmbedder(cache_dir, **options) if cache_dir else Embedder(**options)
+    encoder = Bm25Encoder(settings.bm25_params())
     with tempfile.TemporaryDirectory(prefix="leaflab-eval-") as tmp:
         store = open_store(settings, path=Path(tmp))
         store.ensure(embedder.dimension)
@@ -142,20 +188,21 @@ def run_eval(
             max_tokens=settings.chunk_max_tokens,
         )
         indexed_s = time.perf_counter() - started
-        fusion = FusionConfig(
-            rrf_k=settings.rrf_k,
-            dense_weight=settings.dense_weight,
-            lexical_weight=settings.lexical_weight,
-            candidates=200,
+        retriever = Retriever(
+            store=store, embedder=embedder, encoder=encoder, fusion=fusion_config(settings)
         )
-        retriever = Retriever(store=store, embedder=embedder, encoder=encoder, fusion=fusion)
-        metrics = score(retriever, data, mode=mode)
+        started = time.perf_counter()
+        figures = score_all(retriever, data)
+        scored_s = time.perf_counter() - started
         store.close()
     return {
-        "mode": mode,
-        **metrics,
+        "mode": "mix",
+        **figures["hybrid"],
+        "bm25": figures["bm25"],
+        "dense": figures["dense"],
         "docs": len(data.corpus),
         "queries": len(data.queries),
         "chunks": chunks,
         "index_s": round(indexed_s, 1),
+        "search_s": round(scored_s, 1),
     }

@@ -33,7 +33,7 @@ class SparseVector:
 class Bm25Params:
     k1: float = 0.9
     b: float = 0.4
-    avg_len: float = 160.0
+    avg_len: float = 80.0
     title_weight: float = 1.0
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from services.library.embedding import Embedder
 from services.library.lexical import Bm25Encoder
+from services.library.settings import LibrarySettings
 from services.library.store.base import Hit, VectorStore
 
 Mode = Literal["survey", "derive", "write", "keyword", "vector", "mix"]
@@ -28,6 +29,16 @@ class FusionConfig:
     lexical_weight: float = 1.0
     candidates: int = 100
     per_paper_cap: int = 3
+
+
+def fusion_config(settings: LibrarySettings) -> FusionConfig:
+    return FusionConfig(
+        rrf_k=settings.rrf_k,
+        dense_weight=settings.dense_weight,
+        lexical_weight=settings.lexical_weight,
+        candidates=settings.fusion_candidates,
+        per_paper_cap=settings.per_paper_cap,
+    )
 
 
 @dataclass
@@ -114,17 +125,35 @@ class Retriever:
         query_vector: np.ndarray | None = None,
     ) -> list[SearchHit]:
         """Ranked chunks for ``query`` within ``collections`` (see module docstring)."""
+        lists = self.candidates(query, collections=collections, mode=mode, vector=query_vector)
+        return self.rank(query, lists, mode=mode, k=k, per_paper_cap=per_paper_cap)
+
+    def candidates(
+        self, query: str, *, collections: list[str], mode: str, vector: np.ndarray | None = None
+    ) -> list[tuple[list[Hit], float]]:
+        """The weighted ranked lists that ``rank`` fuses (one per retriever and facet)."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
         if mode == "survey":
-            lists = [
+            return [
                 lst
                 for q in survey_queries(query)
                 for lst in self._lists(q, collections, "mix", None)
             ]
-        else:
-            base = mode if mode in ("keyword", "vector") else "mix"
-            lists = self._lists(query, collections, base, query_vector)
+        base = mode if mode in ("keyword", "vector") else "mix"
+        return self._lists(query, collections, base, vector)
+
+    def rank(
+        self,
+        query: str,
+        lists: list[tuple[list[Hit], float]],
+        *,
+        mode: str,
+        k: int,
+        per_paper_cap: int | None = None,
+    ) -> list[SearchHit]:
+        """Fuse, rerank, shape and cap ``lists`` (kept apart so evaluation can
+        re-fuse the same candidates under other fusion settings)."""
         if mode in ("keyword", "vector"):
             fused = [SearchHit(h.id, h.score, h.payload) for h in lists[0][0]]
         else:

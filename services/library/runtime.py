@@ -18,7 +18,7 @@ from services.library.blobs import BlobStore
 from services.library.embedding import Embedder
 from services.library.lexical import Bm25Encoder
 from services.library.parsing.isolated import ParseLimits
-from services.library.retrieval import FusionConfig, Retriever
+from services.library.retrieval import Retriever, fusion_config
 from services.library.settings import LibrarySettings
 from services.library.store import VectorStore, open_store
 
@@ -63,13 +63,8 @@ def build_runtime(settings: LibrarySettings) -> LibraryRuntime:
     )
     store = open_store(settings)
     store.ensure(embedder.dimension)
-    encoder = Bm25Encoder()
-    fusion = FusionConfig(
-        rrf_k=settings.rrf_k,
-        dense_weight=settings.dense_weight,
-        lexical_weight=settings.lexical_weight,
-        per_paper_cap=settings.per_paper_cap,
-    )
+    encoder = Bm25Encoder(settings.bm25_params())
+    fusion = fusion_config(settings)
     retriever = Retriever(
         store=store,
         embedder=embedder,

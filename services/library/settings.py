@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from services.common.settings import CommonSettings
+from services.library.lexical import Bm25Params
 
 
 class LibrarySettings(CommonSettings):
@@ -41,11 +42,32 @@ class LibrarySettings(CommonSettings):
     rerank_model: str | None = None
     rerank_top_n: int = 30
 
+    # BM25 document weights are computed at ingestion, so changing these needs
+    # a re-index. k1/b are the Anserini/BEIR defaults; avg_len is the measured
+    # mean chunk length in indexed terms (stemmed, stop words out, title
+    # included) of 220-piece chunks; each chunk carries its paper's title once.
+    # Chosen on SciFact train claims, see bench/RESULTS_library.md.
+    bm25_k1: float = 0.9
+    bm25_b: float = 0.4
+    bm25_avg_len: float = 80.0
+    bm25_title_weight: float = 1.0
+
     # Retrieval fusion (tuned on SciFact train claims, see bench/RESULTS_library.md).
     rrf_k: int = 60
     dense_weight: float = 1.0
     lexical_weight: float = 1.0
+    # Chunks each retriever hands to fusion: a paper has several chunks, so
+    # depth 200 still covers ~100 distinct papers per list.
+    fusion_candidates: int = 200
     per_paper_cap: int = 3
+
+    def bm25_params(self) -> Bm25Params:
+        return Bm25Params(
+            k1=self.bm25_k1,
+            b=self.bm25_b,
+            avg_len=self.bm25_avg_len,
+            title_weight=self.bm25_title_weight,
+        )
 
     # Ingestion limits: parsing runs in a child process under these limits.
     parse_memory_mb: int = 1024

@@ -1,4 +1,9 @@
-"""Docker backend: ``docker exec`` in warm, hardened containers (see pool.py)."""
+"""Docker backend: code runs in warm, hardened containers (see pool.py).
+
+Each warm container runs the in-container runner (runner/sandbox_runner.py),
+which takes execs over the container's attached stdin: no ``docker exec`` per
+call. A container without a working runner gets ``docker exec`` instead.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import docker
 import docker.errors
 
 from services.sandbox.backend import (
+    WORKSPACE_MOUNT,
     ExecOutcome,
     ExecRequest,
     LifecycleSink,
@@ -32,12 +38,14 @@ from services.sandbox.pool import (
     WarmPool,
     remove_container,
 )
+from services.sandbox.runner_channel import OutputSink, RunnerError, RunnerNotStarted
 from services.sandbox.settings import SandboxSettings
 
 log = logging.getLogger(__name__)
 
-# Runs before every command in a reused container: kill what an earlier exec
-# left running (except PID 1, tini, and the container's own `sleep infinity`;
+# Runs before every `docker exec` in a reused container: kill what an earlier
+# exec left running (except PID 1 -- tini, or the runner -- and the container's
+# own `sleep infinity`;
 # PIDs are not predictable, so the keeper is known by its command line), then
 # open up the umask so the agent's file tools can edit what the sandbox wrote.
 PRELUDE = (
@@ -48,8 +56,13 @@ PRELUDE = (
     'kill -9 "$p" 2>/dev/null; done; '
     'umask 000; exec "$@"'
 )
+EXEC_ENV = {"HOME": "/tmp", "MPLBACKEND": "Agg"}
 WATCH_INTERVAL_S = 0.2
 QUOTA_CHECK_EVERY_S = 1.0
+
+
+class ContainerGone(RuntimeError):
+    """The container died before the exec started anything."""
 
 
 def workspace_bytes(root: Path) -> int:
@@ -89,6 +102,20 @@ class DockerBackend(SandboxBackend):
 
     def execute(self, request: ExecRequest, on_event: LifecycleSink) -> ExecOutcome:
         started = time.monotonic()
+        try:
+            outcome = self._attempt(request, on_event)
+        except ContainerGone as exc:
+            # Nothing ran (the runner lost the request before starting it and its
+            # container is dead): one retry in another container is safe.
+            log.warning("sandbox container lost before the exec started (%s); retrying", exc)
+            try:
+                outcome = self._attempt(request, on_event)
+            except ContainerGone as again:
+                raise SandboxUnavailable(f"sandbox containers keep dying: {again}") from again
+        outcome.duration_ms = (time.monotonic() - started) * 1000
+        return outcome
+
+    def _attempt(self, request: ExecRequest, on_event: LifecycleSink) -> ExecOutcome:
         slot, warm = self.pool.checkout(
             request.session_key, request.workspace, network=request.allow_network
         )
@@ -100,6 +127,7 @@ class DockerBackend(SandboxBackend):
                 "warm": warm,
                 "image": self.image,
                 "network": request.allow_network,
+                "runner": slot.runner is not None,
             },
         )
         outcome = ExecOutcome(
@@ -119,25 +147,23 @@ class DockerBackend(SandboxBackend):
             self.pool.checkin(slot, reusable=reusable)
             if not reusable:
                 on_event("sandbox_cleanup", {"sandbox_id": slot.id, "removed": True})
-        outcome.duration_ms = (time.monotonic() - started) * 1000
         return outcome
 
     def _run(
         self, slot: Slot, request: ExecRequest, outcome: ExecOutcome, on_event: LifecycleSink
     ) -> bool:
-        """Exec and stream; returns whether the container may be reused."""
-        api = self.client.api
-        exec_id = api.exec_create(
-            slot.container.id,
-            ["/bin/sh", "-c", PRELUDE, "sandbox", *request.argv],
-            user=self.settings.sandbox_user,
-            workdir="/workspace",
-            environment={"HOME": "/tmp", "MPLBACKEND": "Agg"},
-        )["Id"]
+        """Run and stream; returns whether the container may be reused.
+
+        Through the container's runner when it has a working one, else (or when
+        the runner loses the request before starting it) with `docker exec`.
+        Limits are enforced from here either way: the watchdog and the output
+        cap kill the whole container.
+        """
         stdout = BoundedOutput(self.settings.sandbox_output_cap_bytes)
         stderr = BoundedOutput(self.settings.sandbox_output_cap_bytes)
         done = threading.Event()
         kill_reason: list[str] = []
+        api = self.client.api
 
         def kill(reason: str) -> None:
             if not kill_reason:
@@ -149,6 +175,16 @@ class DockerBackend(SandboxBackend):
                     target=_kill_quietly, args=(api, slot.container.id), daemon=True
                 ).start()
 
+        def feed(out: bytes | None, err: bytes | None) -> None:
+            if kill_reason:
+                return  # killed: drain what is in flight, keep nothing more
+            if out:
+                stdout.feed(out)
+            if err:
+                stderr.feed(err)
+            if stdout.total + stderr.total > self.settings.sandbox_output_kill_bytes:
+                kill("output_limit")
+
         watchdog = threading.Thread(
             target=self._watch,
             args=(request, done, kill, lambda: stdout.total + stderr.total),
@@ -156,32 +192,10 @@ class DockerBackend(SandboxBackend):
         )
         watchdog.start()
         try:
-            stream: Iterator[tuple[bytes | None, bytes | None]] = api.exec_start(
-                exec_id, stream=True, demux=True
-            )
-            for out, err in stream:
-                if kill_reason:
-                    continue  # killed: drain what is in flight, keep nothing more
-                if out:
-                    stdout.feed(out)
-                if err:
-                    stderr.feed(err)
-                if stdout.total + stderr.total > self.settings.sandbox_output_kill_bytes:
-                    kill("output_limit")
-        except (docker.errors.APIError, OSError) as exc:
-            # The stream breaks when the watchdog kills the container.
-            if not kill_reason:
-                raise
-            log.debug("exec stream ended by kill: %s", exc)
+            healthy, via = self._dispatch(slot, request, outcome, feed, kill_reason)
         finally:
             done.set()
             watchdog.join(timeout=5)
-        healthy = not kill_reason
-        if not kill_reason:
-            outcome.exit_code = api.exec_inspect(exec_id).get("ExitCode")
-            if outcome.exit_code in (None, 137):
-                # SIGKILL: the OOM killer, or the code killed the container's keeper.
-                healthy = self._running(slot)
         self._fill(outcome, stdout, stderr, kill_reason)
         if outcome.timed_out:
             on_event("sandbox_timeout", {"sandbox_id": slot.id, "timeout_s": request.timeout_s})
@@ -191,9 +205,82 @@ class DockerBackend(SandboxBackend):
                 "sandbox_id": slot.id,
                 "exit_code": outcome.exit_code,
                 "killed_reason": outcome.killed_reason,
+                "via": via,
             },
         )
-        return healthy
+        return healthy and not kill_reason
+
+    def _dispatch(
+        self,
+        slot: Slot,
+        request: ExecRequest,
+        outcome: ExecOutcome,
+        feed: OutputSink,
+        kill_reason: list[str],
+    ) -> tuple[bool, str]:
+        """Run through the runner or `docker exec`; returns (healthy, which way)."""
+        if slot.runner is not None and not slot.runner.broken:
+            try:
+                result = slot.runner.run(
+                    request.argv,
+                    cwd=WORKSPACE_MOUNT,
+                    env=EXEC_ENV,
+                    on_output=feed,
+                    fork=self.settings.sandbox_runner_fork,
+                )
+            except RunnerNotStarted as exc:
+                if kill_reason or not self._running(slot):
+                    raise ContainerGone(str(exc)) from exc
+                log.warning("runner of %s lost a request (%s); using docker exec", slot.id, exc)
+            except RunnerError as exc:
+                # Broken off mid-run: killed by us, or the container died (OOM, ...).
+                log.warning("runner stream of %s ended: %s", slot.id, exc)
+                return False, "runner"
+            else:
+                outcome.exit_code = result.exit_code
+                return result.clean, "runner"
+        return self._exec(slot, request, outcome, feed, kill_reason), "exec"
+
+    def _exec(
+        self,
+        slot: Slot,
+        request: ExecRequest,
+        outcome: ExecOutcome,
+        feed: OutputSink,
+        kill_reason: list[str],
+    ) -> bool:
+        """One `docker exec` (the fallback path); returns whether the container is healthy."""
+        api = self.client.api
+        try:
+            exec_id = api.exec_create(
+                slot.container.id,
+                ["/bin/sh", "-c", PRELUDE, "sandbox", *request.argv],
+                user=self.settings.sandbox_user,
+                workdir=WORKSPACE_MOUNT,
+                environment=EXEC_ENV,
+            )["Id"]
+        except docker.errors.APIError as exc:
+            if not kill_reason and not self._running(slot):
+                raise ContainerGone(str(exc)) from exc
+            raise
+        try:
+            stream: Iterator[tuple[bytes | None, bytes | None]] = api.exec_start(
+                exec_id, stream=True, demux=True
+            )
+            for out, err in stream:
+                feed(out, err)
+        except (docker.errors.APIError, OSError) as exc:
+            # The stream breaks when the watchdog kills the container.
+            if not kill_reason:
+                raise
+            log.debug("exec stream ended by kill: %s", exc)
+        if kill_reason:
+            return False
+        outcome.exit_code = api.exec_inspect(exec_id).get("ExitCode")
+        if outcome.exit_code in (None, 137):
+            # SIGKILL: the OOM killer, or the code killed the container's keeper.
+            return self._running(slot)
+        return True
 
     def _running(self, slot: Slot) -> bool:
         try:
@@ -273,7 +360,13 @@ def _kill_quietly(api: docker.APIClient, container_id: str) -> None:
 
 
 def owner_alive(owner: str, alive: Callable[[str], bool] | None) -> bool:
-    """Whether a container's owner still runs: same-host pid check, else heartbeat."""
+    """Whether a container's owner still runs: same-host pid check, else heartbeat.
+
+    A live pid on this host counts as alive even without a heartbeat: workers
+    configured with another Redis (another deployment or test run on the same
+    Docker daemon) heartbeat where this one cannot see, and must not lose
+    their containers to this janitor.
+    """
     host, _, rest = owner.partition("/")
     pid_text = rest.split("/", 1)[0]
     if host == socket.gethostname() and pid_text.isdigit():
@@ -283,4 +376,6 @@ def owner_alive(owner: str, alive: Callable[[str], bool] | None) -> bool:
             return False
         except PermissionError:
             pass
+        else:
+            return True
     return alive(owner) if alive is not None else True

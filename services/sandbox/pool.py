@@ -25,13 +25,15 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import docker
 import docker.errors
 from docker.models.containers import Container
-from docker.types import Ulimit
+from docker.types import LogConfig, Ulimit
 
 from services.sandbox.backend import WORKSPACE_MOUNT
+from services.sandbox.runner_channel import RUNNER_ARGV, RUNNER_MOUNT, RunnerChannel, RunnerError
 from services.sandbox.settings import SandboxSettings
 
 log = logging.getLogger(__name__)
@@ -40,6 +42,10 @@ LABEL = "leaflab.sandbox"
 LABEL_OWNER = "leaflab.sandbox.owner"
 LABEL_SLOT = "leaflab.sandbox.slot"
 SLOTS_DIRNAME = ".sandbox-slots"
+RUNNER_DIR = Path(__file__).resolve().parent / "runner"
+# After this many runner start failures in a row, stop trying for a while.
+RUNNER_MAX_FAILURES = 3
+RUNNER_RETRY_AFTER_S = 300.0
 
 
 @dataclass
@@ -52,6 +58,8 @@ class Slot:
     session_key: str | None = None
     inode: tuple[int, int] = (0, 0)
     last_used: float = field(default_factory=time.monotonic)
+    # The attached in-container runner; None for a plain `sleep infinity` container.
+    runner: RunnerChannel | None = None
 
     @property
     def id(self) -> str:
@@ -73,44 +81,118 @@ class ContainerFactory:
         self.settings = settings
         self.image = image
         self.owner = owner
+        self._runner_failures = 0
+        self._runner_retry_at = 0.0
 
     def create(self, mount_dir: Path, *, network: bool, slot: bool) -> Slot:
-        s = self.settings
-        mem = f"{s.sandbox_memory_mb}m"
-        fsize = s.sandbox_file_size_mb * 1024 * 1024
         labels = {LABEL: "1", LABEL_OWNER: self.owner}
         if slot:
             labels[LABEL_SLOT] = str(mount_dir)
+        runner_dir = self._runner_dir()
+        if runner_dir is not None:
+            try:
+                return self._create_with_runner(mount_dir, runner_dir, network, labels)
+            except (RunnerError, docker.errors.DockerException) as exc:
+                self._runner_failed(exc)
         container = self.client.containers.run(
             self.image,
             command=["sleep", "infinity"],
             detach=True,
             init=True,  # tini as PID 1 reaps orphans, so zombies cannot pile up
-            network_mode="bridge" if network else "none",
-            read_only=True,
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            pids_limit=s.sandbox_pids,
-            mem_limit=mem,
-            memswap_limit=mem,  # equal: no swap, a balloon hits the OOM killer
-            nano_cpus=int(s.sandbox_cpus * 1e9),
-            user=s.sandbox_user,
-            tmpfs={"/tmp": f"size={s.sandbox_tmpfs_mb}m,mode=1777,nosuid,nodev"},
-            ulimits=[
-                Ulimit(name="fsize", soft=fsize, hard=fsize),
-                Ulimit(name="nofile", soft=s.sandbox_nofile, hard=s.sandbox_nofile),
-            ],
-            volumes={str(mount_dir): {"bind": WORKSPACE_MOUNT, "mode": "rw"}},
-            working_dir=WORKSPACE_MOUNT,
-            hostname="sandbox",
-            labels=labels,
-            ipc_mode="private",
+            **self._hardening(mount_dir, network, labels),
         )
         return Slot(
             container=container, network=network, mount_dir=mount_dir, inode=dir_inode(mount_dir)
         )
 
+    def _hardening(self, mount_dir: Path, network: bool, labels: dict[str, str]) -> dict[str, Any]:
+        """Container options every sandbox gets, whichever way it runs code."""
+        s = self.settings
+        mem = f"{s.sandbox_memory_mb}m"
+        fsize = s.sandbox_file_size_mb * 1024 * 1024
+        return {
+            "network_mode": "bridge" if network else "none",
+            "read_only": True,
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "pids_limit": s.sandbox_pids,
+            "mem_limit": mem,
+            "memswap_limit": mem,  # equal: no swap, a balloon hits the OOM killer
+            "nano_cpus": int(s.sandbox_cpus * 1e9),
+            "user": s.sandbox_user,
+            "tmpfs": {"/tmp": f"size={s.sandbox_tmpfs_mb}m,mode=1777,nosuid,nodev"},
+            "ulimits": [
+                Ulimit(name="fsize", soft=fsize, hard=fsize),
+                Ulimit(name="nofile", soft=s.sandbox_nofile, hard=s.sandbox_nofile),
+            ],
+            "volumes": {str(mount_dir): {"bind": WORKSPACE_MOUNT, "mode": "rw"}},
+            "working_dir": WORKSPACE_MOUNT,
+            "hostname": "sandbox",
+            "labels": labels,
+            "ipc_mode": "private",
+        }
+
+    def _create_with_runner(
+        self, mount_dir: Path, runner_dir: Path, network: bool, labels: dict[str, str]
+    ) -> Slot:
+        """Create, attach, then start: the runner's ready frame cannot be missed.
+
+        The runner is PID 1 (no tini, see the runner's doc) and its output is
+        not logged: exec output must not pile up in Docker's log files.
+        """
+        options = self._hardening(mount_dir, network, labels)
+        options["volumes"][str(runner_dir)] = {"bind": RUNNER_MOUNT, "mode": "ro"}
+        container = self.client.containers.create(
+            self.image,
+            command=RUNNER_ARGV,
+            init=False,
+            stdin_open=True,
+            log_config=LogConfig(type="none"),
+            **options,
+        )
+        channel: RunnerChannel | None = None
+        try:
+            channel = RunnerChannel.attach(self.client.api, str(container.id))
+            container.start()
+            channel.wait_ready(self.settings.sandbox_runner_ready_s)
+        except BaseException:
+            if channel is not None:
+                channel.close()
+            remove_container(self.client, str(container.id))
+            raise
+        self._runner_failures = 0
+        return Slot(
+            container=container,
+            network=network,
+            mount_dir=mount_dir,
+            inode=dir_inode(mount_dir),
+            runner=channel,
+        )
+
+    def _runner_dir(self) -> Path | None:
+        """Where the runner comes from, or None when execs must use `docker exec`."""
+        if not self.settings.sandbox_runner:
+            return None
+        if self._runner_failures >= RUNNER_MAX_FAILURES:
+            if time.monotonic() < self._runner_retry_at:
+                return None
+            self._runner_failures = RUNNER_MAX_FAILURES - 1  # one more try
+        runner_dir = self.settings.sandbox_runner_dir or RUNNER_DIR
+        return runner_dir
+
+    def _runner_failed(self, exc: BaseException) -> None:
+        self._runner_failures += 1
+        log.warning(
+            "sandbox runner did not start (%s); this container uses `docker exec` (%d in a row)",
+            exc,
+            self._runner_failures,
+        )
+        if self._runner_failures >= RUNNER_MAX_FAILURES:
+            self._runner_retry_at = time.monotonic() + RUNNER_RETRY_AFTER_S
+
     def remove(self, slot: Slot) -> None:
+        if slot.runner is not None:
+            slot.runner.close()
         remove_container(self.client, str(slot.container.id))
 
 

@@ -50,6 +50,16 @@ class SandboxSettings(CommonSettings):
     sandbox_pool_idle_s: float = Field(default=300.0, gt=0)
     sandbox_janitor_interval_s: float = Field(default=10.0, gt=0)
     sandbox_heartbeat_ttl_s: float = Field(default=20.0, gt=0)
+    # Warm containers run a long-lived runner (services/sandbox/runner, mounted
+    # read-only) that takes execs over the attached stdin: no `docker exec` per
+    # call. Off, or when the runner cannot start, execs use `docker exec`.
+    sandbox_runner: bool = True
+    sandbox_runner_ready_s: float = Field(default=20.0, gt=0)
+    # `python3 -c` execs as forks of the runner's interpreter (no start-up cost).
+    sandbox_runner_fork: bool = True
+    # Host path of the runner directory as the Docker daemon sees it (set when
+    # the worker runs in a container whose paths differ from the daemon's).
+    sandbox_runner_dir: Path | None = None
 
     @model_validator(mode="after")
     def _check_sandbox_limits(self) -> SandboxSettings:

@@ -25,17 +25,31 @@ def _config(*profiles: str) -> dict:
     args = [_compose(), "-f", str(ROOT / "docker-compose.yml")]
     for profile in profiles:
         args += ["--profile", profile]
-    out = subprocess.run([*args, "config", "--format", "json"], capture_output=True, text=True,
-                         cwd=ROOT, check=False)
+    out = subprocess.run(
+        [*args, "config", "--format", "json"], capture_output=True, text=True, cwd=ROOT, check=False
+    )
     assert out.returncode == 0, out.stderr
     return dict(json.loads(out.stdout))
 
 
 def test_default_stack_is_valid_and_complete() -> None:
     services = _config()["services"]
-    for name in ("postgres", "redis", "qdrant", "migrate", "api", "worker", "sandbox-worker",
-                 "library", "library-worker", "model-sim", "otel-collector", "jaeger",
-                 "prometheus", "grafana"):
+    for name in (
+        "postgres",
+        "redis",
+        "qdrant",
+        "migrate",
+        "api",
+        "worker",
+        "sandbox-worker",
+        "library",
+        "library-worker",
+        "model-sim",
+        "otel-collector",
+        "jaeger",
+        "prometheus",
+        "grafana",
+    ):
         assert name in services, name
     assert "vllm" not in services  # GPU only on request
 

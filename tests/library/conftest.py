@@ -3,8 +3,11 @@ Qdrant Edge in a temp dir) over the test Postgres and Redis."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
-import threading
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -13,11 +16,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.models import User
-from services.library.app import create_app
 from services.library.settings import LibrarySettings
 
 PDF_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "pdfs"
@@ -43,28 +44,50 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+LIBRARY_ENV = {
+    "LEAFLAB_INTERNAL_TOKEN": TOKEN,
+    "LEAFLAB_URL_ALLOW_PRIVATE": "true",  # the URL test serves PDFs from loopback
+    "LEAFLAB_PARSE_TIMEOUT_S": "30",
+    "LEAFLAB_PARSE_MEMORY_MB": "768",
+    "LEAFLAB_PARSE_MAX_PAGES": "1000",
+    "LEAFLAB_MAX_UPLOAD_BYTES": "20000000",
+    "LEAFLAB_CONSUMER_CONCURRENCY": "2",
+}
+
+
 @pytest.fixture(scope="session")
 def library(stack: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LibraryService]:
+    """The library service in its own process, as deployed: its embedded Celery
+    consumer must not share Celery's process-global state with test workers."""
     home = tmp_path_factory.mktemp("library_home")
-    settings = LibrarySettings(
-        home=home,
-        internal_token=TOKEN,
-        url_allow_private=True,  # the URL test serves PDFs from loopback
-        parse_timeout_s=30,
-        parse_memory_mb=768,
-        parse_max_pages=1000,
-        max_upload_bytes=20_000_000,
-        consumer_concurrency=2,
-    )
+    env = {**os.environ, **LIBRARY_ENV, "LEAFLAB_HOME": str(home)}
+    settings = LibrarySettings(**{"home": home, **_settings_overrides()})
     port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    log = open(home / "library.log", "ab")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "services.library.app:create_app",
+            "--factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail("library service exited:\n" + (home / "library.log").read_text()[-3000:])
         try:
             if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
                 break
@@ -74,8 +97,17 @@ def library(stack: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     else:
         pytest.fail("library service did not start")
     yield LibraryService(url, settings)
-    server.should_exit = True
-    thread.join(timeout=30)
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+    log.close()
+
+
+def _settings_overrides() -> dict[str, object]:
+    """LIBRARY_ENV as LibrarySettings keyword arguments (what the process reads)."""
+    return {k.removeprefix("LEAFLAB_").lower(): v for k, v in LIBRARY_ENV.items()}
 
 
 def make_user(factory: sessionmaker[Session], unique: str) -> uuid.UUID:

@@ -49,11 +49,22 @@ def test_pid_simulation_returns_numbers_png_and_one_connected_trace(
     services.worker()
     client = client_for(url, make_user(session_factory))
     session = client.post("/v1/sessions", json={"title": "pid"}).json()
-    sim.set_script(session["id"], {"replies": [
-        {"tool_calls": [{"name": "python", "arguments": {"code": PID_CODE, "timeout": 60}}]},
-        {"content": "The step response settles at 1.0."}]})
-    job_id = client.post(f"/v1/sessions/{session['id']}/messages",
-                         json={"content": "simulate a PID step response"}).json()["job_id"]
+    sim.set_script(
+        session["id"],
+        {
+            "replies": [
+                {
+                    "tool_calls": [
+                        {"name": "python", "arguments": {"code": PID_CODE, "timeout": 60}}
+                    ]
+                },
+                {"content": "The step response settles at 1.0."},
+            ]
+        },
+    )
+    job_id = client.post(
+        f"/v1/sessions/{session['id']}/messages", json={"content": "simulate a PID step response"}
+    ).json()["job_id"]
     job = wait_job(client, job_id, timeout_s=120)
     assert job["status"] == "succeeded", job
 

@@ -119,6 +119,9 @@ class TestToolResults:
         assert first.data["warm"] is True  # a pre-started spare adopted the workspace
         assert second.data["warm"] is True
         assert second.data["stdout"].strip() == "42"
+        # Warm execs go through the in-container runner, not `docker exec`.
+        ends = [e["data"] for e in second.data["events"] if e["type"] == "sandbox_end"]
+        assert [e["via"] for e in ends] == ["runner"]
 
     def test_redelivered_exec_returns_stored_result_without_rerunning(
         self,

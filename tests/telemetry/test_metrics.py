@@ -21,7 +21,6 @@ from services.common import metrics as m
 from services.common.db import transaction
 from services.common.models import Job, User
 from services.common.telemetry import TracingMiddleware
-from tests.conftest import Stack
 
 STATIC = [
     m.HTTP_REQUESTS, m.HTTP_REQUEST_DURATION, m.CELERY_TASKS, m.CELERY_TASK_DURATION,
@@ -55,8 +54,8 @@ def _observe_everything() -> None:
 
 
 @pytest.fixture
-def platform(stack: Stack, engine: Engine) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(stack.redis_url)
+def platform(isolated_redis_url: str, engine: Engine) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(isolated_redis_url)
     m.register_platform_collectors(engine=engine, redis_client=client)
     yield client
     client.delete("library", "library\x06\x163")

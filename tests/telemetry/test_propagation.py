@@ -88,9 +88,9 @@ def _register_tasks(app: Celery) -> None:
 
 
 @pytest.fixture(scope="module")
-def celery_worker(tracing: Tracing, engine: Engine) -> Iterator[Celery]:
+def celery_worker(tracing: Tracing, engine: Engine, isolated_redis_url: str) -> Iterator[Celery]:
     get_settings.cache_clear()
-    app = build_celery(get_settings())
+    app = build_celery(get_settings().model_copy(update={"redis_url": isolated_redis_url}))
     app.conf.leaflab_engine = engine
     _register_tasks(app)
     instrument_celery(app)

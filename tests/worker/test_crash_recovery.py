@@ -119,3 +119,26 @@ class TestWorkerKill:
         job = wait_job(client, job_id, timeout_s=60)
         assert job["status"] == "succeeded"
         assert job["result"]["content"] == "recovered"
+
+
+class TestTimeSlices:
+    def test_long_job_hands_itself_on_between_slices_without_repeating_steps(
+        self, services: Services, session_factory: sessionmaker[Session]
+    ) -> None:
+        services.env["LEAFLAB_TIME_SLICE_S"] = "1"
+        sim = services.simulator()
+        url = services.api()
+        services.worker()
+        client = client_for(url, make_user(session_factory))
+        session = client.post("/v1/sessions", json={}).json()
+        sim.set_script(session["id"], _edit_chain_script(latency_ms=250))
+        job_id = client.post(
+            f"/v1/sessions/{session['id']}/messages", json={"content": "count up slowly"}
+        ).json()["job_id"]
+        job = wait_job(client, job_id, timeout_s=90)
+        assert job["status"] == "succeeded", job
+        # ~8 model calls x 250 ms cannot fit one 1 s slice: it was re-enqueued,
+        # and every resumed slice continued from the ledger.
+        assert job["attempts"] >= 2
+        steps = client.get(f"/v1/jobs/{job_id}/steps").json()["items"]
+        assert all(s["executions"] == 1 and s["status"] == "succeeded" for s in steps), steps

@@ -1,0 +1,36 @@
+"""Run every benchmark in turn with its default sizes (`make bench`).
+
+Each benchmark prints its own figures next to a baseline measured in the same
+run; copy them into bench/RESULTS.md with the command. Needs PostgreSQL and
+Redis on localhost (scripts/ensure_services.sh) and Docker for the sandbox one.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+BENCHMARKS = [
+    ["bench/spine_step_overhead.py"],
+    ["bench/spine_concurrency.py"],
+    ["bench/llm_sim_latency.py"],
+    ["bench/tools_files.py"],
+    ["bench/tracing_overhead.py"],
+    ["bench/sandbox_latency.py"],
+    ["bench/library_latency.py"],
+    ["bench/library_scifact.py"],
+]
+
+
+def main() -> int:
+    failed = 0
+    for argv in BENCHMARKS:
+        module = argv[0].removesuffix(".py").replace("/", ".")
+        print(f"\n=== {' '.join(argv)} ===", flush=True)
+        code = subprocess.call([sys.executable, "-m", module, *argv[1:]])
+        failed += code != 0
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

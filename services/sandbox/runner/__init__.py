@@ -1,0 +1,1 @@
+"""The in-container runner (``sandbox_runner.py``), shipped read-only into each warm container."""

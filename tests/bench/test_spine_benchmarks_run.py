@@ -1,0 +1,46 @@
+"""The spine benchmarks run (tiny sizes); their figures live in bench/RESULTS.md."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import Stack
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(module: str, *args: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+def test_step_overhead_benchmark_prints_its_figures(stack: Stack) -> None:
+    out = _run("bench.spine_step_overhead", "--jobs", "1", "--rounds", "3")
+    assert "platform overhead per step: p50" in out
+    assert "baseline: model call p50" in out
+
+
+def test_concurrency_benchmark_prints_its_figures(stack: Stack) -> None:
+    out = _run(
+        "bench.spine_concurrency",
+        "--jobs",
+        "4",
+        "--calls",
+        "2",
+        "--latency-ms",
+        "20",
+        "--concurrency",
+        "8",
+    )
+    assert "0 failed" in out
+    assert "achieved/ideal throughput" in out
