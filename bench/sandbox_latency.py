@@ -31,6 +31,8 @@ from pathlib import Path
 import psycopg
 import redis
 
+from services.cli.up.commands import celery_worker_argv
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -88,25 +90,13 @@ def start_worker(spares: int, concurrency: int, *, runner: bool = True) -> subpr
         "LEAFLAB_SANDBOX_RUNNER": "true" if runner else "false",
     }
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
+        celery_worker_argv(
             "services.sandbox.worker:app",
-            "worker",
-            "-Q",
             "sandbox",
-            "--pool",
-            "threads",
-            "-c",
-            str(concurrency),
-            "--without-heartbeat",
-            "--without-gossip",
-            "--without-mingle",
-            "--loglevel",
-            "WARNING",
-        ],
+            concurrency=concurrency,
+            loglevel="WARNING",
+            quiet_cluster=True,
+        ),
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,

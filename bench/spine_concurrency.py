@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 import uuid
@@ -24,6 +23,7 @@ from celery import Celery
 from sqlalchemy import func, select
 
 from bench.harness import REDIS_URL, scratch_database
+from services.cli.up.commands import celery_worker_argv, model_sim_argv
 from services.common.db import build_engine, build_sessionmaker
 from services.common.models import ChatSession, Job, User
 from services.worker.runtime.conversation import append_message
@@ -87,43 +87,16 @@ def main() -> None:
         "LEAFLAB_DB_POOL_SIZE": "40",
         "LEAFLAB_WORKER_ID": "bench",
     }
-    sim = Proc(
-        "sim",
-        [
-            sys.executable,
-            "-m",
-            "services.model_sim",
-            "--port",
-            str(sim_port),
-            "--script",
-            str(logs / "script.json"),
-        ],
-        env,
-        logs,
+    script_path = str(logs / "script.json")
+    sim = Proc("sim", model_sim_argv(port=sim_port, script=script_path), env, logs)
+    worker_argv = celery_worker_argv(
+        "services.worker.app:app",
+        "agent",
+        concurrency=args.concurrency,
+        loglevel="WARNING",
+        quiet_cluster=True,
     )
-    worker = Proc(
-        "worker",
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "services.worker.app:app",
-            "worker",
-            "-Q",
-            "agent",
-            "--pool",
-            "threads",
-            "-c",
-            str(args.concurrency),
-            "--without-mingle",
-            "--without-gossip",
-            "--loglevel",
-            "WARNING",
-        ],
-        env,
-        logs,
-    )
+    worker = Proc("worker", worker_argv, env, logs)
     try:
         wait_http(f"http://127.0.0.1:{sim_port}/healthz", sim)
         os.environ.update(env)

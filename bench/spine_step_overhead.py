@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 
 from bench.harness import Timings, in_process_deps, percentile, scratch_database
+from services.cli.up.commands import model_sim_argv
 from services.common.models import ChatSession, Job, User
 from services.worker.runtime.advance import advance
 from services.worker.runtime.conversation import append_message
@@ -59,20 +60,7 @@ def main() -> None:
     }
     (logs / "script.json").write_text(json.dumps(script))
     port = free_port()
-    sim = Proc(
-        "sim",
-        [
-            ".venv/bin/python",
-            "-m",
-            "services.model_sim",
-            "--port",
-            str(port),
-            "--script",
-            str(logs / "script.json"),
-        ],
-        {},
-        logs,
-    )
+    sim = Proc("sim", model_sim_argv(port=port, script=str(logs / "script.json")), {}, logs)
     try:
         wait_http(f"http://127.0.0.1:{port}/healthz", sim)
         timings = Timings(model_s=[], tool_s=[])

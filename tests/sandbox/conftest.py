@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from celery import Celery
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.cli.up.commands import celery_worker_argv
 from services.common.celery_app import build_celery
 from services.common.models import Base, Job, Project, User
 from services.common.models.sandbox import SandboxExecution
@@ -103,27 +103,13 @@ class WorkerProc:
 
 def start_worker(tmp: Path, redis_url: str, queue: str = "sandbox") -> WorkerProc:
     log = tmp / f"sandbox-worker-{uuid.uuid4().hex[:6]}.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
+    cmd = celery_worker_argv(
         "services.sandbox.worker:app",
-        "worker",
-        "-Q",
         queue,
-        "--pool",
-        "threads",
-        "-c",
-        "4",
-        "--without-heartbeat",
-        "--without-gossip",
-        "--without-mingle",
-        "-n",
-        f"sbx-{uuid.uuid4().hex[:6]}@%h",
-        "--loglevel",
-        "INFO",
-    ]
+        concurrency=4,
+        name=f"sbx-{uuid.uuid4().hex[:6]}@%h",
+        quiet_cluster=True,
+    )
     with log.open("wb") as out:
         proc = subprocess.Popen(
             cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env={**os.environ}

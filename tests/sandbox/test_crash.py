@@ -82,8 +82,8 @@ class TestWorkerCrash:
                     "language": "python",
                     "code": "print(6 * 7)",
                 },
-            # Another module may have run an in-process Celery worker in this test
-            # process, which makes Celery refuse blocking gets unless told otherwise.
+                # Another module may have run an in-process Celery worker in this test
+                # process, which makes Celery refuse blocking gets unless told otherwise.
             ).get(timeout=60, disable_sync_subtasks=False)
             assert result["stdout"] == "42\n"
         finally:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import shutil
-import sys
 
 import click
 
+from services.cli.up.commands import celery_worker_argv
 from services.cli.up.supervisor import ProcessSpec
 from services.sandbox.backend import SandboxUnavailable
 from services.sandbox.image import ensure_image
@@ -34,22 +34,7 @@ def sandbox_worker_spec(settings: SandboxSettings) -> ProcessSpec | None:
     elif shutil.which("bwrap") is None:
         click.echo("sandbox: bubblewrap is not installed; python/bash tools will fail", err=True)
         return None
-    argv = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "services.sandbox.worker:app",
-        "worker",
-        "-Q",
-        "sandbox",
-        "--pool",
-        "threads",
-        "-c",
-        "4",
-        "-n",
-        "sandbox@%h",
-        "--loglevel",
-        "INFO",
-    ]
+    argv = celery_worker_argv(
+        "services.sandbox.worker:app", "sandbox", concurrency=4, name="sandbox@%h"
+    )
     return ProcessSpec("sandbox-worker", argv, env)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from services.api.admin.service import ensure_admin
+from services.cli.up.commands import celery_worker_argv, model_sim_argv, uvicorn_argv
 from services.cli.up.supervisor import ProcessSpec
 from services.common.db import build_engine, build_sessionmaker, transaction
 from services.common.migrate import upgrade_to_head
@@ -46,69 +47,26 @@ def service_specs(
     model_sim_port: int,
     settings: CommonSettings,
 ) -> list[ProcessSpec]:
-    py = sys.executable
     specs: list[ProcessSpec] = []
     if model_sim is not None:
-        argv = [py, "-m", "services.model_sim", "--port", str(model_sim_port)]
-        if model_sim not in ("-", ""):
-            argv += ["--script", str(Path(model_sim).resolve())]
-        specs.append(ProcessSpec("model-sim", argv))
+        script = None if model_sim in ("-", "") else str(Path(model_sim).resolve())
+        specs.append(ProcessSpec("model-sim", model_sim_argv(port=model_sim_port, script=script)))
     specs.append(
-        ProcessSpec(
-            "api",
-            [
-                py,
-                "-m",
-                "uvicorn",
-                "services.api.app:create_app",
-                "--factory",
-                "--host",
-                host,
-                "--port",
-                str(port),
-            ],
-        )
+        ProcessSpec("api", uvicorn_argv("services.api.app:create_app", host=host, port=port))
     )
     # The library service also consumes the `library` queue in-process: its
     # embedded vector store can be opened by one process only.
     specs.append(
         ProcessSpec(
-            "library",
-            [
-                py,
-                "-m",
-                "uvicorn",
-                "services.library.app:create_app",
-                "--factory",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "8200",
-            ],
+            "library", uvicorn_argv("services.library.app:create_app", host="127.0.0.1", port=8200)
         )
     )
     for index in range(workers):
-        specs.append(
-            ProcessSpec(
-                f"worker-{index + 1}",
-                [
-                    py,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "services.worker.app:app",
-                    "worker",
-                    "-Q",
-                    "agent",
-                    "--pool",
-                    "threads",
-                    "-c",
-                    str(settings.worker_concurrency),
-                    "-n",
-                    f"agent{index + 1}@%h",
-                    "--loglevel",
-                    "INFO",
-                ],
-            )
+        argv = celery_worker_argv(
+            "services.worker.app:app",
+            "agent",
+            concurrency=settings.worker_concurrency,
+            name=f"agent{index + 1}@%h",
         )
+        specs.append(ProcessSpec(f"worker-{index + 1}", argv))
     return specs
