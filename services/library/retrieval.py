@@ -24,10 +24,12 @@ FORMAL_KINDS = ("environment", "equation")
 
 @dataclass
 class FusionConfig:
-    rrf_k: int = 60
+    """Defaults mirror LibrarySettings (see its comments for why)."""
+
+    rrf_k: int = 10
     dense_weight: float = 1.0
     lexical_weight: float = 1.0
-    candidates: int = 100
+    candidates: int = 200
     per_paper_cap: int = 3
 
 

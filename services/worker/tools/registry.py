@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from services.worker.tools.base import Tool, ToolError
 
@@ -14,6 +15,9 @@ class ToolRegistry:
             if tool.name in self._tools:
                 raise ValueError(f"duplicate tool name {tool.name!r}")
             self._tools[tool.name] = tool
+        # Generating JSON schemas costs milliseconds of CPU per tool; the set is
+        # fixed for the registry's life, so build them once, not per model call.
+        self._schemas = [self._tools[n].openai_schema() for n in sorted(self._tools)]
 
     def get(self, name: str) -> Tool:
         try:
@@ -28,5 +32,5 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return sorted(self._tools)
 
-    def schemas(self) -> list[dict[str, object]]:
-        return [self._tools[n].openai_schema() for n in self.names()]
+    def schemas(self) -> list[dict[str, Any]]:
+        return self._schemas
