@@ -54,10 +54,10 @@ def _create_jobs(factory, n: int) -> list[uuid.UUID]:  # type: ignore[no-untyped
     return ids
 
 
-def _wait_worker_ready(celery: Celery, timeout_s: float = 120) -> None:
+def _wait_worker_ready(celery: Celery, processes: int, timeout_s: float = 120) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if celery.control.ping(timeout=1.0):
+        if len(celery.control.ping(timeout=1.0)) >= processes:
             return
     raise SystemExit("the worker did not start")
 
@@ -67,7 +67,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--calls", type=int, default=5)
     parser.add_argument("--latency-ms", type=int, default=200)
-    parser.add_argument("--concurrency", type=int, default=250)
+    parser.add_argument("--concurrency", type=int, default=250, help="threads per worker")
+    parser.add_argument("--processes", type=int, default=1, help="worker processes")
     args = parser.parse_args()
 
     database_url = scratch_database("leaflab_bench_concurrency")
@@ -89,20 +90,28 @@ def main() -> None:
     }
     script_path = str(logs / "script.json")
     sim = Proc("sim", model_sim_argv(port=sim_port, script=script_path), env, logs)
-    worker_argv = celery_worker_argv(
-        "services.worker.app:app",
-        "agent",
-        concurrency=args.concurrency,
-        loglevel="WARNING",
-        quiet_cluster=True,
-    )
-    worker = Proc("worker", worker_argv, env, logs)
+    workers = [
+        Proc(
+            f"worker-{i}",
+            celery_worker_argv(
+                "services.worker.app:app",
+                "agent",
+                concurrency=args.concurrency,
+                name=f"bench{i}@%h",
+                loglevel="WARNING",
+                quiet_cluster=True,
+            ),
+            env,
+            logs,
+        )
+        for i in range(args.processes)
+    ]
     try:
         wait_http(f"http://127.0.0.1:{sim_port}/healthz", sim)
         os.environ.update(env)
         factory = build_sessionmaker(build_engine(database_url, pool_size=5))
         celery = Celery("bench", broker=REDIS_URL)
-        _wait_worker_ready(celery)  # the clock starts only once the worker consumes
+        _wait_worker_ready(celery, args.processes)  # the clock starts only once the worker consumes
         ids = _create_jobs(factory, args.jobs)
         start = time.perf_counter()
         for job_id in ids:
@@ -133,12 +142,13 @@ def main() -> None:
                 or 0
             )
     finally:
-        worker.stop()
+        for worker in workers:
+            worker.stop()
         sim.stop()
     ideal = args.calls * args.latency_ms / 1000
     print(
         f"{args.jobs} jobs x {args.calls} model calls at {args.latency_ms} ms, "
-        f"one worker process with {args.concurrency} threads, {failed} failed"
+        f"{args.processes} worker process(es) x {args.concurrency} threads, {failed} failed"
     )
     print(
         f"ideal makespan {ideal:.2f} s (all waiting overlapped); "
