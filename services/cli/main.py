@@ -6,6 +6,7 @@ import click
 
 from services.cli.admin_cmd import admin
 from services.cli.jobs_cmd import batch, cancel, jobs, submit, survey, watch
+from services.cli.library_cmd import library
 from services.cli.migrate_cmd import migrate
 from services.cli.model_sim_cmd import model_sim
 from services.cli.sandbox_cmd import sandbox
@@ -32,6 +33,7 @@ for command in (
     model_sim,
     sandbox,
     trace_cmd,
+    library,
 ):
     cli.add_command(command)
 
