@@ -1,6 +1,6 @@
 """Model client + simulator round trip, against a raw httpx POST to the same server.
 
-Run: .venv/bin/python bench/llm_sim_latency.py [--n 300] [--out bench/RESULTS_llm.md]
+Run: .venv/bin/python bench/llm_sim_latency.py [--n 300] [--out /tmp/llm_results.md]
 
 Prints p50/p99 per mode at 0 ms simulated latency (so the figures are pure
 client + server overhead), the client CPU for a long streamed reply (openai

@@ -46,13 +46,13 @@ class LibrarySettings(CommonSettings):
     # a re-index. k1/b are the Anserini/BEIR defaults; avg_len is the measured
     # mean chunk length in indexed terms (stemmed, stop words out, title
     # included) of 220-piece chunks; each chunk carries its paper's title once.
-    # Chosen on SciFact train claims, see bench/RESULTS_library.md.
+    # Chosen on SciFact train claims, see bench/RESULTS.md, "Library".
     bm25_k1: float = 0.9
     bm25_b: float = 0.4
     bm25_avg_len: float = 80.0
     bm25_title_weight: float = 1.0
 
-    # Retrieval fusion, chosen on SciFact train claims (bench/RESULTS_library.md):
+    # Retrieval fusion, chosen on SciFact train claims (bench/RESULTS.md, "Library"):
     # equal weights (no setting of the two favoured one retriever consistently);
     # RRF k = 10 beat the textbook 60 by ~0.008 nDCG@10 under every BM25
     # variant and depth tried: a paper's chunks crowd each list, so the few top

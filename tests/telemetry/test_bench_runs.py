@@ -1,4 +1,4 @@
-"""The tracing benchmark runs (its figures are not asserted: see bench/RESULTS_telemetry.md)."""
+"""The tracing benchmark runs (its figures are not asserted: see bench/RESULTS.md)."""
 
 from __future__ import annotations
 
