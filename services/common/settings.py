@@ -49,6 +49,10 @@ class CommonSettings(BaseSettings):
     max_turns_default: int = 30
     worker_concurrency: int = 64
 
+    # The Celery queue the agent's python/bash tools send to: a deployment can
+    # give a group of workers (or a test) its own sandbox pool.
+    sandbox_queue: str = "sandbox"
+
     # Service-to-service: the library's URL and the token internal callers present.
     library_url: str = "http://127.0.0.1:8200"
     internal_token: str = DEV_INTERNAL_TOKEN

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from celery.exceptions import TimeoutError as CeleryTimeout
 from pydantic import BaseModel, Field
 
+from services.common.task_names import SANDBOX_EXEC_TASK, SANDBOX_QUEUE
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -97,7 +98,9 @@ class SandboxTool(Tool):
             "code": self.source(args),
             "timeout_s": timeout,
         }
-        pending = celery.send_task("sandbox.exec", kwargs=kwargs, queue="sandbox")
+        settings = ctx.services.get("settings")
+        queue = getattr(settings, "sandbox_queue", SANDBOX_QUEUE)
+        pending = celery.send_task(SANDBOX_EXEC_TASK, kwargs=kwargs, queue=queue)
         try:
             result = pending.get(timeout=timeout + WAIT_MARGIN_S, disable_sync_subtasks=False)
         except CeleryTimeout:
