@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -23,17 +22,15 @@ from typing import Any
 
 from services.library.beir import (
     Candidates,
-    build_index,
     collect_candidates,
     load_beir,
     reweight,
     score,
+    scratch_index,
 )
 from services.library.embedding import CachedEmbedder
-from services.library.lexical import Bm25Encoder
 from services.library.retrieval import FusionConfig, Retriever, fusion_config
 from services.library.settings import LibrarySettings
-from services.library.store.factory import open_store
 
 GRID_K = (10, 30, 60, 100)
 GRID_WEIGHTS = ((1.0, 1.0), (1.0, 0.7), (0.7, 1.0), (1.0, 1.5), (1.5, 1.0))
@@ -101,22 +98,7 @@ def main() -> None:
         batch_size=settings.embedding_batch_size,
         max_seq_length=settings.embedding_max_seq_length,
     )
-    encoder = Bm25Encoder(settings.bm25_params())
-    with tempfile.TemporaryDirectory(prefix="leaflab-scifact-") as tmp:
-        store = open_store(settings, path=Path(tmp))
-        store.ensure(embedder.dimension)
-        t0 = time.perf_counter()
-        chunks = build_index(
-            data,
-            embedder=embedder,
-            encoder=encoder,
-            store=store,
-            max_tokens=settings.chunk_max_tokens,
-        )
-        index_s = time.perf_counter() - t0
-        retriever = Retriever(
-            store=store, embedder=embedder, encoder=encoder, fusion=fusion_config(settings)
-        )
+    with scratch_index(settings, data, embedder) as (retriever, chunks, index_s):
         t1 = time.perf_counter()
         mix = collect_candidates(retriever, data, mode="mix")
         search_s = time.perf_counter() - t1
@@ -145,7 +127,6 @@ def main() -> None:
             rows = _grid(retriever, data, mix)
             best = max(rows, key=lambda r: r["ndcg@10"])
             print(json.dumps({"best_grid": best}), flush=True)
-        store.close()
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ import json
 import math
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,6 +159,34 @@ def score_all(retriever: Retriever, data: BeirSet) -> dict[str, dict[str, float]
     }
 
 
+@contextmanager
+def scratch_index(
+    settings: LibrarySettings, data: BeirSet, embedder: Any
+) -> Iterator[tuple[Retriever, int, float]]:
+    """Index ``data`` through the ingestion path into a throw-away local store;
+    yields (retriever, chunk count, seconds spent indexing)."""
+    encoder = Bm25Encoder(settings.bm25_params())
+    with tempfile.TemporaryDirectory(prefix="leaflab-eval-") as tmp:
+        store = open_store(settings, path=Path(tmp))
+        try:
+            store.ensure(embedder.dimension)
+            started = time.perf_counter()
+            chunks = build_index(
+                data,
+                embedder=embedder,
+                encoder=encoder,
+                store=store,
+                max_tokens=settings.chunk_max_tokens,
+            )
+            indexed_s = time.perf_counter() - started
+            retriever = Retriever(
+                store=store, embedder=embedder, encoder=encoder, fusion=fusion_config(settings)
+            )
+            yield retriever, chunks, indexed_s
+        finally:
+            store.close()
+
+
 def run_eval(
     root: Path,
     settings: LibrarySettings,
@@ -175,26 +205,10 @@ def run_eval(
         "max_seq_length": settings.embedding_max_seq_length,
     }
     embedder = CachedEmbedder(cache_dir, **options) if cache_dir else Embedder(**options)
-    encoder = Bm25Encoder(settings.bm25_params())
-    with tempfile.TemporaryDirectory(prefix="leaflab-eval-") as tmp:
-        store = open_store(settings, path=Path(tmp))
-        store.ensure(embedder.dimension)
-        started = time.perf_counter()
-        chunks = build_index(
-            data,
-            embedder=embedder,
-            encoder=encoder,
-            store=store,
-            max_tokens=settings.chunk_max_tokens,
-        )
-        indexed_s = time.perf_counter() - started
-        retriever = Retriever(
-            store=store, embedder=embedder, encoder=encoder, fusion=fusion_config(settings)
-        )
+    with scratch_index(settings, data, embedder) as (retriever, chunks, indexed_s):
         started = time.perf_counter()
         figures = score_all(retriever, data)
         scored_s = time.perf_counter() - started
-        store.close()
     return {
         "mode": "mix",
         **figures["hybrid"],
