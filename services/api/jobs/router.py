@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Response
 from pydantic import ValidationError
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from services.api.access import member_project, owned_session, require_text, visible_job
 from services.api.deps import CurrentUser, DbSession, StateDep
@@ -117,12 +117,22 @@ def cancel_job(job_id: str, db: DbSession, user: CurrentUser, state: StateDep) -
     db.execute(
         update(Job)
         .where(Job.id == job.id, Job.status == "queued", Job.lease_until.is_(None))
-        .values(status="cancelled", error="cancelled by user", finished_at=Job.updated_at)
+        .values(status="cancelled", error="cancelled by user", finished_at=func.now())
     )
     db.commit()
     db.refresh(job)
     if job.status != "cancelled" or job.kind == "batch":
         service.enqueue(state.celery, job.id)
+    elif job.session_id is not None:
+        # A later turn of the same session may be waiting for this one.
+        waiting = db.scalar(
+            select(Job.id)
+            .where(Job.session_id == job.session_id, Job.status == "queued")
+            .order_by(Job.created_at)
+            .limit(1)
+        )
+        if waiting is not None:
+            service.enqueue(state.celery, waiting)
     return job_view(job)
 
 
