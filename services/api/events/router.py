@@ -14,6 +14,7 @@ from fastapi.responses import StreamingResponse
 from services.api.access import visible_job
 from services.api.deps import CurrentUser, DbSession, StateDep
 from services.api.errors import ApiError
+from services.api.state import AppState
 from services.common.events import decode_entry, stream_key
 from services.common.models import TERMINAL_STATUSES, Job
 
@@ -42,12 +43,13 @@ def job_events(
     )
 
 
-async def _stream(request: Request, state: Any, job_id: str, start: str) -> AsyncIterator[str]:
+async def _stream(request: Request, state: AppState, job_id: str, start: str) -> AsyncIterator[str]:
     key = stream_key(job_id)
     last = start
     block_ms = int(state.settings.sse_ping_s * 1000)
     while not await request.is_disconnected():
-        batch = await state.aredis.xread({key: last}, block=block_ms, count=200)
+        # redis-py types XREAD for every protocol version at once; the shape is fixed.
+        batch: Any = await state.aredis.xread({key: last}, block=block_ms, count=200)
         if not batch:
             if await _job_finished(state, job_id):
                 return
@@ -62,7 +64,7 @@ async def _stream(request: Request, state: Any, job_id: str, start: str) -> Asyn
                 return
 
 
-async def _job_finished(state: Any, job_id: str) -> bool:
+async def _job_finished(state: AppState, job_id: str) -> bool:
     def _check() -> bool:
         with state.session_factory() as db:
             job = db.get(Job, job_id)

@@ -8,7 +8,7 @@ every step; a new slice, on any worker, starts from Postgres again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from services.common.models import Message
@@ -20,7 +20,6 @@ class TurnState:
     steps: dict[str, StepView]
     history: list[Message]
     cancel_requested: bool = False
-    notes: dict[str, Any] = field(default_factory=dict)
 
     def started(self, key: str, **fields: Any) -> None:
         previous = self.steps.get(key)
