@@ -15,7 +15,8 @@ from services.api.errors import ApiError, not_found
 from services.api.jobs import service
 from services.api.jobs.schemas import INPUT_MODELS, ArtifactOut, JobCreate, StepOut, job_view
 from services.api.jobs.survey import survey_prompt
-from services.common.models import JOB_STATUSES, Artifact, ChatSession, Job, JobStep
+from services.common.models import JOB_STATUSES, Artifact, Job, JobStep
+from services.common.turns import next_queued_turn
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -39,11 +40,10 @@ def submit_job(
         session = owned_session(db, user, body.session_id, lock=True)
     elif body.kind != "batch":
         title = job_input.get("topic") or job_input.get("content", "")[:60]
-        session = ChatSession(
-            user_id=user.id, project_id=project.id if project else None, title=title or "job"
-        )
-        db.add(session)
-        db.flush()
+        session = service.open_job_session(db, user=user, project=project, title=title or "job")
+    content = None
+    if session is not None:
+        content = survey_prompt(job_input) if body.kind == "survey" else job_input["content"]
     job = service.create_job(
         db,
         user=user,
@@ -52,10 +52,8 @@ def submit_job(
         session=session,
         project=project,
         max_turns=body.max_turns or state.settings.max_turns_default,
+        first_message=content,
     )
-    if session is not None:
-        content = survey_prompt(job_input) if body.kind == "survey" else job_input["content"]
-        service.append_user_message(db, session=session, job=job, content=content)
     db.commit()
     service.enqueue(state.celery, job.id)
     return {"id": str(job.id), "status": job.status, "session_id": _sid(job)}
@@ -125,12 +123,7 @@ def cancel_job(job_id: str, db: DbSession, user: CurrentUser, state: StateDep) -
         service.enqueue(state.celery, job.id)
     elif job.session_id is not None:
         # A later turn of the same session may be waiting for this one.
-        waiting = db.scalar(
-            select(Job.id)
-            .where(Job.session_id == job.session_id, Job.status == "queued")
-            .order_by(Job.created_at)
-            .limit(1)
-        )
+        waiting = next_queued_turn(db, session_id=job.session_id)
         if waiting is not None:
             service.enqueue(state.celery, waiting)
     return job_view(job)

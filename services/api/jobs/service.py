@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 from celery import Celery
 from opentelemetry import trace
 from sqlalchemy.orm import Session
 
-from services.common.message_seq import next_message_seq
-from services.common.models import ChatSession, Job, Message, Project, User
+from services.common.models import ChatSession, Job, Project, User
 from services.common.task_names import ADVANCE_TASK, AGENT_QUEUE
 from services.common.telemetry import current_trace_id_hex, inject_carrier
+from services.common.turns import JobOrigin, create_queued_job, open_session
 
 
 def _trace_fields() -> dict[str, Any]:
@@ -30,34 +29,28 @@ def create_job(
     session: ChatSession | None,
     project: Project | None,
     max_turns: int,
+    first_message: str | None = None,
 ) -> Job:
-    job = Job(
-        user_id=user.id,
-        project_id=project.id if project else (session.project_id if session else None),
-        session_id=session.id if session else None,
+    """A queued job (and its opening message) that joins the request's trace."""
+    origin = JobOrigin(
+        user_id=user.id, project_id=project.id if project else None, **_trace_fields()
+    )
+    return create_queued_job(
+        db,
+        origin=origin,
         kind=kind,
-        status="queued",
-        input=job_input,
+        job_input=job_input,
+        session=session,
         max_turns=max_turns,
-        enqueued_at=datetime.now(UTC),
-        **_trace_fields(),
+        first_message=first_message,
     )
-    db.add(job)
-    db.flush()
-    return job
 
 
-def append_user_message(db: Session, *, session: ChatSession, job: Job, content: str) -> None:
-    db.add(
-        Message(
-            session_id=session.id,
-            job_id=job.id,
-            seq=next_message_seq(db, session.id),
-            role="user",
-            content=content,
-        )
-    )
-    db.flush()
+def open_job_session(
+    db: Session, *, user: User, project: Project | None, title: str
+) -> ChatSession:
+    origin = JobOrigin(user_id=user.id, project_id=project.id if project else None)
+    return open_session(db, origin=origin, title=title)
 
 
 def enqueue(celery: Celery, job_id: uuid.UUID) -> None:

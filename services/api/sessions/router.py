@@ -109,8 +109,8 @@ def post_message(
         session=session,
         project=None,
         max_turns=body.max_turns or state.settings.max_turns_default,
+        first_message=content,
     )
-    jobs.append_user_message(db, session=session, job=job, content=content)
     db.commit()
     jobs.enqueue(state.celery, job.id)
     return {"job_id": str(job.id), "id": str(job.id), "status": job.status}

@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services.common.models import TERMINAL_STATUSES, ChatSession, Job
-from services.worker.runtime.conversation import append_message
+from services.common.models import TERMINAL_STATUSES, Job
+from services.common.turns import JobOrigin, create_queued_job, open_session
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import finish_job
@@ -86,27 +86,21 @@ class BatchRunner:
             fence=self.lease.fence,
             arguments=task,
         )
-        session = ChatSession(
-            user_id=parent.user_id, project_id=parent.project_id, title=f"batch task {index + 1}"
-        )
-        db.add(session)
-        db.flush()
-        child = Job(
+        origin = JobOrigin(
             user_id=parent.user_id,
             project_id=parent.project_id,
-            session_id=session.id,
             parent_job_id=parent.id,
-            kind="turn",
-            status="queued",
-            input={"content": task["content"], "batch_index": index},
-            max_turns=parent.max_turns,
             trace_id=parent.trace_id,
             trace_context=parent.trace_context,
         )
-        db.add(child)
-        db.flush()
-        append_message(
-            db, session_id=session.id, job_id=child.id, role="user", content=task["content"]
+        child = create_queued_job(
+            db,
+            origin=origin,
+            kind="turn",
+            job_input={"content": task["content"], "batch_index": index},
+            session=open_session(db, origin=origin, title=f"batch task {index + 1}"),
+            max_turns=parent.max_turns,
+            first_message=task["content"],
         )
         finish_step(
             db, job_id=self.job_id, key=key, status="succeeded", result={"job_id": str(child.id)}

@@ -6,11 +6,12 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from services.common.metrics import JOB_DURATION
 from services.common.models import Job
+from services.common.turns import next_queued_turn
 from services.worker.runtime.lease import Lease, check_fence
 
 
@@ -53,16 +54,7 @@ def jobs_to_wake(db: Session, job_id: uuid.UUID) -> list[uuid.UUID]:
     if job.parent_job_id is not None:
         wake.append(job.parent_job_id)
     if job.session_id is not None:
-        nxt = db.scalar(
-            select(Job.id)
-            .where(
-                Job.session_id == job.session_id,
-                Job.status == "queued",
-                Job.id != job.id,
-            )
-            .order_by(Job.created_at)
-            .limit(1)
-        )
+        nxt = next_queued_turn(db, session_id=job.session_id, after=job.id)
         if nxt is not None:
             wake.append(nxt)
     return wake

@@ -1,0 +1,96 @@
+"""What a queued job is, as rows, and which queued turn of a session runs next.
+
+The API (a new message, a submitted job) and the worker (a batch task, later a
+subagent) both create queued jobs, and both wake a session's next turn (after
+a cancel, after a finish). These are data rules — which rows, in which order,
+make a valid queued turn — so they live in the shared kernel beside the ORM
+models, where every service may import them. Service logic stays with each
+caller: authorisation and input checks in the API, the lease and the ledger in
+the worker, and sending the Celery message after its own commit.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services.common.message_seq import next_message_seq
+from services.common.models import ChatSession, Job, Message
+
+
+@dataclass(frozen=True)
+class JobOrigin:
+    """Who a new job belongs to and which trace it joins."""
+
+    user_id: uuid.UUID
+    project_id: uuid.UUID | None = None
+    parent_job_id: uuid.UUID | None = None
+    trace_id: str | None = None
+    trace_context: dict[str, str] | None = None
+
+
+def open_session(db: Session, *, origin: JobOrigin, title: str) -> ChatSession:
+    """A new session for a job submitted without one."""
+    session = ChatSession(user_id=origin.user_id, project_id=origin.project_id, title=title)
+    db.add(session)
+    db.flush()
+    return session
+
+
+def create_queued_job(
+    db: Session,
+    *,
+    origin: JobOrigin,
+    kind: str,
+    job_input: dict[str, Any],
+    session: ChatSession | None,
+    max_turns: int,
+    first_message: str | None = None,
+) -> Job:
+    """A ``queued`` job row and, for a job with a session, its opening user message.
+
+    Flushes only: the caller's transaction boundary commits, and the caller sends
+    the Celery message after that commit (or the sweeper does).
+    """
+    job = Job(
+        user_id=origin.user_id,
+        project_id=origin.project_id or (session.project_id if session else None),
+        session_id=session.id if session else None,
+        parent_job_id=origin.parent_job_id,
+        kind=kind,
+        status="queued",
+        input=job_input,
+        max_turns=max_turns,
+        enqueued_at=datetime.now(UTC),
+        trace_id=origin.trace_id,
+        trace_context=origin.trace_context,
+    )
+    db.add(job)
+    db.flush()
+    if session is not None and first_message is not None:
+        db.add(
+            Message(
+                session_id=session.id,
+                job_id=job.id,
+                seq=next_message_seq(db, session.id),
+                role="user",
+                content=first_message,
+            )
+        )
+        db.flush()
+    return job
+
+
+def next_queued_turn(
+    db: Session, *, session_id: uuid.UUID, after: uuid.UUID | None = None
+) -> uuid.UUID | None:
+    """The session's oldest queued job (turns of one session run in creation order)."""
+    stmt = select(Job.id).where(Job.session_id == session_id, Job.status == "queued")
+    if after is not None:
+        stmt = stmt.where(Job.id != after)
+    return db.scalar(stmt.order_by(Job.created_at).limit(1))
