@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import redis.asyncio as aioredis
 from fastapi import FastAPI
 
+from services.api.access_log import install_access_log_filter
 from services.api.admin.router import router as admin_router
 from services.api.errors import install_error_handlers
 from services.api.events.router import router as events_router
 from services.api.health.router import router as health_router
+from services.api.jobs.artifacts import router as artifacts_router
 from services.api.jobs.router import router as jobs_router
 from services.api.library.router import router as library_router
-from services.api.limits import BodySizeLimit
+from services.api.limits import BodySizeLimit, RouteKey
 from services.api.sessions.router import router as sessions_router
 from services.api.settings import ApiSettings
 from services.api.state import AppState
@@ -24,7 +25,7 @@ from services.common.db import build_engine, build_sessionmaker
 from services.common.metrics import register_platform_collectors
 from services.common.metrics.exposition import mount_metrics
 from services.common.migrate import ensure_migrated
-from services.common.redis_client import build_redis
+from services.common.redis_client import build_async_redis, build_redis
 from services.common.telemetry import (
     TracingMiddleware,
     instrument_celery,
@@ -33,11 +34,8 @@ from services.common.telemetry import (
 )
 from services.common.telemetry.names import SERVICE_API
 
-
-def _async_redis(url: str) -> aioredis.Redis:
-    if url.startswith("redis+socket://"):
-        url = "unix://" + url.removeprefix("redis+socket://")
-    return aioredis.Redis.from_url(url)
+# Routes whose bodies may exceed ``max_request_bytes`` (exact method and path).
+BODY_CAPS: dict[RouteKey, int] = {}
 
 
 def build_state(settings: ApiSettings) -> AppState:
@@ -49,8 +47,8 @@ def build_state(settings: ApiSettings) -> AppState:
         settings=settings,
         engine=engine,
         session_factory=build_sessionmaker(engine),
-        redis=build_redis(redis_url),
-        aredis=_async_redis(redis_url),
+        redis=build_redis(redis_url, socket_timeout_s=settings.redis_socket_timeout_s),
+        aredis=build_async_redis(redis_url, socket_timeout_s=settings.redis_socket_timeout_s),
         celery=build_celery(settings),
     )
 
@@ -61,6 +59,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         setup_tracing(SERVICE_API, cfg)
+        install_access_log_filter()
         state = build_state(cfg)
         instrument_celery(state.celery)
         register_platform_collectors(engine=state.engine, redis_client=state.redis)
@@ -80,6 +79,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         admin_router,
         sessions_router,
         jobs_router,
+        artifacts_router,
         events_router,
         traces_router,
         library_router,
@@ -87,7 +87,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     for router in routers:
         app.include_router(router)
     mount_metrics(app)
-    app.add_middleware(BodySizeLimit, max_bytes=cfg.max_request_bytes)
+    app.add_middleware(BodySizeLimit, max_bytes=cfg.max_request_bytes, caps=BODY_CAPS)
     # Outermost, so the server span covers everything including size refusals.
     app.add_middleware(TracingMiddleware, service_name=SERVICE_API)
     return app

@@ -8,11 +8,13 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from services.api.errors import ApiError
 from services.api.state import AppState
+from services.api.transaction import discard_after_commit, run_after_commit
 from services.common.models import ApiKey, User
 
 
@@ -25,16 +27,22 @@ StateDep = Annotated[AppState, Depends(get_state)]
 
 
 def get_db(state: StateDep) -> Iterator[Session]:
-    """One transaction per request: the request boundary commits, services only flush."""
+    """One transaction per request: the request boundary commits, services only flush.
+
+    Celery messages the services planned (``transaction.after_commit``) are sent
+    only after the commit succeeded.
+    """
     session = state.session_factory()
     try:
         yield session
         session.commit()
     except Exception:
         session.rollback()
+        discard_after_commit(session)
         raise
     finally:
         session.close()
+    run_after_commit(session)
 
 
 # scope="function": commit runs when the endpoint returns, before the response is
@@ -46,15 +54,21 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def current_user(request: Request, db: DbSession) -> User:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+# Declares the bearer scheme in OpenAPI; errors stay ours (auto_error=False).
+bearer_scheme = HTTPBearer(auto_error=False, description="An API key: `Bearer lf_…`")
+
+
+def current_user(
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+    db: DbSession,
+) -> User:
+    token = credentials.credentials.strip() if credentials else ""
+    if not token:
         raise ApiError(401, "unauthorized", "missing API key: send 'Authorization: Bearer lf_…'")
     row = db.execute(
         select(ApiKey, User)
         .join(User, User.id == ApiKey.user_id)
-        .where(ApiKey.key_hash == hash_key(token.strip()))
+        .where(ApiKey.key_hash == hash_key(token))
     ).first()
     if row is None or row.ApiKey.revoked_at is not None or row.User.disabled:
         raise ApiError(401, "unauthorized", "invalid or revoked API key")

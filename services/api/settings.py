@@ -8,4 +8,8 @@ from services.common.settings import CommonSettings
 class ApiSettings(CommonSettings):
     host: str = "127.0.0.1"
     port: int = 8000
+    # SSE: a comment line at least this often, so proxies keep quiet streams open.
     sse_ping_s: float = 15.0
+    # Every Redis call of the API fails after this long rather than hang; SSE
+    # reads block for less (services.common.redis_client.max_block_ms).
+    redis_socket_timeout_s: float = 5.0

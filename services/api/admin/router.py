@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from fastapi import APIRouter
 from sqlalchemy import select
@@ -13,34 +12,43 @@ from services.api.admin import service
 from services.api.admin.schemas import (
     KeyCreate,
     KeyCreated,
+    KeyList,
     KeyOut,
     MemberAdd,
+    MemberOut,
     ProjectCreate,
+    ProjectList,
     ProjectOut,
     UserCreate,
+    UserList,
     UserOut,
 )
 from services.api.deps import AdminUser, DbSession
-from services.api.errors import ApiError, not_found
+from services.api.errors import ApiError, error_responses, not_found
 from services.common.models import ApiKey, Project, User
 
-router = APIRouter(prefix="/v1/admin", tags=["admin"])
+router = APIRouter(prefix="/v1/admin", tags=["admin"], responses=error_responses(401, 403, 422))
 
 
-@router.post("/users", status_code=201, response_model=UserOut)
+@router.post("/users", status_code=201, response_model=UserOut, responses=error_responses(409, 413))
 def create_user(body: UserCreate, db: DbSession, _: AdminUser) -> User:
     if service.find_user(db, email=body.email) is not None:
         raise ApiError(409, "conflict", f"user {body.email} already exists")
     return service.create_user(db, email=body.email, is_admin=body.is_admin)
 
 
-@router.get("/users")
-def list_users(db: DbSession, _: AdminUser) -> dict[str, Any]:
+@router.get("/users", response_model=UserList)
+def list_users(db: DbSession, _: AdminUser) -> UserList:
     users = db.scalars(select(User).order_by(User.created_at))
-    return {"items": [UserOut.model_validate(u).model_dump(mode="json") for u in users]}
+    return UserList(items=[UserOut.model_validate(u) for u in users])
 
 
-@router.post("/users/{user_id}/keys", status_code=201, response_model=KeyCreated)
+@router.post(
+    "/users/{user_id}/keys",
+    status_code=201,
+    response_model=KeyCreated,
+    responses=error_responses(404, 413),
+)
 def create_key(
     user_id: uuid.UUID, db: DbSession, _: AdminUser, body: KeyCreate | None = None
 ) -> KeyCreated:
@@ -51,19 +59,21 @@ def create_key(
     return KeyCreated(id=row.id, key=key, prefix=row.prefix)
 
 
-@router.get("/users/{user_id}/keys")
-def list_keys(user_id: uuid.UUID, db: DbSession, _: AdminUser) -> dict[str, Any]:
+@router.get("/users/{user_id}/keys", response_model=KeyList)
+def list_keys(user_id: uuid.UUID, db: DbSession, _: AdminUser) -> KeyList:
     rows = db.scalars(select(ApiKey).where(ApiKey.user_id == user_id).order_by(ApiKey.created_at))
-    return {"items": [KeyOut.model_validate(r).model_dump(mode="json") for r in rows]}
+    return KeyList(items=[KeyOut.model_validate(r) for r in rows])
 
 
-@router.delete("/users/{user_id}/keys/{key_id}", status_code=204)
+@router.delete("/users/{user_id}/keys/{key_id}", status_code=204, responses=error_responses(404))
 def revoke_key(user_id: uuid.UUID, key_id: uuid.UUID, db: DbSession, _: AdminUser) -> None:
     if not service.revoke_api_key(db, user_id=user_id, key_id=key_id):
         raise not_found("key")
 
 
-@router.post("/projects", status_code=201, response_model=ProjectOut)
+@router.post(
+    "/projects", status_code=201, response_model=ProjectOut, responses=error_responses(409, 413)
+)
 def create_project(body: ProjectCreate, db: DbSession, _: AdminUser) -> Project:
     if db.scalar(select(Project).where(Project.name == body.name.strip())) is not None:
         raise ApiError(409, "conflict", f"project {body.name} already exists")
@@ -73,16 +83,19 @@ def create_project(body: ProjectCreate, db: DbSession, _: AdminUser) -> Project:
         raise ApiError(409, "conflict", f"project {body.name} already exists") from None
 
 
-@router.get("/projects")
-def list_projects(db: DbSession, _: AdminUser) -> dict[str, Any]:
+@router.get("/projects", response_model=ProjectList)
+def list_projects(db: DbSession, _: AdminUser) -> ProjectList:
     rows = db.scalars(select(Project).order_by(Project.name))
-    return {"items": [ProjectOut.model_validate(p).model_dump(mode="json") for p in rows]}
+    return ProjectList(items=[ProjectOut.model_validate(p) for p in rows])
 
 
-@router.post("/projects/{project_id}/members", status_code=201)
-def add_member(
-    project_id: uuid.UUID, body: MemberAdd, db: DbSession, _: AdminUser
-) -> dict[str, Any]:
+@router.post(
+    "/projects/{project_id}/members",
+    status_code=201,
+    response_model=MemberOut,
+    responses=error_responses(404, 413),
+)
+def add_member(project_id: uuid.UUID, body: MemberAdd, db: DbSession, _: AdminUser) -> MemberOut:
     project = db.get(Project, project_id)
     if project is None:
         raise not_found("project")
@@ -90,4 +103,4 @@ def add_member(
     if user is None:
         raise not_found("user")
     member = service.add_member(db, project=project, user=user, role=body.role)
-    return {"project_id": str(project.id), "user_id": str(user.id), "role": member.role}
+    return MemberOut(project_id=project.id, user_id=user.id, role=member.role)

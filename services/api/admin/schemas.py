@@ -8,11 +8,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from services.api.bodies import RequestBody
+
 EMAIL_PATTERN = r"^[^@\s]{1,64}@[^@\s]{1,255}$"
 
 
-class UserCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class UserCreate(RequestBody):
     email: str = Field(pattern=EMAIL_PATTERN, max_length=320)
     is_admin: bool = False
 
@@ -26,8 +27,7 @@ class UserOut(BaseModel):
     created_at: datetime
 
 
-class KeyCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class KeyCreate(RequestBody):
     name: str | None = Field(default=None, max_length=200)
 
 
@@ -47,8 +47,7 @@ class KeyOut(BaseModel):
     last_used_at: datetime | None
 
 
-class ProjectCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ProjectCreate(RequestBody):
     name: str = Field(min_length=1, max_length=200, pattern=r"^[\w .\-]+$")
     allow_network: bool = False
 
@@ -61,7 +60,24 @@ class ProjectOut(BaseModel):
     created_at: datetime
 
 
-class MemberAdd(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class MemberAdd(RequestBody):
     email: str = Field(pattern=EMAIL_PATTERN, max_length=320)
     role: Literal["admin", "member"] = "member"
+
+
+class UserList(BaseModel):
+    items: list[UserOut]
+
+
+class KeyList(BaseModel):
+    items: list[KeyOut]
+
+
+class ProjectList(BaseModel):
+    items: list[ProjectOut]
+
+
+class MemberOut(BaseModel):
+    project_id: uuid.UUID
+    user_id: uuid.UUID
+    role: str

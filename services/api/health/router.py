@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from sqlalchemy import text
 
 from services.api.deps import StateDep
@@ -14,9 +14,18 @@ from services.api.deps import StateDep
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz")
+class HealthOut(BaseModel):
+    status: str  # "ok" | "degraded"
+    dependencies: dict[str, str]  # name -> "ok" | "error: <class>"
+
+
+@router.get(
+    "/healthz",
+    response_model=HealthOut,
+    responses={503: {"model": HealthOut, "description": "A dependency is down"}},
+)
 async def healthz(state: StateDep) -> JSONResponse:
-    deps: dict[str, Any] = {}
+    deps: dict[str, str] = {}
 
     def _db() -> None:
         with state.engine.connect() as conn:
@@ -33,6 +42,5 @@ async def healthz(state: StateDep) -> JSONResponse:
     except Exception as exc:
         deps["redis"] = f"error: {type(exc).__name__}"
     ok = all(v == "ok" for v in deps.values())
-    return JSONResponse(
-        {"status": "ok" if ok else "degraded", "dependencies": deps}, status_code=200 if ok else 503
-    )
+    body = HealthOut(status="ok" if ok else "degraded", dependencies=deps)
+    return JSONResponse(body.model_dump(), status_code=200 if ok else 503)

@@ -2,43 +2,55 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from services.api.bodies import RequestBody
 from services.common.models import Job
 
+JobKind = Literal["turn", "survey", "batch"]
+# Mirrors services.common.models.JOB_STATUSES (a test keeps the two equal).
+JobStatus = Literal[
+    "queued",
+    "running",
+    "waiting_approval",
+    "budget_exhausted",
+    "paused",
+    "succeeded",
+    "failed",
+    "cancelled",
+]
 
-class TurnInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+
+class TurnInput(RequestBody):
     content: str = Field(min_length=1)
 
 
-class SurveyInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SurveyInput(RequestBody):
     topic: str = Field(min_length=3, max_length=2000)
     seed_papers: list[str] = Field(default_factory=list, max_length=100)
     years: str | None = Field(default=None, max_length=20, pattern=r"^\d{4}(-\d{4})?$")
     length: Literal["short", "medium", "long"] = "medium"
 
 
-class BatchTask(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class BatchTask(RequestBody):
     content: str = Field(min_length=1)
 
 
-class BatchInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class BatchInput(RequestBody):
     tasks: list[BatchTask] = Field(min_length=1, max_length=1000)
     max_concurrency: int = Field(default=4, ge=1, le=200)
 
 
-class JobCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    kind: Literal["turn", "survey", "batch"]
-    input: dict[str, Any]
-    session_id: str | None = None
+class JobCreate(RequestBody):
+    kind: JobKind
+    input: dict[str, Any] = Field(
+        description="TurnInput, SurveyInput or BatchInput, by kind (checked per kind: 422)"
+    )
+    session_id: str | None = Field(default=None, max_length=100)
     project: str | None = Field(default=None, max_length=200)
     max_turns: int | None = Field(default=None, ge=1, le=500)
 
@@ -50,33 +62,64 @@ INPUT_MODELS: dict[str, type[BaseModel]] = {
 }
 
 
-def job_view(job: Job) -> dict[str, Any]:
-    return {
-        "id": str(job.id),
-        "kind": job.kind,
-        "status": job.status,
-        "session_id": str(job.session_id) if job.session_id else None,
-        "parent_job_id": str(job.parent_job_id) if job.parent_job_id else None,
-        "project_id": str(job.project_id) if job.project_id else None,
-        "input": job.input,
-        "result": job.result,
-        "error": job.error,
-        "usage": {
-            "input_tokens": job.input_tokens,
-            "output_tokens": job.output_tokens,
-            "cached_tokens": job.cached_tokens,
-        },
-        "cost_usd": float(job.cost_usd),
-        "attempts": job.attempts,
-        "trace_id": job.trace_id,
-        "created_at": _iso(job.created_at),
-        "started_at": _iso(job.started_at),
-        "finished_at": _iso(job.finished_at),
-    }
+class JobAccepted(BaseModel):
+    id: uuid.UUID
+    status: JobStatus
+    session_id: uuid.UUID | None
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
+class Usage(BaseModel):
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+
+
+class JobOut(BaseModel):
+    id: uuid.UUID
+    kind: JobKind
+    status: JobStatus
+    session_id: uuid.UUID | None
+    parent_job_id: uuid.UUID | None
+    project_id: uuid.UUID | None
+    input: dict[str, Any]
+    result: dict[str, Any] | None
+    error: str | None
+    usage: Usage
+    cost_usd: float
+    attempts: int
+    trace_id: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, job: Job) -> JobOut:
+        return cls(
+            id=job.id,
+            kind=job.kind,
+            status=job.status,
+            session_id=job.session_id,
+            parent_job_id=job.parent_job_id,
+            project_id=job.project_id,
+            input=job.input,
+            result=job.result,
+            error=job.error,
+            usage=Usage(
+                input_tokens=job.input_tokens,
+                output_tokens=job.output_tokens,
+                cached_tokens=job.cached_tokens,
+            ),
+            cost_usd=float(job.cost_usd),
+            attempts=job.attempts,
+            trace_id=job.trace_id,
+            created_at=job.created_at,
+            started_at=job.started_at,
+            finished_at=job.finished_at,
+        )
+
+
+class JobList(BaseModel):
+    items: list[JobOut]
 
 
 class StepOut(BaseModel):
@@ -95,8 +138,17 @@ class StepOut(BaseModel):
     finished_at: datetime | None
 
 
+class StepList(BaseModel):
+    items: list[StepOut]
+
+
 class ArtifactOut(BaseModel):
-    name: str
+    name: str = Field(description="The artifact's path in the workspace; the key in `url`")
+    display_name: str = Field(description="The file name, safe to show (no control characters)")
     size: int
     mime: str
     url: str
+
+
+class ArtifactList(BaseModel):
+    items: list[ArtifactOut]

@@ -1,4 +1,10 @@
-"""Creating jobs: rows in one transaction, the Celery message only after commit."""
+"""The rules behind the jobs endpoints: what a submission creates, what a cancel does.
+
+Functions here decide and write (flush only); the router has already parsed
+the request and checked what the caller may touch, and the request boundary
+commits. Celery messages are planned with ``after_commit`` and sent only once
+that commit succeeded; if sending fails, the sweeper sends them later.
+"""
 
 from __future__ import annotations
 
@@ -7,54 +13,111 @@ from typing import Any
 
 from celery import Celery
 from opentelemetry import trace
+from sqlalchemy import func, update
 from sqlalchemy.orm import Session
 
-from services.common.models import ChatSession, Job, Project, User
+from services.api.errors import ApiError
+from services.api.transaction import after_commit
+from services.common.models import TERMINAL_STATUSES, ChatSession, Job, Project, User
 from services.common.task_names import ADVANCE_TASK, AGENT_QUEUE
 from services.common.telemetry import current_trace_id_hex, inject_carrier
-from services.common.turns import JobOrigin, create_queued_job, open_session
+from services.common.turns import JobOrigin, create_queued_job, next_queued_turn, open_session
+
+SESSION_TITLE_CHARS = 60
 
 
-def _trace_fields() -> dict[str, Any]:
-    """The request's trace becomes the job's: every later span joins it."""
-    return {"trace_id": current_trace_id_hex(), "trace_context": inject_carrier() or None}
+def _origin(user: User, project: Project | None) -> JobOrigin:
+    # The API request span's trace (always a fresh, server-made one: see
+    # TracingMiddleware) becomes the job's, so every later span joins it.
+    return JobOrigin(
+        user_id=user.id,
+        project_id=project.id if project else None,
+        trace_id=current_trace_id_hex(),
+        trace_context=inject_carrier() or None,
+    )
 
 
-def create_job(
+def submit_job(
     db: Session,
     *,
+    celery: Celery,
     user: User,
     kind: str,
     job_input: dict[str, Any],
     session: ChatSession | None,
     project: Project | None,
     max_turns: int,
-    first_message: str | None = None,
 ) -> Job:
-    """A queued job (and its opening message) that joins the request's trace."""
-    origin = JobOrigin(
-        user_id=user.id, project_id=project.id if project else None, **_trace_fields()
-    )
-    return create_queued_job(
+    """A queued job of any kind, sent to the agent queue after commit.
+
+    A turn or survey without a session gets a new one. A turn's content is the
+    session's next user message; a survey starts with no message (the worker
+    writes its opening prompt from ``job.input``); a batch has no session.
+    """
+    if session is None and kind != "batch":
+        title = job_input.get("topic") or str(job_input.get("content", ""))[:SESSION_TITLE_CHARS]
+        session = open_session(db, origin=_origin(user, project), title=title or "job")
+    job = create_queued_job(
         db,
-        origin=origin,
+        origin=_origin(user, project),
         kind=kind,
         job_input=job_input,
         session=session,
         max_turns=max_turns,
-        first_message=first_message,
+        first_message=job_input["content"] if kind == "turn" else None,
+    )
+    _enqueue_after_commit(db, celery, job.id)
+    return job
+
+
+def post_turn(
+    db: Session, *, celery: Celery, user: User, session: ChatSession, content: str, max_turns: int
+) -> Job:
+    """A new user message in a session: a queued turn job behind any earlier ones."""
+    return submit_job(
+        db,
+        celery=celery,
+        user=user,
+        kind="turn",
+        job_input={"content": content},
+        session=session,
+        project=None,
+        max_turns=max_turns,
     )
 
 
-def open_job_session(
-    db: Session, *, user: User, project: Project | None, title: str
-) -> ChatSession:
-    origin = JobOrigin(user_id=user.id, project_id=project.id if project else None)
-    return open_session(db, origin=origin, title=title)
+def cancel_job(db: Session, *, celery: Celery, job: Job) -> Job:
+    """Request cancellation; a queued job nobody has leased yet is cancelled at once.
+
+    A running job stops at its next step boundary (its worker is woken to see
+    the flag); a batch is woken to cancel its children. When a queued turn is
+    cancelled at once, the session's next queued turn is woken, since it may
+    have been waiting behind this one.
+    """
+    if job.status in TERMINAL_STATUSES:
+        raise ApiError(409, "conflict", f"job is already {job.status}")
+    db.execute(update(Job).where(Job.id == job.id).values(cancel_requested=True))
+    db.execute(
+        update(Job)
+        .where(Job.id == job.id, Job.status == "queued", Job.lease_until.is_(None))
+        .values(status="cancelled", error="cancelled by user", finished_at=func.now())
+    )
+    db.refresh(job)
+    if job.status != "cancelled" or job.kind == "batch":
+        _enqueue_after_commit(db, celery, job.id)
+    elif job.session_id is not None:
+        waiting = next_queued_turn(db, session_id=job.session_id)
+        if waiting is not None:
+            _enqueue_after_commit(db, celery, waiting)
+    return job
+
+
+def _enqueue_after_commit(db: Session, celery: Celery, job_id: uuid.UUID) -> None:
+    after_commit(db, lambda: enqueue(celery, job_id))
 
 
 def enqueue(celery: Celery, job_id: uuid.UUID) -> None:
-    """Called after commit. If sending fails, the sweeper sends it later."""
+    """Send "advance job X". If the broker is down the row is safe: the sweeper sends it."""
     try:
         celery.send_task(ADVANCE_TASK, args=[str(job_id)], queue=AGENT_QUEUE)
     except Exception:  # broker down: the job row is safe; the sweeper will enqueue it

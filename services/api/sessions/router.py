@@ -2,87 +2,79 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
-
 from fastapi import APIRouter, Query
 from sqlalchemy import select
 
 from services.api.access import member_project, owned_session, require_text
 from services.api.deps import CurrentUser, DbSession, StateDep
+from services.api.errors import error_responses
 from services.api.jobs import service as jobs
+from services.api.sessions import service
 from services.api.sessions.schemas import (
+    MessageAccepted,
     MessageCreate,
+    MessageList,
     MessageOut,
     SessionCreate,
+    SessionList,
     SessionOut,
     SessionPatch,
 )
 from services.common.models import ChatSession, Job, Message
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=error_responses(401, 422))
+
+# Postgres OFFSET is a bigint.
+MAX_OFFSET = 2**63 - 1
 
 
-@router.post("", status_code=201, response_model=SessionOut)
+@router.post("", status_code=201, response_model=SessionOut, responses=error_responses(404, 413))
 def create_session(body: SessionCreate, db: DbSession, user: CurrentUser) -> ChatSession:
     project = member_project(db, user, body.project) if body.project else None
-    session = ChatSession(
-        user_id=user.id,
-        project_id=project.id if project else None,
-        title=body.title or "New session",
-        system_prompt=body.system_prompt,
+    return service.create_session(
+        db, user=user, project=project, title=body.title, system_prompt=body.system_prompt
     )
-    db.add(session)
-    db.flush()
-    return session
 
 
-@router.get("")
+@router.get("", response_model=SessionList)
 def list_sessions(
     db: DbSession, user: CurrentUser, limit: int = Query(50, ge=1, le=500)
-) -> dict[str, Any]:
+) -> SessionList:
     rows = db.scalars(
         select(ChatSession)
         .where(ChatSession.user_id == user.id, ChatSession.deleted_at.is_(None))
         .order_by(ChatSession.updated_at.desc())
         .limit(limit)
     )
-    return {"items": [SessionOut.model_validate(s).model_dump(mode="json") for s in rows]}
+    return SessionList(items=[SessionOut.model_validate(s) for s in rows])
 
 
-@router.get("/{session_id}", response_model=SessionOut)
+@router.get("/{session_id}", response_model=SessionOut, responses=error_responses(404))
 def get_session(session_id: str, db: DbSession, user: CurrentUser) -> ChatSession:
     return owned_session(db, user, session_id)
 
 
-@router.patch("/{session_id}", response_model=SessionOut)
+@router.patch("/{session_id}", response_model=SessionOut, responses=error_responses(404, 413))
 def patch_session(
     session_id: str, body: SessionPatch, db: DbSession, user: CurrentUser
 ) -> ChatSession:
     session = owned_session(db, user, session_id)
-    if body.title is not None:
-        session.title = body.title
-    if body.system_prompt is not None:
-        session.system_prompt = body.system_prompt
-    session.updated_at = datetime.now(UTC)
-    return session
+    return service.update_session(session, title=body.title, system_prompt=body.system_prompt)
 
 
-@router.delete("/{session_id}", status_code=204)
+@router.delete("/{session_id}", status_code=204, responses=error_responses(404))
 def delete_session(session_id: str, db: DbSession, user: CurrentUser) -> None:
-    session = owned_session(db, user, session_id)
-    # Soft delete: jobs and traces that reference it stay inspectable.
-    session.deleted_at = datetime.now(UTC)
+    service.delete_session(owned_session(db, user, session_id))
 
 
-@router.get("/{session_id}/messages")
+@router.get("/{session_id}/messages", response_model=MessageList, responses=error_responses(404))
 def list_messages(
     session_id: str,
     db: DbSession,
     user: CurrentUser,
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
     limit: int = Query(200, ge=1, le=1000),
-) -> dict[str, Any]:
+) -> MessageList:
     session = owned_session(db, user, session_id)
     rows = db.scalars(
         select(Message)
@@ -92,25 +84,27 @@ def list_messages(
         .offset(offset)
         .limit(limit)
     )
-    return {"items": [MessageOut.model_validate(m).model_dump(mode="json") for m in rows]}
+    return MessageList(items=[MessageOut.model_validate(m) for m in rows])
 
 
-@router.post("/{session_id}/messages", status_code=202)
+@router.post(
+    "/{session_id}/messages",
+    status_code=202,
+    response_model=MessageAccepted,
+    responses=error_responses(404, 413),
+)
 def post_message(
     session_id: str, body: MessageCreate, db: DbSession, user: CurrentUser, state: StateDep
-) -> dict[str, Any]:
+) -> MessageAccepted:
+    """Queue a turn: the message joins the session and the agent answers it as a job."""
     content = require_text(body.content, limit=state.settings.max_message_chars, what="content")
     session = owned_session(db, user, session_id, lock=True)
-    job = jobs.create_job(
+    job = jobs.post_turn(
         db,
+        celery=state.celery,
         user=user,
-        kind="turn",
-        job_input={"content": content},
         session=session,
-        project=None,
+        content=content,
         max_turns=body.max_turns or state.settings.max_turns_default,
-        first_message=content,
     )
-    db.commit()
-    jobs.enqueue(state.celery, job.id)
-    return {"job_id": str(job.id), "id": str(job.id), "status": job.status}
+    return MessageAccepted(job_id=job.id, id=job.id, status=job.status)

@@ -8,16 +8,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from services.api.bodies import RequestBody
 
-class SessionCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+
+class SessionCreate(RequestBody):
     title: str | None = Field(default=None, max_length=500)
     project: str | None = Field(default=None, max_length=200)
     system_prompt: str | None = Field(default=None, max_length=50_000)
 
 
-class SessionPatch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SessionPatch(RequestBody):
     title: str | None = Field(default=None, min_length=1, max_length=500)
     system_prompt: str | None = Field(default=None, max_length=50_000)
 
@@ -32,10 +32,19 @@ class SessionOut(BaseModel):
     updated_at: datetime
 
 
-class MessageCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    content: str
+class SessionList(BaseModel):
+    items: list[SessionOut]
+
+
+class MessageCreate(RequestBody):
+    content: str = Field(description="Must not be blank; too long is a 413")
     max_turns: int | None = Field(default=None, ge=1, le=500)
+
+
+class MessageAccepted(BaseModel):
+    job_id: uuid.UUID
+    id: uuid.UUID = Field(description="The job's id again (same as job_id)")
+    status: str
 
 
 class MessageOut(BaseModel):
@@ -50,3 +59,7 @@ class MessageOut(BaseModel):
     tool_call_id: str | None
     name: str | None
     created_at: datetime
+
+
+class MessageList(BaseModel):
+    items: list[MessageOut]

@@ -5,11 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from services.api.deps import CurrentUser, DbSession
-from services.api.errors import ApiError, not_found
+from services.api.errors import ApiError, error_responses, not_found
 from services.api.traces.schemas import TraceOut
 from services.api.traces.service import TRACE_ID_RE, load_trace, may_read_trace, trace_exists
 
-router = APIRouter(prefix="/v1/traces", tags=["traces"])
+router = APIRouter(prefix="/v1/traces", tags=["traces"], responses=error_responses(401, 404, 422))
 
 
 @router.get("/{trace_id}", response_model=TraceOut)

@@ -15,11 +15,24 @@ MAX_SPANS = 20_000
 
 
 def may_read_trace(db: Session, *, user: User, trace_id: str) -> bool:
-    """Admins read any trace; members only the traces of their own jobs."""
+    """Admins read any trace; members the trace of a job they own.
+
+    A trace belongs to the job that started it: the first job created with
+    that trace id (a batch's children share their parent's). Trace ids are
+    made by the server, never taken from a caller's ``traceparent``; rows
+    written before that rule could share an id across users, and the first
+    job decides for them too, so a later job carrying a copied id grants
+    nothing.
+    """
     if user.is_admin:
         return True
-    owned = select(exists().where(Job.trace_id == trace_id, Job.user_id == user.id))
-    return bool(db.execute(owned).scalar())
+    owner = db.scalar(
+        select(Job.user_id)
+        .where(Job.trace_id == trace_id)
+        .order_by(Job.created_at, Job.id)
+        .limit(1)
+    )
+    return owner is not None and owner == user.id
 
 
 def load_trace(db: Session, *, trace_id: str) -> TraceOut:

@@ -1,4 +1,10 @@
-"""A server span per HTTP request, continuing the caller's trace (pure ASGI).
+"""A server span per HTTP request, in a trace the server starts (pure ASGI).
+
+A caller's ``traceparent`` is untrusted: taken as the parent it would let one
+user put spans into (and, through the job that records the trace id, read)
+another user's trace. So every request starts a fresh trace, and a valid
+incoming context becomes a span *link* — a caller can still find its request
+from its own trace — never the parent.
 
 Written as plain ASGI rather than with ``opentelemetry-instrumentation-fastapi``
 to keep the dependency set small and to record Leaflab's own request metrics
@@ -12,8 +18,9 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from services.common.metrics.definitions import HTTP_REQUEST_DURATION, HTTP_REQUESTS
 from services.common.telemetry.names import TRACER_HTTP
@@ -60,9 +67,11 @@ class TracingMiddleware:
         method = str(scope.get("method", "GET"))
         status = {"code": 500}
         started = time.perf_counter()
+        caller = trace.get_current_span(extract_context(headers)).get_span_context()
         with self.tracer.start_as_current_span(
             method,
-            context=extract_context(headers),
+            context=otel_context.Context(),  # a new root, whatever the caller sent
+            links=[Link(caller)] if caller.is_valid else None,
             kind=SpanKind.SERVER,
             attributes={
                 "http.request.method": method,
