@@ -9,11 +9,14 @@ stored at all.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
 MAX_DEPTH = 32
+# Declared on every request string in OpenAPI, so the schema says what is refused.
+NO_NUL = r"^[^\x00]*$"
+NOT_BLANK = r"^[^\x00]*\S[^\x00]*$"
 
 
 def _check_tree(value: Any) -> None:
@@ -33,20 +36,25 @@ def _check_tree(value: Any) -> None:
             stack.extend((v, depth + 1) for v in item)
 
 
-def no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("text must not contain NUL (\\u0000) characters")
-    return value
+def _declare_no_nul(schema: dict[str, Any]) -> None:
+    for prop in schema.get("properties", {}).values():
+        _mark_strings(prop)
 
 
-# A query or path text parameter that is compared against a database column.
-SafeText = Annotated[str, AfterValidator(no_nul)]
+def _mark_strings(node: dict[str, Any]) -> None:
+    if node.get("type") == "string" and not ({"pattern", "enum", "const"} & node.keys()):
+        node["pattern"] = NO_NUL
+    for key in ("anyOf", "oneOf", "allOf"):
+        for sub in node.get(key, []):
+            _mark_strings(sub)
+    if isinstance(node.get("items"), dict):
+        _mark_strings(node["items"])
 
 
 class RequestBody(BaseModel):
     """Base of every JSON request body: unknown fields refused, no NUL, bounded nesting."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_declare_no_nul)
 
     @model_validator(mode="before")
     @classmethod

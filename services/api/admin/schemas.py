@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from services.api.bodies import RequestBody
 
-EMAIL_PATTERN = r"^[^@\s]{1,64}@[^@\s]{1,255}$"
+EMAIL_PATTERN = r"^[^@\s\x00]{1,64}@[^@\s\x00]{1,255}$"
 
 
 class UserCreate(RequestBody):

@@ -34,6 +34,8 @@ from services.common.redis_client import max_block_ms
 
 router = APIRouter(prefix="/v1/jobs", tags=["events"], responses=error_responses(401, 404, 422))
 
+# 19 digits: every such number fits Redis's unsigned 64-bit id parts.
+STREAM_ID_PATTERN = r"^\s*\d{1,19}-\d{1,19}\s*$"
 STREAM_ID = re.compile(r"^(\d{1,20})-(\d{1,20})$")
 MAX_ID_PART = 2**64 - 1  # Redis stream ids are two unsigned 64-bit numbers
 START = "0-0"
@@ -66,8 +68,12 @@ def job_events(
     db: DbSession,
     user: CurrentUser,
     state: StateDep,
-    last_event_id_header: str | None = Header(None, alias="Last-Event-ID"),
-    last_event_id: str | None = Query(None, description="Same as the Last-Event-ID header"),
+    last_event_id_header: str | None = Header(
+        None, alias="Last-Event-ID", pattern=STREAM_ID_PATTERN
+    ),
+    last_event_id: str | None = Query(
+        None, pattern=STREAM_ID_PATTERN, description="Same as the Last-Event-ID header"
+    ),
 ) -> StreamingResponse:
     job = visible_job(db, user, job_id)
     raw = last_event_id_header or last_event_id

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Path, Response
 from sqlalchemy import select
 
 from services.api.access import visible_job
-from services.api.bodies import SafeText
+from services.api.bodies import NO_NUL
 from services.api.deps import CurrentUser, DbSession
 from services.api.errors import error_responses, not_found
 from services.api.jobs.schemas import ArtifactList, ArtifactOut
@@ -75,7 +76,12 @@ def list_artifacts(job_id: str, db: DbSession, user: CurrentUser) -> ArtifactLis
         }
     },
 )
-def download_artifact(job_id: str, name: SafeText, db: DbSession, user: CurrentUser) -> Response:
+def download_artifact(
+    job_id: str,
+    name: Annotated[str, Path(pattern=NO_NUL)],
+    db: DbSession,
+    user: CurrentUser,
+) -> Response:
     job = visible_job(db, user, job_id)
     row = db.scalar(select(Artifact).where(Artifact.job_id == job.id, Artifact.name == name))
     if row is None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from services.api.bodies import RequestBody
+from services.api.bodies import NOT_BLANK, RequestBody
 from services.common.models import Job
 
 JobKind = Literal["turn", "survey", "batch"]
@@ -26,7 +26,7 @@ JobStatus = Literal[
 
 
 class TurnInput(RequestBody):
-    content: str = Field(min_length=1)
+    content: str = Field(min_length=1, pattern=NOT_BLANK)
 
 
 class SurveyInput(RequestBody):
@@ -37,7 +37,7 @@ class SurveyInput(RequestBody):
 
 
 class BatchTask(RequestBody):
-    content: str = Field(min_length=1)
+    content: str = Field(min_length=1, pattern=NOT_BLANK)
 
 
 class BatchInput(RequestBody):
@@ -45,21 +45,29 @@ class BatchInput(RequestBody):
     max_concurrency: int = Field(default=4, ge=1, le=200)
 
 
-class JobCreate(RequestBody):
-    kind: JobKind
-    input: dict[str, Any] = Field(
-        description="TurnInput, SurveyInput or BatchInput, by kind (checked per kind: 422)"
-    )
+class _JobCreateBase(RequestBody):
     session_id: str | None = Field(default=None, max_length=100)
     project: str | None = Field(default=None, max_length=200)
     max_turns: int | None = Field(default=None, ge=1, le=500)
 
 
-INPUT_MODELS: dict[str, type[BaseModel]] = {
-    "turn": TurnInput,
-    "survey": SurveyInput,
-    "batch": BatchInput,
-}
+class TurnJobCreate(_JobCreateBase):
+    kind: Literal["turn"]
+    input: TurnInput
+
+
+class SurveyJobCreate(_JobCreateBase):
+    kind: Literal["survey"]
+    input: SurveyInput
+
+
+class BatchJobCreate(_JobCreateBase):
+    kind: Literal["batch"]
+    input: BatchInput
+
+
+# The body of POST /v1/jobs: its ``input`` is typed by ``kind``.
+JobCreate = Annotated[TurnJobCreate | SurveyJobCreate | BatchJobCreate, Field(discriminator="kind")]
 
 
 class JobAccepted(BaseModel):

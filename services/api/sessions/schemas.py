@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from services.api.bodies import RequestBody
+from services.api.bodies import NOT_BLANK, RequestBody
 
 
 class SessionCreate(RequestBody):
@@ -37,7 +37,7 @@ class SessionList(BaseModel):
 
 
 class MessageCreate(RequestBody):
-    content: str = Field(description="Must not be blank; too long is a 413")
+    content: str = Field(pattern=NOT_BLANK, description="Not blank; over the limit is a 413")
     max_turns: int | None = Field(default=None, ge=1, le=500)
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Path
 
 from services.api.deps import CurrentUser, DbSession
 from services.api.errors import ApiError, error_responses, not_found
@@ -13,7 +15,11 @@ router = APIRouter(prefix="/v1/traces", tags=["traces"], responses=error_respons
 
 
 @router.get("/{trace_id}", response_model=TraceOut)
-def get_trace(trace_id: str, user: CurrentUser, db: DbSession) -> TraceOut:
+def get_trace(
+    trace_id: Annotated[str, Path(pattern=r"^\s*[0-9a-fA-F]{32}\s*$")],
+    user: CurrentUser,
+    db: DbSession,
+) -> TraceOut:
     """Spans of a trace the caller may see, oldest first.
 
     A trace of another user's job answers 404, like a missing one, so trace
