@@ -72,7 +72,16 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
             state.redis.close()
             state.engine.dispose()
 
-    app = FastAPI(title="Leaflab", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(
+        title="Leaflab",
+        version="0.1.0",
+        lifespan=lifespan,
+        # FastAPI's own request spans would continue the caller's traceparent
+        # (a way into another user's trace) and its logs carry request values:
+        # TracingMiddleware makes the request span; FastAPI adds only the
+        # dependency/endpoint spans beneath it.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
+    )
     install_error_handlers(app)
     routers = (
         health_router,
