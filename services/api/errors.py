@@ -11,8 +11,11 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 log = logging.getLogger(__name__)
+
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 class ApiError(Exception):
@@ -103,9 +106,25 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        # 405 carries Allow: keep the headers Starlette set.
-        return JSONResponse(
-            error_body(code, str(exc.detail)), status_code=exc.status_code, headers=exc.headers
-        )
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(allowed_methods(request))
+        return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=headers)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path.
+
+    Starlette's own Allow header names only the first route that matched the
+    path, and FastAPI makes one route per method, so GET and POST on
+    ``/v1/jobs`` would be reported as POST alone. Routers may nest, so ask
+    each top-level route whether it fully matches the path under each method.
+    """
+    allowed = []
+    for method in HTTP_METHODS:
+        scope = {**request.scope, "method": method}
+        if any(route.matches(scope)[0] is Match.FULL for route in request.app.router.routes):
+            allowed.append(method)
+    return allowed
