@@ -17,7 +17,7 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
 import redis.asyncio as aioredis
 from fastapi import APIRouter, Header, Query, Request
@@ -68,9 +68,10 @@ def job_events(
     db: DbSession,
     user: CurrentUser,
     state: StateDep,
-    last_event_id_header: str | None = Header(
-        None, alias="Last-Event-ID", pattern=STREAM_ID_PATTERN
-    ),
+    # Typed as plain str so OpenAPI does not offer "null" as a header value.
+    last_event_id_header: Annotated[
+        str, Header(alias="Last-Event-ID", pattern=STREAM_ID_PATTERN)
+    ] = None,  # type: ignore[assignment]
     last_event_id: str | None = Query(
         None, pattern=STREAM_ID_PATTERN, description="Same as the Last-Event-ID header"
     ),

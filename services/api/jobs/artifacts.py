@@ -70,9 +70,7 @@ def list_artifacts(job_id: str, db: DbSession, user: CurrentUser) -> ArtifactLis
     responses={
         200: {
             "description": "The file: inline for png/jpeg/gif/webp, otherwise an attachment",
-            "content": {
-                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}
-            },
+            "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}},
         }
     },
 )
