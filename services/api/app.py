@@ -7,7 +7,6 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from services.api.access_log import install_access_log_filter
 from services.api.admin.router import router as admin_router
 from services.api.errors import install_error_handlers
 from services.api.events.router import router as events_router
@@ -16,6 +15,7 @@ from services.api.jobs.artifacts import router as artifacts_router
 from services.api.jobs.router import router as jobs_router
 from services.api.library.router import router as library_router
 from services.api.limits import BodySizeLimit, RouteKey
+from services.api.log_privacy import install_log_filters
 from services.api.sessions.router import router as sessions_router
 from services.api.settings import ApiSettings
 from services.api.state import AppState
@@ -59,7 +59,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         setup_tracing(SERVICE_API, cfg)
-        install_access_log_filter()
+        install_log_filters()
         state = build_state(cfg)
         instrument_celery(state.celery)
         register_platform_collectors(engine=state.engine, redis_client=state.redis)

@@ -15,6 +15,9 @@ def build_engine(url: str, *, pool_size: int = 10) -> Engine:
         pool_size=pool_size,
         max_overflow=pool_size * 2,
         pool_pre_ping=True,
+        # Error text (and so any log line or span that carries it) must not
+        # include statement parameters: they are users' messages and inputs.
+        hide_parameters=True,
         future=True,
     )
 
