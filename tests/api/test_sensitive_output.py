@@ -62,7 +62,8 @@ class TestLogs:
         sid = session.json()["id"]
         posted = client.post(f"/v1/sessions/{sid}/messages", json={"content": secret})
         assert posted.status_code == 202
-        assert client.post(f"/v1/sessions/{sid}/messages", json={"content": secret + "\x00"})
+        nul = client.post(f"/v1/sessions/{sid}/messages", json={"content": secret + "\x00"})
+        assert nul.status_code == 422
         assert client.get("/v1/jobs", params={"kind": secret}).status_code == 422
         assert client.get("/v1/jobs", params={"status": "queued", "q": secret}).status_code == 200
         log = logged_api.proc.log()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -235,4 +234,11 @@ class TestJobKinds:
             if m["role"] == "tool"
         ]
         assert all(m["content"].startswith("ERROR [") for m in tool_messages)
-        assert json.dumps(steps)  # the ledger is plain JSON for the UI
+        # What the job page shows: three failed calls with what the model sent.
+        assert [(s["name"], s["status"]) for s in steps] == [
+            ("write_file", "failed"),
+            ("write_file", "failed"),
+            ("no_such_tool", "failed"),
+        ]
+        assert steps[0]["arguments"] == {"raw": "{not json"}
+        assert steps[1]["arguments"] == {"raw": '{"path": "x.txt"}'}
