@@ -16,7 +16,8 @@ router = APIRouter(prefix="/v1/traces", tags=["traces"], responses=error_respons
 
 @router.get("/{trace_id}", response_model=TraceOut)
 def get_trace(
-    trace_id: Annotated[str, Path(pattern=r"^\s*[0-9a-fA-F]{32}\s*$")],
+    # Declared for clients; checked below, with the message users know.
+    trace_id: Annotated[str, Path(json_schema_extra={"pattern": r"^\s*[0-9a-fA-F]{32}\s*$"})],
     user: CurrentUser,
     db: DbSession,
 ) -> TraceOut:
