@@ -40,6 +40,7 @@ STREAM_ID = re.compile(r"^(\d{1,20})-(\d{1,20})$")
 MAX_ID_PART = 2**64 - 1  # Redis stream ids are two unsigned 64-bit numbers
 START = "0-0"
 RECONNECT_PAUSE_S = 0.5
+MIN_BLOCK_S = 0.05
 
 
 def parse_event_id(raw: str) -> str:
@@ -94,7 +95,7 @@ def _frame(event_id: str | None, event_type: str, data: Any) -> str:
 async def _stream(request: Request, state: AppState, job_id: str, start: str) -> AsyncIterator[str]:
     key = stream_key(job_id)
     ping_s = state.settings.sse_ping_s
-    block_ms = max_block_ms(state.settings.redis_socket_timeout_s, ping_s)
+    socket_timeout_s = state.settings.redis_socket_timeout_s
     last = start
     verify = last != START  # resuming: is the event we resume from still there?
     last_write = time.monotonic()
@@ -107,6 +108,9 @@ async def _stream(request: Request, state: AppState, job_id: str, start: str) ->
                     last_write = time.monotonic()
                 verify = False
             # redis-py types XREAD for every protocol version at once; the shape is fixed.
+            # Block until the next ping is due, but never as long as the socket timeout.
+            until_ping = max(ping_s - (time.monotonic() - last_write), MIN_BLOCK_S)
+            block_ms = max_block_ms(socket_timeout_s, until_ping)
             batch = await state.aredis.xread({key: last}, block=block_ms, count=200)
         except RedisError:
             # Redis went away: keep the client, retry, and on return check for a gap.
