@@ -21,6 +21,7 @@ from services.common.events import EventPublisher
 from services.common.metrics import start_metrics_server
 from services.common.migrate import ensure_migrated
 from services.common.redis_client import build_redis
+from services.common.task_names import ADVANCE_TASK
 from services.common.telemetry import TelemetrySettings, instrument_celery, setup_tracing
 from services.common.telemetry.names import SERVICE_WORKER
 from services.worker.llm.client import client_from_settings
@@ -30,6 +31,8 @@ from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.lease import LeaseKeeper
 from services.worker.runtime.sweeper import Sweeper
 from services.worker.settings import WorkerSettings
+from services.worker.tools.ports import LibraryEndpoint
+from services.worker.tools.sandbox_client import CelerySandbox
 from services.worker.toolset import build_registry
 
 log = logging.getLogger(__name__)
@@ -63,7 +66,8 @@ def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
         publisher=EventPublisher(client),
         celery=app,
         keeper=LeaseKeeper(factory, ttl_s=cfg.lease_ttl_s),
-        tool_services={"library_url": cfg.library_url, "internal_token": cfg.internal_token},
+        sandbox=CelerySandbox(app, queue=cfg.sandbox_queue),
+        library=LibraryEndpoint(url=cfg.library_url, internal_token=cfg.internal_token),
     )
 
 
@@ -97,12 +101,12 @@ def _stop_background(**_: Any) -> None:
         _deps.keeper.stop()
 
 
-@app.task(name="agent.advance", ignore_result=True)
+@app.task(name=ADVANCE_TASK, ignore_result=True)
 def advance_task(job_id: str) -> str | None:
     try:
         parsed = uuid.UUID(job_id)
     except ValueError:
-        log.error("agent.advance got a malformed job id %r", job_id)
+        log.error("%s got a malformed job id %r", ADVANCE_TASK, job_id)
         return None
     deps = get_deps()
     outcome = advance(deps, parsed)

@@ -19,6 +19,7 @@ from services.common.telemetry import attached_context, job_attributes
 from services.common.telemetry.names import SPAN_JOB, TRACER_WORKER
 from services.worker.runtime.batch import BatchRunner
 from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.dispatch import send_advance
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import finish_job
 from services.worker.runtime.lease import Lease, LeaseLost, acquire, release
@@ -105,4 +106,4 @@ def enqueue(deps: RuntimeDeps, job_id: uuid.UUID) -> None:
     """Send an advance message and note when, so the sweeper knows it is in flight."""
     with deps.factory() as db, db.begin():
         db.execute(text("UPDATE jobs SET enqueued_at = now() WHERE id = :id"), {"id": job_id})
-    deps.celery.send_task("agent.advance", args=[str(job_id)], queue="agent")
+    send_advance(deps.celery, job_id)

@@ -91,12 +91,6 @@ class ToolStepRunner:
     def _context(self, call: ToolCallSpec, key: str) -> ToolContext:
         workspace = self.deps.settings.workspaces_dir / str(self.who.session_id)
         workspace.mkdir(parents=True, exist_ok=True)
-        services: dict[str, Any] = {
-            "session_factory": self.deps.factory,
-            "celery": self.deps.celery,
-            "settings": self.deps.settings,
-            **self.deps.tool_services,
-        }
         return ToolContext(
             job_id=str(self.who.job_id),
             session_id=str(self.who.session_id),
@@ -106,7 +100,9 @@ class ToolStepRunner:
             tool_call_id=call.id,
             step_key=key,
             emit=self.events.emit,
-            services=services,
+            sandbox=self.deps.sandbox,
+            library=self.deps.library,
+            db=self.deps.factory,
         )
 
     def _resume_interrupted(

@@ -29,6 +29,7 @@ from services.worker.runtime.conversation import (
     to_model_messages,
 )
 from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.dispatch import send_advance
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import finish_job
 from services.worker.runtime.lease import Lease
@@ -331,7 +332,7 @@ class TurnRunner:
         self.events.emit("status", {"status": status, "error": error})
         self.events.emit("final", {"status": status, "result": result, "error": error})
         for job_id in wake:
-            self.deps.celery.send_task("agent.advance", args=[str(job_id)], queue="agent")
+            send_advance(self.deps.celery, job_id)
 
 
 def _error_text(error: dict[str, Any] | None) -> str:
