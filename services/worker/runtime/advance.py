@@ -21,7 +21,7 @@ from services.worker.runtime.batch import BatchRunner
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.dispatch import send_advance
 from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import finish_job
+from services.worker.runtime.finish import commit_finish
 from services.worker.runtime.lease import Lease, LeaseLost, acquire, release
 from services.worker.runtime.outcome import Outcome
 from services.worker.runtime.turn import TurnRunner, earlier_active_job
@@ -96,8 +96,7 @@ def _give_up(deps: RuntimeDeps, lease: Lease) -> Outcome:
         f"gave up after {lease.attempts - 1} attempts to advance this job; "
         "see the worker logs for the failure"
     )
-    with deps.factory() as db, db.begin():
-        finish_job(db, lease, status="failed", error=error)
+    commit_finish(deps.factory, lease, status="failed", error=error)
     deps.publisher.publish(str(lease.job_id), "final", {"status": "failed", "error": error})
     return Outcome.FINISHED
 

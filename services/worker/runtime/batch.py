@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.common.failpoints import failpoint
 from services.common.models import TERMINAL_STATUSES, Job
 from services.common.turns import JobOrigin, create_queued_job, open_session
 from services.worker.runtime.deps import RuntimeDeps
@@ -60,7 +61,10 @@ class BatchRunner:
             if done or (cancel and active == 0):
                 summary = _summary(tasks, self._children(db))
                 status = "cancelled" if cancel else "succeeded"
+                failpoint("job.before_finish")
                 finish_job(db, self.lease, status=status, result=summary)
+        if done or (cancel and active == 0):
+            failpoint("job.after_finish")
         for child_id in to_start:
             send_advance(self.deps.celery, child_id)
         if done or (cancel and active == 0):
