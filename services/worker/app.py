@@ -2,8 +2,9 @@
 
 Run: `celery -A services.worker.app:app worker -Q agent --pool threads -c 64`.
 
-Clients (engine, Redis, model client) are built once per worker process on
-``worker_init``, never at import time.
+Clients (engine, Redis, model client, tool ports) are built once per worker
+process, on first use (the ``worker_ready`` signal or the first task), never
+at import time.
 """
 
 from __future__ import annotations

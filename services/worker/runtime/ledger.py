@@ -1,7 +1,9 @@
-"""The step ledger: what a job has done, written once per step under the job's fence.
+"""The step ledger read back: what a job has done, by deterministic key.
 
-Keys are deterministic — ``llm:<round>`` and ``tool:<round>:<tool_call_id>`` —
-so a resumed job reads what already happened instead of doing it again.
+Keys are deterministic — ``llm:<round>``, ``tool:<round>:<tool_call_id>``,
+``batch:task:<i>``, ``survey:brief`` — so a resumed job reads what already
+happened instead of doing it again. Steps are written only by ``recorder.py``,
+under the job's fence.
 """
 
 from __future__ import annotations
