@@ -18,12 +18,14 @@ each.
 from __future__ import annotations
 
 import os
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from celery import Celery
 from sqlalchemy.orm import Session, sessionmaker
@@ -48,7 +50,7 @@ FINAL = "all done"
 @dataclass(frozen=True)
 class ToolClass:
     calls: list[dict[str, Any]]
-    prepare: Callable[[Path], None] = lambda _ws: None
+    prepare: Callable[[Path], object] = lambda _ws: None
     # Points this class hits, each with the hit (N) to die on.
     points: dict[str, int] = field(default_factory=dict)
 
@@ -106,14 +108,17 @@ class Rig:
     url: str
 
     def worker(self, failpoints: str | None = None) -> Proc:
-        env = self.services.env
-        env.pop("LEAFLAB_FAILPOINTS", None)
+        """A clean agent worker, or a victim that dies at ``failpoints`` and never
+        sweeps (so it touches no job but the one it is given)."""
+        env = dict(self.services.env)
         if failpoints:
-            env["LEAFLAB_FAILPOINTS"] = failpoints
+            self.services.env.update(
+                {"LEAFLAB_FAILPOINTS": failpoints, "LEAFLAB_SWEEP_INTERVAL_S": "3600"}
+            )
         try:
             return self.services.worker("victim" if failpoints else "successor", concurrency=4)
         finally:
-            env.pop("LEAFLAB_FAILPOINTS", None)
+            self.services.env = env
 
 
 @pytest.fixture(scope="module")
@@ -148,59 +153,91 @@ def _workspace(session_id: str) -> Path:
     return Path(os.environ["LEAFLAB_HOME"]) / "workspaces" / session_id
 
 
-@pytest.mark.parametrize(("tool_class", "point"), CASES, ids=[f"{c}-{p}" for c, p in CASES])
-def test_worker_killed_at_a_ledger_boundary_resumes_as_promised(
-    rig: Rig,
-    session_factory: sessionmaker[Session],
-    request: pytest.FixtureRequest,
-    tool_class: str,
-    point: str,
-) -> None:
+@dataclass
+class Crashed:
+    """One job whose worker died at a failpoint, as a clean worker left it."""
+
+    tool_class: str
+    client: httpx.Client
+    session_id: str
+    job_id: str
+    death: str | None  # why the victim did not die as planned, if it did not
+    job: dict[str, Any] = field(default_factory=dict)
+
+
+@pytest.fixture(scope="module")
+def crashed(
+    request: pytest.FixtureRequest, rig: Rig, session_factory: sessionmaker[Session]
+) -> dict[str, Crashed]:
+    """For one tool class: a job per failpoint, each on a victim that dies there
+    (one at a time), then one clean worker that resumes them all."""
+    tool_class: str = request.param
     if tool_class == "sandbox":
         request.getfixturevalue("sandbox_queue")
     case = CLASSES[tool_class]
     client = client_for(rig.url, make_user(session_factory))
-    session_id = client.post("/v1/sessions", json={}).json()["id"]
-    workspace = _workspace(session_id)
-    workspace.mkdir(parents=True, exist_ok=True)
-    case.prepare(workspace)
-    replies: list[dict[str, Any]] = [{"tool_calls": [call]} for call in case.calls]
-    rig.sim.set_script(session_id, {"replies": [*replies, {"content": FINAL}]})
-
-    spec = f"{point}=kill@{case.points[point]}"
-    victim = rig.worker(failpoints=spec)
-    body = {"content": f"exercise {tool_class}"}
-    job_id = client.post(f"/v1/sessions/{session_id}/messages", json=body).json()["job_id"]
-    _wait_death(victim, spec)
+    out: dict[str, Crashed] = {}
+    for point, nth in case.points.items():
+        session_id = client.post("/v1/sessions", json={}).json()["id"]
+        workspace = _workspace(session_id)
+        workspace.mkdir(parents=True, exist_ok=True)
+        case.prepare(workspace)
+        replies: list[dict[str, Any]] = [{"tool_calls": [call]} for call in case.calls]
+        rig.sim.set_script(session_id, {"replies": [*replies, {"content": FINAL}]})
+        spec = f"{point}=kill@{nth}"
+        victim = rig.worker(failpoints=spec)
+        body = {"content": f"exercise {tool_class}"}
+        job_id = client.post(f"/v1/sessions/{session_id}/messages", json=body).json()["job_id"]
+        out[point] = Crashed(tool_class, client, session_id, job_id, _death(victim, spec))
     successor = rig.worker()
     try:
-        job = wait_job(client, job_id, timeout_s=180)
+        for item in out.values():
+            item.job = wait_job(client, item.job_id, timeout_s=180)
     finally:
         successor.stop()
+    return out
 
+
+def _death(victim: Proc, spec: str) -> str | None:
+    try:
+        code = victim.popen.wait(timeout=180)
+    except subprocess.TimeoutExpired:
+        victim.kill9()
+        return f"failpoint {spec} never fired:\n{victim.log()[-3000:]}"
+    if code != -9 or f"failpoint {spec.split('=')[0]} fired" not in victim.log():
+        return f"worker exited {code}, not killed at {spec}:\n{victim.log()[-3000:]}"
+    return None
+
+
+@pytest.mark.parametrize(
+    ("crashed", "point"),
+    CASES,
+    ids=[f"{c}-{p}" for c, p in CASES],
+    indirect=["crashed"],
+    scope="module",  # one round of victims and one successor per tool class
+)
+def test_worker_killed_at_a_ledger_boundary_resumes_as_promised(
+    crashed: dict[str, Crashed], point: str
+) -> None:
+    item = crashed[point]
+    assert item.death is None, item.death
+    tool_class = item.tool_class
+    job, client = item.job, item.client
     assert job["status"] == "succeeded", job
     assert job["result"] == {"content": FINAL}
-    assert job["attempts"] >= 2  # really taken over by the second worker
-    steps = client.get(f"/v1/jobs/{job_id}/steps").json()["items"]
+    # Finished before the crash it stays finished; otherwise another worker took over.
+    assert job["attempts"] == 1 if point == "job.after_finish" else job["attempts"] >= 2
+    steps = client.get(f"/v1/jobs/{item.job_id}/steps").json()["items"]
     llm = [s for s in steps if s["kind"] == "llm"]
     tools = [s for s in steps if s["kind"] == "tool"]
+    case = CLASSES[tool_class]
     assert len(llm) == len(case.calls) + 1 and len(tools) == len(case.calls), steps
     assert all(s["executions"] == 1 for s in llm), llm
-    messages = client.get(f"/v1/sessions/{session_id}/messages").json()["items"]
+    messages = client.get(f"/v1/sessions/{item.session_id}/messages").json()["items"]
     roles = [m["role"] for m in messages]
     assert roles == ["user", *(["assistant", "tool"] * len(case.calls)), "assistant"], roles
     tool_messages = [m["content"] for m in messages if m["role"] == "tool"]
-    CHECKS[tool_class](point, case.points[point], tools, tool_messages, workspace)
-
-
-def _wait_death(victim: Proc, spec: str) -> None:
-    try:
-        code = victim.popen.wait(timeout=180)
-    except Exception:
-        victim.kill9()
-        raise AssertionError(f"failpoint {spec} never fired:\n{victim.log()[-3000:]}") from None
-    assert code == -9, f"worker exited {code}, not killed at {spec}:\n{victim.log()[-3000:]}"
-    assert f"failpoint {spec.split('=')[0]} fired" in victim.log()
+    CHECKS[tool_class](point, case.points[point], tools, tool_messages, _workspace(item.session_id))
 
 
 def _check_read_only(
@@ -270,7 +307,7 @@ def test_survey_brief_is_written_once_even_when_the_worker_dies_right_after(
 
     victim = rig.worker(failpoints="survey.after_brief=kill")
     send_advance(Celery("test", broker=stack.redis_url), uuid.UUID(job_id))
-    _wait_death(victim, "survey.after_brief=kill")
+    assert _death(victim, "survey.after_brief=kill") is None
     successor = rig.worker()
     try:
         done = wait_job(client, job_id, timeout_s=120)
