@@ -98,7 +98,6 @@ CLASSES = {
         },
     ),
 }
-CASES = [(name, point) for name, cls in CLASSES.items() for point in cls.points]
 
 
 @dataclass
@@ -165,18 +164,15 @@ class Crashed:
     job: dict[str, Any] = field(default_factory=dict)
 
 
-@pytest.fixture(scope="module")
-def crashed(
-    request: pytest.FixtureRequest, rig: Rig, session_factory: sessionmaker[Session]
-) -> dict[str, Crashed]:
+Resumed = dict[str, Crashed]  # by failpoint name
+
+
+def _crash_all(rig: Rig, session_factory: sessionmaker[Session], tool_class: str) -> Resumed:
     """For one tool class: a job per failpoint, each on a victim that dies there
-    (one at a time), then one clean worker that resumes them all."""
-    tool_class: str = request.param
-    if tool_class == "sandbox":
-        request.getfixturevalue("sandbox_queue")
+    (one victim at a time), then one clean worker that resumes them all."""
     case = CLASSES[tool_class]
     client = client_for(rig.url, make_user(session_factory))
-    out: dict[str, Crashed] = {}
+    out: Resumed = {}
     for point, nth in case.points.items():
         session_id = client.post("/v1/sessions", json={}).json()["id"]
         workspace = _workspace(session_id)
@@ -198,6 +194,21 @@ def crashed(
     return out
 
 
+@pytest.fixture(scope="module")
+def read_only_runs(rig: Rig, session_factory: sessionmaker[Session]) -> Resumed:
+    return _crash_all(rig, session_factory, "read_only")
+
+
+@pytest.fixture(scope="module")
+def file_edit_runs(rig: Rig, session_factory: sessionmaker[Session]) -> Resumed:
+    return _crash_all(rig, session_factory, "file_edit")
+
+
+@pytest.fixture(scope="module")
+def sandbox_runs(rig: Rig, session_factory: sessionmaker[Session], sandbox_queue: str) -> Resumed:
+    return _crash_all(rig, session_factory, "sandbox")
+
+
 def _death(victim: Proc, spec: str) -> str | None:
     try:
         code = victim.popen.wait(timeout=180)
@@ -209,17 +220,23 @@ def _death(victim: Proc, spec: str) -> str | None:
     return None
 
 
-@pytest.mark.parametrize(
-    ("crashed", "point"),
-    CASES,
-    ids=[f"{c}-{p}" for c, p in CASES],
-    indirect=["crashed"],
-    scope="module",  # one round of victims and one successor per tool class
-)
-def test_worker_killed_at_a_ledger_boundary_resumes_as_promised(
-    crashed: dict[str, Crashed], point: str
-) -> None:
-    item = crashed[point]
+class TestKilledAtEachLedgerBoundary:
+    @pytest.mark.parametrize("point", list(CLASSES["read_only"].points))
+    def test_read_only_tools_run_again(self, read_only_runs: Resumed, point: str) -> None:
+        _check(read_only_runs[point], point)
+
+    @pytest.mark.parametrize("point", list(CLASSES["file_edit"].points))
+    def test_file_edits_take_effect_exactly_once(self, file_edit_runs: Resumed, point: str) -> None:
+        _check(file_edit_runs[point], point)
+
+    @pytest.mark.parametrize("point", list(CLASSES["sandbox"].points))
+    def test_cut_off_sandbox_runs_are_reported_interrupted(
+        self, sandbox_runs: Resumed, point: str
+    ) -> None:
+        _check(sandbox_runs[point], point)
+
+
+def _check(item: Crashed, point: str) -> None:
     assert item.death is None, item.death
     tool_class = item.tool_class
     job, client = item.job, item.client
