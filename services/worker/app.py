@@ -63,7 +63,7 @@ def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
         writer=engine.execution_options(isolation_level="AUTOCOMMIT"),
         model=client_from_settings(cfg),
         prices=PriceBook.from_settings(cfg),
-        registry=build_registry(cfg),
+        registry=build_registry(),
         publisher=EventPublisher(client),
         celery=app,
         keeper=LeaseKeeper(factory, ttl_s=cfg.lease_ttl_s),
