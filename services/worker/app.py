@@ -2,8 +2,9 @@
 
 Run: `celery -A services.worker.app:app worker -Q agent --pool threads -c 64`.
 
-Clients (engine, Redis, model client) are built once per worker process on
-``worker_init``, never at import time.
+Clients (engine, Redis, model client, tool ports) are built once per worker
+process, on first use (the ``worker_ready`` signal or the first task), never
+at import time.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from services.common.events import EventPublisher
 from services.common.metrics import start_metrics_server
 from services.common.migrate import ensure_migrated
 from services.common.redis_client import build_redis
+from services.common.task_names import ADVANCE_TASK
 from services.common.telemetry import TelemetrySettings, instrument_celery, setup_tracing
 from services.common.telemetry.names import SERVICE_WORKER
 from services.worker.llm.client import client_from_settings
@@ -30,6 +32,8 @@ from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.lease import LeaseKeeper
 from services.worker.runtime.sweeper import Sweeper
 from services.worker.settings import WorkerSettings
+from services.worker.tools.ports import LibraryEndpoint
+from services.worker.tools.sandbox_client import CelerySandbox
 from services.worker.toolset import build_registry
 
 log = logging.getLogger(__name__)
@@ -59,11 +63,12 @@ def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
         writer=engine.execution_options(isolation_level="AUTOCOMMIT"),
         model=client_from_settings(cfg),
         prices=PriceBook.from_settings(cfg),
-        registry=build_registry(cfg),
+        registry=build_registry(),
         publisher=EventPublisher(client),
         celery=app,
         keeper=LeaseKeeper(factory, ttl_s=cfg.lease_ttl_s),
-        tool_services={"library_url": cfg.library_url, "internal_token": cfg.internal_token},
+        sandbox=CelerySandbox(app, queue=cfg.sandbox_queue),
+        library=LibraryEndpoint(url=cfg.library_url, internal_token=cfg.internal_token),
     )
 
 
@@ -97,12 +102,12 @@ def _stop_background(**_: Any) -> None:
         _deps.keeper.stop()
 
 
-@app.task(name="agent.advance", ignore_result=True)
+@app.task(name=ADVANCE_TASK, ignore_result=True)
 def advance_task(job_id: str) -> str | None:
     try:
         parsed = uuid.UUID(job_id)
     except ValueError:
-        log.error("agent.advance got a malformed job id %r", job_id)
+        log.error("%s got a malformed job id %r", ADVANCE_TASK, job_id)
         return None
     deps = get_deps()
     outcome = advance(deps, parsed)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from services.worker.settings import WorkerSettings
 from services.worker.tools.base import Tool
 from services.worker.tools.code import code_tools
 from services.worker.tools.files import file_tools
@@ -11,6 +10,6 @@ from services.worker.tools.registry import ToolRegistry
 from services.worker.tools.todo import todo_tool
 
 
-def build_registry(settings: WorkerSettings) -> ToolRegistry:
+def build_registry() -> ToolRegistry:
     tools: list[Tool] = [*file_tools(), todo_tool(), *code_tools(), *library_tools()]
     return ToolRegistry(tools)

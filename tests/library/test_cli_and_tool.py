@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.cli.library_cmd import library as library_cli
 from services.worker.tools.base import ToolContext, ToolError
 from services.worker.tools.library_search import library_tools
+from services.worker.tools.ports import LibraryEndpoint
 from tests.library.conftest import PDF_DIR, TOKEN, LibraryService, make_user
 
 SCIFACT = PDF_DIR.parent / "scifact"
@@ -55,7 +56,7 @@ def test_tool_returns_locators(
         tool_call_id="c",
         step_key="k",
         emit=lambda *_: None,
-        services={"library_url": library.url, "internal_token": TOKEN},
+        library=LibraryEndpoint(url=library.url, internal_token=TOKEN),
     )
     result = tool.run(tool.parse({"query": "anything at all", "mode": "survey"}), ctx)
     assert result.content == "No passages found in the library."

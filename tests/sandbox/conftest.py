@@ -27,10 +27,12 @@ from services.cli.up.commands import celery_worker_argv
 from services.common.celery_app import build_celery
 from services.common.models import Base, Job, Project, User
 from services.common.models.sandbox import SandboxExecution
+from services.common.task_names import SANDBOX_QUEUE
 from services.sandbox.image import ensure_image
 from services.sandbox.pool import LABEL, LABEL_OWNER, LABEL_SLOT
 from services.sandbox.settings import SandboxSettings, get_sandbox_settings
 from services.worker.tools.base import ToolContext
+from services.worker.tools.sandbox_client import CelerySandbox
 from tests.conftest import Stack
 
 REPO = Path(__file__).resolve().parents[2]
@@ -204,5 +206,5 @@ def tool_ctx(
         tool_call_id=call or f"call_{uuid.uuid4().hex[:8]}",
         step_key="tool:1:x",
         emit=lambda _t, _d: None,
-        services={"celery": celery_app},
+        sandbox=CelerySandbox(celery_app, queue=SANDBOX_QUEUE),
     )

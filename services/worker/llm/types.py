@@ -14,14 +14,6 @@ class ToolCall:
     name: str
     arguments: str
 
-    def to_dict(self) -> dict[str, Any]:
-        """The OpenAI message form, for the assistant message in the history."""
-        return {
-            "id": self.id,
-            "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments},
-        }
-
 
 @dataclass(frozen=True)
 class Usage:
@@ -32,25 +24,6 @@ class Usage:
     output_tokens: int = 0
     cached_tokens: int = 0
     estimated: bool = False
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cached_tokens=self.cached_tokens + other.cached_tokens,
-            estimated=self.estimated or other.estimated,
-        )
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-    def to_dict(self) -> dict[str, int]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cached_tokens": self.cached_tokens,
-        }
 
 
 @dataclass(frozen=True)
@@ -67,13 +40,6 @@ class ModelResponse:
     response_id: str | None = None
     attempts: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_message(self) -> dict[str, Any]:
-        """The assistant message to append to the conversation."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
-        if self.tool_calls:
-            message["tool_calls"] = [call.to_dict() for call in self.tool_calls]
-        return message
 
 
 def estimate_tokens(text: str) -> int:

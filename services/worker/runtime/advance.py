@@ -19,8 +19,9 @@ from services.common.telemetry import attached_context, job_attributes
 from services.common.telemetry.names import SPAN_JOB, TRACER_WORKER
 from services.worker.runtime.batch import BatchRunner
 from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.dispatch import send_advance
 from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import finish_job
+from services.worker.runtime.finish import commit_finish
 from services.worker.runtime.lease import Lease, LeaseLost, acquire, release
 from services.worker.runtime.outcome import Outcome
 from services.worker.runtime.turn import TurnRunner, earlier_active_job
@@ -95,8 +96,7 @@ def _give_up(deps: RuntimeDeps, lease: Lease) -> Outcome:
         f"gave up after {lease.attempts - 1} attempts to advance this job; "
         "see the worker logs for the failure"
     )
-    with deps.factory() as db, db.begin():
-        finish_job(db, lease, status="failed", error=error)
+    commit_finish(deps.factory, lease, status="failed", error=error)
     deps.publisher.publish(str(lease.job_id), "final", {"status": "failed", "error": error})
     return Outcome.FINISHED
 
@@ -105,4 +105,4 @@ def enqueue(deps: RuntimeDeps, job_id: uuid.UUID) -> None:
     """Send an advance message and note when, so the sweeper knows it is in flight."""
     with deps.factory() as db, db.begin():
         db.execute(text("UPDATE jobs SET enqueued_at = now() WHERE id = :id"), {"id": job_id})
-    deps.celery.send_task("agent.advance", args=[str(job_id)], queue="agent")
+    send_advance(deps.celery, job_id)

@@ -1,9 +1,10 @@
 """Batch jobs: N independent tasks run as child turn jobs, then one summary.
 
-The parent keeps at most ``max_concurrency`` children active. Children are
-created through ledger steps (``batch:task:<i>``), so a crash never creates a
-task twice; each finished child wakes the parent, which tops up and, when all
-are done, writes the summary.
+The parent keeps at most ``max_concurrency`` children active. Each child is
+created in the same transaction as its ledger step (``batch:task:<i>``) and
+its row carries its task index, so a crash never creates a task twice; each
+finished child wakes the parent, which tops up and, when all are done, writes
+the summary.
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.common.failpoints import failpoint
 from services.common.models import TERMINAL_STATUSES, Job
 from services.common.turns import JobOrigin, create_queued_job, open_session
 from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.dispatch import send_advance
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import finish_job
 from services.worker.runtime.lease import Lease, check_fence
-from services.worker.runtime.ledger import begin_step, finish_step, load_steps
 from services.worker.runtime.outcome import Outcome
+from services.worker.runtime.recorder import StepWrite, record
 
 
 class BatchRunner:
@@ -58,9 +61,12 @@ class BatchRunner:
             if done or (cancel and active == 0):
                 summary = _summary(tasks, self._children(db))
                 status = "cancelled" if cancel else "succeeded"
+                failpoint("job.before_finish")
                 finish_job(db, self.lease, status=status, result=summary)
+        if done or (cancel and active == 0):
+            failpoint("job.after_finish")
         for child_id in to_start:
-            self.deps.celery.send_task("agent.advance", args=[str(child_id)], queue="agent")
+            send_advance(self.deps.celery, child_id)
         if done or (cancel and active == 0):
             self.events.emit("final", {"status": status, "result": summary})
             return Outcome.FINISHED
@@ -72,20 +78,6 @@ class BatchRunner:
         return {int(j.input.get("batch_index", -1)): j for j in rows}
 
     def _spawn(self, db: Session, parent: Job, index: int, task: dict[str, Any]) -> uuid.UUID:
-        key = f"batch:task:{index}"
-        steps = load_steps(db, self.job_id)
-        if key in steps and steps[key].result:
-            return uuid.UUID(steps[key].result["job_id"])
-        begin_step(
-            db,
-            job_id=self.job_id,
-            key=key,
-            kind="spawn",
-            name="batch_task",
-            round_no=index,
-            fence=self.lease.fence,
-            arguments=task,
-        )
         origin = JobOrigin(
             user_id=parent.user_id,
             project_id=parent.project_id,
@@ -102,8 +94,20 @@ class BatchRunner:
             max_turns=parent.max_turns,
             first_message=task["content"],
         )
-        finish_step(
-            db, job_id=self.job_id, key=key, status="succeeded", result={"job_id": str(child.id)}
+        # The step commits with the child, in this transaction: both or neither.
+        record(
+            db,
+            self.lease,
+            session_id=None,
+            step=StepWrite(
+                key=f"batch:task:{index}",
+                kind="spawn",
+                name="batch_task",
+                round_no=index,
+                status="succeeded",
+                arguments=task,
+                result={"job_id": str(child.id)},
+            ),
         )
         return child.id
 

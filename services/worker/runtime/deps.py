@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from celery import Celery
 from sqlalchemy import Engine
@@ -14,6 +13,7 @@ from services.worker.llm.client import ModelClient
 from services.worker.llm.pricing import PriceBook
 from services.worker.runtime.lease import LeaseKeeper
 from services.worker.settings import WorkerSettings
+from services.worker.tools.ports import LibraryEndpoint, SandboxPort
 from services.worker.tools.registry import ToolRegistry
 
 
@@ -29,5 +29,6 @@ class RuntimeDeps:
     publisher: EventPublisher
     celery: Celery
     keeper: LeaseKeeper
-    # Extra handles offered to tools (library URL, tokens …).
-    tool_services: dict[str, Any] = field(default_factory=dict)
+    # Ports offered to tools; None where this worker has no such service.
+    sandbox: SandboxPort | None = None
+    library: LibraryEndpoint | None = None

@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.failpoints import failpoint
 from services.common.metrics import JOB_DURATION
 from services.common.models import Job
 from services.common.turns import next_queued_turn
@@ -44,6 +45,22 @@ def finish_job(
             (datetime.now(UTC) - job.created_at).total_seconds()
         )
     return jobs_to_wake(db, lease.job_id)
+
+
+def commit_finish(
+    factory: sessionmaker[Session],
+    lease: Lease,
+    *,
+    status: str,
+    result: dict[str, Any] | None = None,
+    error: str | None = None,
+) -> list[uuid.UUID]:
+    """:func:`finish_job` in its own transaction, committed before events or wake-ups go out."""
+    failpoint("job.before_finish")
+    with factory() as db, db.begin():
+        wake = finish_job(db, lease, status=status, result=result, error=error)
+    failpoint("job.after_finish")
+    return wake
 
 
 def jobs_to_wake(db: Session, job_id: uuid.UUID) -> list[uuid.UUID]:

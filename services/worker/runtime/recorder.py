@@ -1,4 +1,4 @@
-"""One ledger write = one SQL statement = one round trip.
+"""The only writer of ledger steps: one write = one SQL statement = one round trip.
 
 A step's record, the message it adds to the session, the job's usage and the
 fence check all go into one statement of data-modifying CTEs, run in
@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
 
 from services.common.models import Message
 from services.worker.runtime.lease import Lease, LeaseLost
@@ -120,15 +121,20 @@ def _json(value: Any) -> str | None:
 
 
 def record(
-    writer: Engine,
+    writer: Engine | Session,
     lease: Lease,
     *,
-    session_id: uuid.UUID,
+    session_id: uuid.UUID | None,
     step: StepWrite,
     message: MessageWrite | None = None,
     usage: UsageDelta | None = None,
 ) -> Recorded:
-    """Write a step (and its message and usage) under the fence, atomically."""
+    """Write a step (and its message and usage) under the fence, atomically.
+
+    With the autocommit ``Engine`` the statement is its own transaction; with a
+    ``Session`` it joins the caller's transaction, for a step that must commit
+    together with other rows (a batch task's child job).
+    """
     usage = usage or UsageDelta()
     msg = message or MessageWrite(role="", content=None)
     params = {
@@ -161,8 +167,11 @@ def record(
         "message_tool_call_id": msg.tool_call_id,
         "message_name": msg.name,
     }
-    with writer.connect() as conn:
-        row = conn.execute(RECORD_SQL, params).one()
+    if isinstance(writer, Session):
+        row = writer.execute(RECORD_SQL, params).one()
+    else:
+        with writer.connect() as conn:
+            row = conn.execute(RECORD_SQL, params).one()
     if row.cancel is None:
         lease.lost.set()
         raise LeaseLost(f"job {lease.job_id}: fence {lease.fence} is stale")

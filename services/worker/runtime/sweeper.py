@@ -17,6 +17,8 @@ from celery import Celery
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.worker.runtime.dispatch import send_advance
+
 log = logging.getLogger(__name__)
 
 DUE_SQL = text(
@@ -42,7 +44,7 @@ def sweep_once(
     with factory() as db, db.begin():
         due = [row[0] for row in db.execute(DUE_SQL, {"after": requeue_after_s, "limit": limit})]
     for job_id in due:
-        celery.send_task("agent.advance", args=[str(job_id)], queue="agent")
+        send_advance(celery, job_id)
     if due:
         log.info("sweeper re-enqueued %d job(s)", len(due))
     return due

@@ -13,6 +13,7 @@ from typing import Any
 from opentelemetry import trace
 from pydantic import BaseModel
 
+from services.common.failpoints import failpoint
 from services.common.metrics import STEP_DURATION
 from services.common.telemetry import tool_call_attributes
 from services.common.telemetry.names import TRACER_WORKER, tool_call_span_name
@@ -91,12 +92,6 @@ class ToolStepRunner:
     def _context(self, call: ToolCallSpec, key: str) -> ToolContext:
         workspace = self.deps.settings.workspaces_dir / str(self.who.session_id)
         workspace.mkdir(parents=True, exist_ok=True)
-        services: dict[str, Any] = {
-            "session_factory": self.deps.factory,
-            "celery": self.deps.celery,
-            "settings": self.deps.settings,
-            **self.deps.tool_services,
-        }
         return ToolContext(
             job_id=str(self.who.job_id),
             session_id=str(self.who.session_id),
@@ -106,7 +101,9 @@ class ToolStepRunner:
             tool_call_id=call.id,
             step_key=key,
             emit=self.events.emit,
-            services=services,
+            sandbox=self.deps.sandbox,
+            library=self.deps.library,
+            db=self.deps.factory,
         )
 
     def _resume_interrupted(
@@ -168,15 +165,23 @@ class ToolStepRunner:
         # first (with the intended post-state) so a resume knows what may have run.
         write_once = tool.effect in (ToolEffect.READ_ONLY, ToolEffect.IDEMPOTENT)
         if not write_once:
+            edit = tool.effect is ToolEffect.WORKSPACE_EDIT
+            if edit:
+                failpoint("edit.before_hash_record")
             self._begin(**fields)
+            if edit:
+                failpoint("edit.after_hash_record")
         self.events.emit("tool_start", {"tool_call_id": call.id, "name": call.name})
         fresh = fields if write_once else None
+        failpoint("tool.before_effect")
         try:
             result = self._run_with_retries(tool, args, ctx)
         except ToolError as err:
+            failpoint("tool.after_effect")
             span.set_attribute("error.type", err.code)
             self._complete(round_no, call, key, status="failed", error=err, fresh=fresh)
             return
+        failpoint("tool.after_effect")
         self._complete(round_no, call, key, status="succeeded", result=result, fresh=fresh)
 
     def _run_with_retries(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolResult:

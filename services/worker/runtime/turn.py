@@ -10,7 +10,6 @@ step boundary.
 from __future__ import annotations
 
 import time
-import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from opentelemetry import trace
 from sqlalchemy import select
 
+from services.common.failpoints import failpoint
 from services.common.metrics import LLM_COST_USD, LLM_REQUEST_DURATION, LLM_TOKENS, STEP_DURATION
 from services.common.models import ChatSession, Job
 from services.common.telemetry import error_attributes, model_call_attributes
@@ -29,13 +29,15 @@ from services.worker.runtime.conversation import (
     to_model_messages,
 )
 from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.dispatch import send_advance
 from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import finish_job
+from services.worker.runtime.finish import commit_finish
 from services.worker.runtime.lease import Lease
 from services.worker.runtime.ledger import StepView, llm_key, load_steps
 from services.worker.runtime.outcome import Outcome
 from services.worker.runtime.recorder import MessageWrite, StepWrite, UsageDelta, record
 from services.worker.runtime.state import TurnState
+from services.worker.runtime.survey_brief import ensure_brief
 from services.worker.runtime.tool_exec import JobIdentity, ToolCallSpec, ToolStepRunner
 from services.worker.tools.todo import todo_reminder, todo_reminder_due
 
@@ -63,6 +65,8 @@ class TurnRunner:
         self.max_turns = job.max_turns
         self.system_prompt = deps.settings.system_prompt
         self.who = JobIdentity(job.id, job.session_id, job.user_id, job.project_id)
+        self.kind = job.kind
+        self.job_input = job.input
         self.events = events
         self.state = self._load(job)
         self.tools = ToolStepRunner(deps, lease, self.who, events, self.state)
@@ -79,6 +83,8 @@ class TurnRunner:
         return TurnState(steps=steps, history=history, cancel_requested=cancel)
 
     def run(self, deadline: float) -> Outcome:
+        if self.kind == "survey":
+            ensure_brief(self.deps, self.lease, self.who, self.job_input, self.state)
         first = True
         while True:
             if self.lease.lost.is_set():
@@ -238,6 +244,7 @@ class TurnRunner:
             "cost_usd": str(cost),
         }
         name = resp.model or str(request["model"])
+        failpoint("model.before_record")
         done = record(
             self.deps.writer,
             self.lease,
@@ -259,6 +266,7 @@ class TurnRunner:
                 cost_usd=cost,
             ),
         )
+        failpoint("model.after_record")
         self.state.cancel_requested |= done.cancel_requested
         self.state.started(
             key,
@@ -271,16 +279,9 @@ class TurnRunner:
         )
         assert done.message is not None
         self.state.history.append(done.message)
-        wake: list[uuid.UUID] = []
-        if not calls:
-            with self.deps.factory() as db, db.begin():
-                wake = finish_job(
-                    db, self.lease, status="succeeded", result={"content": resp.content or ""}
-                )
         if calls:
             return None
-        self._after_finish("succeeded", wake, {"content": resp.content or ""})
-        return Outcome.FINISHED
+        return self._finish("succeeded", result={"content": resp.content or ""})
 
     def _model_failed(
         self, key: str, round_no: int, request: dict[str, Any], err: ModelError
@@ -307,31 +308,19 @@ class TurnRunner:
                 error=error,
             ),
         )
-        with self.deps.factory() as db, db.begin():
-            wake = finish_job(db, self.lease, status="failed", error=f"model call failed: {err}")
-        self._after_finish("failed", wake, None, error=f"model call failed: {err}")
-        return Outcome.FINISHED
+        return self._finish("failed", error=f"model call failed: {err}")
 
     def _finish(
         self, status: str, *, result: dict[str, Any] | None = None, error: str | None = None
     ) -> Outcome:
-        with self.deps.factory() as db, db.begin():
-            wake = finish_job(db, self.lease, status=status, result=result, error=error)
-        self._after_finish(status, wake, result, error=error)
-        return Outcome.FINISHED
-
-    def _after_finish(
-        self,
-        status: str,
-        wake: list[uuid.UUID],
-        result: dict[str, Any] | None,
-        *,
-        error: str | None = None,
-    ) -> None:
+        wake = commit_finish(
+            self.deps.factory, self.lease, status=status, result=result, error=error
+        )
         self.events.emit("status", {"status": status, "error": error})
         self.events.emit("final", {"status": status, "result": result, "error": error})
         for job_id in wake:
-            self.deps.celery.send_task("agent.advance", args=[str(job_id)], queue="agent")
+            send_advance(self.deps.celery, job_id)
+        return Outcome.FINISHED
 
 
 def _error_text(error: dict[str, Any] | None) -> str:

@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.worker.tools.ports import LibraryEndpoint, SandboxPort
 
 
 class ToolEffect(StrEnum):
@@ -77,9 +80,11 @@ class ToolContext:
     tool_call_id: str
     step_key: str
     emit: EventSink
-    # Service handles (DB session factory, Celery app, HTTP clients) keyed by name;
-    # tools take what they need and fail with a ToolError when it is absent.
-    services: dict[str, Any] = field(default_factory=dict)
+    # Ports to what lies beyond the workspace; a tool that needs an absent one
+    # fails with a ToolError saying so.
+    sandbox: SandboxPort | None = None
+    library: LibraryEndpoint | None = None
+    db: sessionmaker[Session] | None = None
 
 
 class Tool(ABC):

@@ -1,8 +1,8 @@
 """The ``python`` and ``bash`` tools: model-written code runs on sandbox workers.
 
-Nothing runs in the agent worker. Each call is sent by name to the
-``sandbox.exec`` Celery task on the ``sandbox`` queue, keyed by the job and
-tool call id so a redelivered message never runs the code twice. A non-zero
+Nothing runs in the agent worker. Each call goes through the sandbox port
+(``sandbox.exec`` on the configured sandbox queue), keyed by the job and tool
+call id so a redelivered message never runs the code twice. A non-zero
 exit code is a normal result (the model reads the exit code and output);
 timeouts, kills, refusals and an unreachable sandbox are :class:`ToolError`.
 """
@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from celery.exceptions import TimeoutError as CeleryTimeout
 from pydantic import BaseModel, Field
 
-from services.common.task_names import SANDBOX_EXEC_TASK, SANDBOX_QUEUE
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
+from services.worker.tools.ports import SandboxRequest
 
 DEFAULT_TIMEOUT_S = 30.0
 MAX_TIMEOUT_S = 180.0
@@ -81,41 +80,23 @@ class SandboxTool(Tool):
         raise ToolError("internal", "SandboxTool subclass must define source()")
 
     def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        celery = ctx.services.get("celery")
-        if celery is None:
+        if ctx.sandbox is None:
             raise ToolError(
                 "sandbox_unavailable",
-                "no task queue is configured for the sandbox",
+                "no sandbox is configured for this worker",
                 category="sandbox",
             )
         timeout = min(getattr(args, "timeout", None) or DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S)
-        kwargs = {
-            "tool_call_id": ctx.tool_call_id,
-            "job_id": ctx.job_id,
-            "session_id": ctx.session_id,
-            "project_id": ctx.project_id,
-            "language": self.language,
-            "code": self.source(args),
-            "timeout_s": timeout,
-        }
-        settings = ctx.services.get("settings")
-        queue = getattr(settings, "sandbox_queue", SANDBOX_QUEUE)
-        pending = celery.send_task(SANDBOX_EXEC_TASK, kwargs=kwargs, queue=queue)
-        try:
-            result = pending.get(timeout=timeout + WAIT_MARGIN_S, disable_sync_subtasks=False)
-        except CeleryTimeout:
-            pending.revoke()  # a late start would surprise the model; never run it then
-            raise ToolError(
-                "sandbox_timeout",
-                f"no sandbox answered within {timeout + WAIT_MARGIN_S:g}s "
-                "(sandbox workers busy or down)",
-                category="sandbox",
-                retryable=False,
-            ) from None
-        except Exception as exc:  # a crashed task surfaces as its exception type
-            raise ToolError(
-                "sandbox_failed", f"sandbox execution failed: {exc!r}"[:2000], category="sandbox"
-            ) from exc
+        request = SandboxRequest(
+            job_id=ctx.job_id,
+            tool_call_id=ctx.tool_call_id,
+            session_id=ctx.session_id,
+            project_id=ctx.project_id,
+            language=self.language,
+            code=self.source(args),
+            timeout_s=timeout,
+        )
+        result = ctx.sandbox.execute(request, wait_s=timeout + WAIT_MARGIN_S)
         return self.interpret(result, timeout)
 
     def interpret(self, result: dict[str, Any], timeout: float) -> ToolResult:

@@ -32,10 +32,9 @@ class LibrarySearchTool(Tool):
 
     def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, LibrarySearchArgs)
-        base = ctx.services.get("library_url")
-        token = ctx.services.get("internal_token")
-        if not base or not token:
+        if ctx.library is None:
             raise ToolError("library_unconfigured", "the library service is not configured")
+        base, token = ctx.library.url, ctx.library.internal_token
         collections = [f"user:{ctx.user_id}"]
         if ctx.project_id:
             collections.append(f"project:{ctx.project_id}")

@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from services.common.db import transaction
 from services.common.models.conversations import ChatSession
@@ -124,8 +124,8 @@ class TodoTool(Tool):
         return ToolResult(content=summarize(items), data={"items": items, "persisted": persisted})
 
     def _persist(self, ctx: ToolContext, items: list[dict[str, Any]]) -> None:
-        factory = ctx.services.get("session_factory")
-        if not isinstance(factory, sessionmaker):
+        factory = ctx.db
+        if factory is None:
             raise ToolError(
                 "service_unavailable",
                 "the todo list cannot be saved: no database session factory is configured",

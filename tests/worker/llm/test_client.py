@@ -54,7 +54,18 @@ class TestReplies:
         assert first.usage.input_tokens == 7 and first.usage.cached_tokens == 0
         history = [
             *USER,
-            first.to_message(),
+            {
+                "role": "assistant",
+                "content": first.content,
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments},
+                    }
+                    for c in first.tool_calls
+                ],
+            },
             {"role": "tool", "tool_call_id": "call_0_0", "content": "2"},
         ]
         second = client.complete(

@@ -55,7 +55,7 @@ def session_ctx(
         ctx,
         user_id=user_id,
         session_id=session_id,
-        services={"session_factory": session_factory},
+        db=session_factory,
     )
 
 
@@ -123,7 +123,7 @@ class TestTodoPersisted:
 
     def test_missing_factory_is_a_clear_error(self, session_ctx: ToolContext) -> None:
         with pytest.raises(ToolError) as err:
-            call(dataclasses.replace(session_ctx, services={}), PLAN)
+            call(dataclasses.replace(session_ctx, db=None), PLAN)
         assert err.value.code == "service_unavailable"
 
 
