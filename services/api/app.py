@@ -13,6 +13,7 @@ from services.api.errors import install_error_handlers
 from services.api.events.router import router as events_router
 from services.api.health.router import router as health_router
 from services.api.jobs.router import router as jobs_router
+from services.api.library.router import UPLOAD_PATH
 from services.api.library.router import router as library_router
 from services.api.limits import BodySizeLimit
 from services.api.sessions.router import router as sessions_router
@@ -87,7 +88,9 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     for router in routers:
         app.include_router(router)
     mount_metrics(app)
-    app.add_middleware(BodySizeLimit, max_bytes=cfg.max_request_bytes)
+    app.add_middleware(
+        BodySizeLimit, max_bytes=cfg.max_request_bytes, exempt_paths=frozenset({UPLOAD_PATH})
+    )
     # Outermost, so the server span covers everything including size refusals.
     app.add_middleware(TracingMiddleware, service_name=SERVICE_API)
     return app

@@ -10,12 +10,16 @@ from services.api.errors import error_body
 
 
 class BodySizeLimit:
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, *, max_bytes: int, exempt_paths: frozenset[str] = frozenset()
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        # Routes that stream their body to disk under their own, larger cap.
+        self.exempt_paths = exempt_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope.get("path") in self.exempt_paths:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])

@@ -1,4 +1,4 @@
-"""`library_search(query, mode?, k?)`: search the lab library over HTTP."""
+"""`library_search(query, mode?, k?)`: search the lab library over HTTP, as the job's user."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, Field
 
+from services.common.telemetry import inject_carrier
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 
 
@@ -36,15 +37,23 @@ class LibrarySearchTool(Tool):
         token = ctx.services.get("internal_token")
         if not base or not token:
             raise ToolError("library_unconfigured", "the library service is not configured")
+        # The library re-derives what this user may read; the job's own library
+        # and project only narrow that set. The trace context makes the
+        # library's spans part of this job's trace.
         collections = [f"user:{ctx.user_id}"]
         if ctx.project_id:
             collections.append(f"project:{ctx.project_id}")
         headers = {
             "X-Leaflab-Internal": str(token),
             "X-Leaflab-User": ctx.user_id,
-            "X-Leaflab-Collections": ",".join(collections),
+            **inject_carrier(),
         }
-        params: dict[str, str | int] = {"q": args.query, "mode": args.mode, "k": args.k}
+        params: dict[str, str | int | list[str]] = {
+            "q": args.query,
+            "mode": args.mode,
+            "k": args.k,
+            "collection": collections,
+        }
         try:
             resp = httpx.get(f"{base}/search", headers=headers, params=params, timeout=30)
         except httpx.HTTPError as exc:
