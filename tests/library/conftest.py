@@ -29,7 +29,18 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.models import User
 
-PDF_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "pdfs"
+
+def _shared_pdfs() -> Path:
+    """shared/data/pdfs next to the checkout, or next to a folder above it (worktrees)."""
+    repo = Path(__file__).resolve().parents[2]
+    for folder in repo.parents:
+        candidate = folder / "shared" / "data" / "pdfs"
+        if candidate.is_dir():
+            return candidate
+    return repo.parent / "shared" / "data" / "pdfs"
+
+
+PDF_DIR = _shared_pdfs()
 TOKEN = "test-internal-token"
 
 
