@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.api.errors import ApiError
+from services.api.library.router import internal_path
 from services.common.models import Project, ProjectMember
 from tests.library import hostile_pdfs
 from tests.library.api_app import api_client, bearer, new_email, user_with_key
@@ -107,3 +110,15 @@ class TestProjectVisibility:
                     ok = op["responses"].get("200") or op["responses"].get("202")
                     ref = ok["content"]["application/json"]["schema"].get("$ref", "")
                     assert ref.startswith("#/components/schemas/Library"), (method, path, ok)
+
+
+class TestInternalPaths:
+    @pytest.mark.parametrize("segment", ["..", ".", "", "a/b", "..\\x", "x?y", "x#y", "%2E%2E"])
+    def test_segments_that_could_walk_elsewhere_are_refused(self, segment: str) -> None:
+        with pytest.raises(ApiError) as info:
+            internal_path("documents", segment)
+        assert info.value.status == 404
+
+    def test_plain_segments_pass(self) -> None:
+        doc = "1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+        assert internal_path("documents", doc) == f"/documents/{doc}"
