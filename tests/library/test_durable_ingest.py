@@ -64,7 +64,7 @@ def _row(factory: sessionmaker[Session], doc_id: uuid.UUID) -> Document:
 
 
 def _wait(
-    factory: sessionmaker[Session], doc_id: uuid.UUID, done: object, timeout_s: float = 300
+    factory: sessionmaker[Session], doc_id: uuid.UUID, done: object, timeout_s: float = 180
 ) -> Document:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
