@@ -15,6 +15,8 @@ def check_url(url: str) -> None:
     """What can be refused before any network access: scheme, length, host form."""
     if len(url) > MAX_URL_CHARS:
         raise AddressRefused(f"the URL is longer than {MAX_URL_CHARS} characters")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        raise AddressRefused("the URL contains control characters")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise AddressRefused("only http and https URLs can be ingested")

@@ -156,7 +156,12 @@ class TestUrlsAndAccess:
             assert resp.status_code == 202, resp.text
             doc = wait_terminal(client, library, owner_h, resp.json()["id"])
             assert doc["status"] == "ready" and doc["collection"] == project
-            for bad_url in ("file:///etc/passwd", "ftp://127.0.0.1/x.pdf", "http://2130706433/"):
+            for bad_url in (
+                "file:///etc/passwd",
+                "ftp://127.0.0.1/x.pdf",
+                "http://2130706433/",
+                "http://example.org/\x00.pdf",
+            ):
                 resp = client.post(
                     f"{library.url}/documents", headers=owner_h, json={"url": bad_url}
                 )

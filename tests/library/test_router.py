@@ -92,13 +92,14 @@ class TestProjectVisibility:
                 assert resp.status_code == 404, (path, resp.text)
                 assert "items" not in resp.json() and "chunks" not in resp.json()
 
-            # A project given as a list or object is a 4xx, not a 500.
-            for project_value in (["a"], {"a": 1}):
-                resp = client.post(
-                    "/v1/library/documents",
-                    headers=as_member,
-                    json={"url": "http://example.org/x.pdf", "project": project_value},
-                )
+            # A project given as a list or object, or a URL with a NUL: 4xx, not 500.
+            for body in (
+                {"url": "http://example.org/x.pdf", "project": ["a"]},
+                {"url": "http://example.org/x.pdf", "project": {"a": 1}},
+                {"url": ["http://example.org/x.pdf"]},
+                {"url": "http://example.org/\x00.pdf"},
+            ):
+                resp = client.post("/v1/library/documents", headers=as_member, json=body)
                 assert resp.status_code == 400, resp.text
 
             # Every /v1/library route's success response is a named schema.

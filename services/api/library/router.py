@@ -159,6 +159,9 @@ async def add_document(
 
 
 def _check_url_form(url: str) -> None:
+    """The URL's form only; its address is checked when the ingest task fetches it."""
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        raise ApiError(400, "url_refused", "the URL contains control characters")
     parts = urlsplit(url)
     if len(url) > 2000 or parts.scheme not in ("http", "https") or not parts.hostname:
         raise ApiError(
