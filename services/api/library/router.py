@@ -135,9 +135,13 @@ async def _forward(
 
 @router.post("/documents", status_code=202, response_model=LibraryDocumentAccepted)
 async def add_document(
-    request: Request, access: AccessDep, state: StateDep, intake: IntakeDep
+    request: Request, access: AccessDep, state: StateDep, intake: IntakeDep, db: DbSession
 ) -> LibraryDocumentAccepted:
     """Multipart PDF (`file`, optional `project`) or JSON `{url, project?}` → 202, queued."""
+    # End the authentication transaction before a possibly minutes-long body:
+    # it holds the API key row's last_used_at update (a row lock) and a pooled
+    # connection, which other requests with the same key would wait for.
+    await asyncio.to_thread(db.commit)
     store = BlobStore(intake.resolved_files_dir)
     try:
         if request.headers.get("content-type", "").startswith("multipart/form-data"):
