@@ -13,6 +13,7 @@ from services.api.events.router import router as events_router
 from services.api.health.router import router as health_router
 from services.api.jobs.artifacts import router as artifacts_router
 from services.api.jobs.router import router as jobs_router
+from services.api.library.router import UPLOAD_PATH
 from services.api.library.router import router as library_router
 from services.api.limits import BodySizeLimit, RouteKey
 from services.api.log_privacy import install_log_filters
@@ -35,7 +36,8 @@ from services.common.telemetry import (
 from services.common.telemetry.names import SERVICE_API
 
 # Routes whose bodies may exceed ``max_request_bytes`` (exact method and path).
-BODY_CAPS: dict[RouteKey, int] = {}
+# The library upload streams to disk under its own cap (LEAFLAB_MAX_UPLOAD_BYTES).
+BODY_CAPS: dict[RouteKey, int | None] = {("POST", UPLOAD_PATH): None}
 
 
 def build_state(settings: ApiSettings) -> AppState:

@@ -1,8 +1,8 @@
 """Request body size caps, enforced while the body arrives, never after reading it all.
 
 One cap for every route (``max_bytes``), and a small table of exceptions for
-routes that legitimately take more (a PDF upload): ``caps={("POST",
-"/v1/library/documents"): 100_000_000}``. A body that declares a
+routes that legitimately take more, or (``None``) that stream the body to
+disk and enforce their own cap as it arrives (the PDF upload). A body that declares a
 ``Content-Length`` over its cap is refused before a byte is read; a chunked
 body (no ``Content-Length``) is counted as it streams in, and the moment it
 passes the cap the client gets the same 413. The application then sees a
@@ -23,21 +23,22 @@ RouteKey = tuple[str, str]  # (method, exact path)
 
 class BodySizeLimit:
     def __init__(
-        self, app: ASGIApp, *, max_bytes: int, caps: Mapping[RouteKey, int] | None = None
+        self, app: ASGIApp, *, max_bytes: int, caps: Mapping[RouteKey, int | None] | None = None
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.caps = dict(caps or {})
 
-    def cap_for(self, scope: Scope) -> int:
+    def cap_for(self, scope: Scope) -> int | None:
         key = (str(scope.get("method", "")).upper(), str(scope.get("path", "")).rstrip("/"))
         return self.caps.get(key, self.max_bytes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        cap = self.cap_for(scope) if scope["type"] == "http" else None
+        if cap is None:
+            # Not HTTP, or a route that streams its body to disk under its own cap.
             await self.app(scope, receive, send)
             return
-        cap = self.cap_for(scope)
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > cap:

@@ -1,4 +1,5 @@
-"""`leaflab library ingest|search|eval`: clients of the public API, plus a local eval."""
+"""`leaflab library ingest|search|eval`: clients of the public API, plus a local
+eval through the library's operator entry point (services/library/operator.py)."""
 
 from __future__ import annotations
 
@@ -110,20 +111,17 @@ def eval_cmd(
     """Index a BEIR folder in a scratch store (the ingestion path: chunk, embed,
     store) and print one JSON line: hybrid nDCG@10 / recall@100 on top, BM25-only
     and dense-only from the same index under "bm25" and "dense"."""
-    from services.library.beir import run_eval
-    from services.library.settings import LibrarySettings
+    from services.library.operator import run_eval
 
     for name, value in (("--limit-docs", limit_docs), ("--limit-queries", limit_queries)):
         if value is not None and value < 1:
             raise click.BadParameter(f"{name} must be at least 1")
-    settings = LibrarySettings(qdrant_url=None)
     try:
         result = run_eval(
             directory,
-            settings,
             limit_docs=limit_docs,
             limit_queries=limit_queries,
-            cache_dir=embedding_cache,
+            embedding_cache=embedding_cache,
         )
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -1,27 +1,25 @@
-"""Who is calling: internal-token check and the caller's readable collections."""
+"""Who is calling: the internal token, the acting user, and the collections that
+user may read, re-derived from the database on every request.
+
+Callers (the API, agent workers) prove they are Leaflab services with the
+internal token and name the acting user in X-Leaflab-User; which collections
+that user may see is never taken from the request. A request may narrow the
+set (``collection`` parameters) but never widen it.
+"""
 
 from __future__ import annotations
 
 import hmac
 import uuid
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Request
-from fastapi.responses import JSONResponse
 
-
-class LibraryError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-
-    def response(self) -> JSONResponse:
-        return JSONResponse(error_body(self.code, self.message), status_code=self.status)
-
-
-def error_body(code: str, message: str) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message}}
+from services.common.db import transaction
+from services.common.documents.collections import readable_collections
+from services.library.errors import LibraryError
+from services.library.runtime import LibraryRuntime
 
 
 @dataclass(frozen=True)
@@ -29,9 +27,23 @@ class Caller:
     user_id: uuid.UUID
     collections: list[str]
 
+    def narrowed(self, wanted: list[str]) -> list[str]:
+        """Only the wanted collections the caller may read (all of them if none wanted)."""
+        if not wanted:
+            return self.collections
+        return [c for c in self.collections if c in set(wanted)]
 
-def caller(request: Request) -> Caller:
-    token = request.app.state.runtime.settings.internal_token
+
+def get_runtime(request: Request) -> LibraryRuntime:
+    runtime: LibraryRuntime = request.app.state.runtime
+    return runtime
+
+
+RuntimeDep = Annotated[LibraryRuntime, Depends(get_runtime)]
+
+
+def caller(request: Request, runtime: RuntimeDep) -> Caller:
+    token = runtime.settings.internal_token
     given = request.headers.get("x-leaflab-internal", "")
     if not hmac.compare_digest(given.encode(), token.encode()):
         raise LibraryError(401, "unauthorized", "missing or wrong X-Leaflab-Internal token")
@@ -39,8 +51,10 @@ def caller(request: Request) -> Caller:
         user_id = uuid.UUID(request.headers.get("x-leaflab-user", ""))
     except ValueError:
         raise LibraryError(400, "invalid_request", "X-Leaflab-User must be a user id") from None
-    raw = request.headers.get("x-leaflab-collections", "")
-    collections = [c.strip() for c in raw.split(",") if c.strip()]
+    with transaction(runtime.session_factory) as db:
+        collections = readable_collections(db, user_id)
+    if collections is None:
+        raise LibraryError(403, "forbidden", "X-Leaflab-User is not an active user")
     return Caller(user_id, collections)
 
 

@@ -1,61 +1,37 @@
-"""Fetch a PDF by URL: http/https only, no private or loopback addresses (checked
-on every redirect hop), a size cap and a timeout."""
+"""Fetch a URL document into the file store through the shared address guard
+(services/common/net_guard.py: every hop, the address actually connected to)."""
 
 from __future__ import annotations
 
-import ipaddress
-import socket
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
-import httpx
+from services.common.documents.blobs import BlobStore
+from services.common.net_guard import AddressRefused, NetGuard, check_host_literal, fetch_to
 
-
-class FetchRefused(Exception):
-    """The URL may not or could not be fetched; the message is for the user."""
+MAX_URL_CHARS = 2000
 
 
-def _check_host(host: str, port: int, *, allow_private: bool) -> None:
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror:
-        raise FetchRefused(f"cannot resolve host {host!r}") from None
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0])
-        private = (
-            address.is_private
-            or address.is_loopback
-            or address.is_link_local
-            or address.is_multicast
-            or address.is_reserved
-            or address.is_unspecified
-        )
-        if private and not allow_private:
-            raise FetchRefused(f"refusing to fetch from a private or local address ({address})")
-
-
-def check_url(url: str, *, allow_private: bool) -> None:
+def check_url(url: str) -> None:
+    """What can be refused before any network access: scheme, length, host form."""
+    if len(url) > MAX_URL_CHARS:
+        raise AddressRefused(f"the URL is longer than {MAX_URL_CHARS} characters")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        raise AddressRefused("the URL contains control characters")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise FetchRefused("only http and https URLs can be ingested")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    _check_host(parts.hostname, port, allow_private=allow_private)
+        raise AddressRefused("only http and https URLs can be ingested")
+    check_host_literal(parts.hostname)
 
 
-def fetch_pdf(url: str, *, max_bytes: int, timeout_s: float, allow_private: bool) -> bytes:
-    """Download ``url`` (following up to 5 checked redirects) and return its bytes."""
-    with httpx.Client(timeout=timeout_s, follow_redirects=False) as client:
-        for _ in range(6):
-            check_url(url, allow_private=allow_private)
-            with client.stream("GET", url) as response:
-                if response.is_redirect:
-                    url = urljoin(url, response.headers.get("location", ""))
-                    continue
-                if response.status_code != 200:
-                    raise FetchRefused(f"the server answered {response.status_code} for {url}")
-                data = bytearray()
-                for part in response.iter_bytes():
-                    data.extend(part)
-                    if len(data) > max_bytes:
-                        raise FetchRefused(f"the file is larger than {max_bytes} bytes")
-                return bytes(data)
-    raise FetchRefused("too many redirects")
+def fetch_document(
+    url: str, *, store: BlobStore, key: str, guard: NetGuard, max_bytes: int, timeout_s: float
+) -> None:
+    """Download ``url`` to the blob ``key``; raises AddressRefused with a reason."""
+    staged, out = store.staging()
+    try:
+        with out:
+            fetch_to(url, out, guard=guard, max_bytes=max_bytes, timeout_s=timeout_s)
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
+    store.commit(staged, key)

@@ -1,116 +1,150 @@
-"""The ingestion pipeline: register an upload, then parse → chunk → embed → store,
-recording each status (queued, parsing, embedding, ready, failed + reason)."""
+"""The ingestion pipeline for one document, under its lease:
+(fetch, for URL documents) → parse → chunk → embed → store, recording each
+status (queued, parsing, embedding, ready, failed + reason).
+
+A bad document fails with a reason on its row; a lost lease stops quietly;
+anything else (Postgres or the store away) propagates so the message is not
+acknowledged and the sweeper retries the document once its lease expires.
+"""
 
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
-from services.common.db import transaction
-from services.common.models import Document
+from services.common.documents.intake import PDF_MAGIC
+from services.common.metrics import LIBRARY_INGEST_DURATION
+from services.common.net_guard import AddressRefused
 from services.library.chunking import chunk_blocks
+from services.library.fetch import fetch_document
 from services.library.indexing import index_chunks
+from services.library.lease import Claim, LeaseKeeper, LeaseLost, claim, fenced_set
 from services.library.parsing.isolated import ParseFailed, parse_isolated
 from services.library.runtime import LibraryRuntime
 
 log = logging.getLogger(__name__)
-PDF_MAGIC = b"%PDF-"
 
 
-class DocumentMissing(Exception):
-    """The task names a document row that does not exist (deleted or never committed)."""
-
-
-def register_document(
-    db: Session,
-    *,
-    runtime: LibraryRuntime,
-    data: bytes,
-    filename: str | None,
-    collection: str,
-    owner_id: uuid.UUID,
-    project_id: uuid.UUID | None,
-    source_url: str | None = None,
-) -> tuple[Document, bool]:
-    """Store the file and its row (flush only); returns (document, created)."""
-    content_hash = runtime.blobs.digest(data)
-    existing = db.scalars(
-        select(Document).where(
-            Document.collection == collection, Document.content_hash == content_hash
-        )
-    ).first()
-    if existing is not None and existing.status != "failed":
-        return existing, False
-    runtime.blobs.put(data)
-    if existing is not None:  # a failed earlier attempt: try again with the same row
-        existing.status, existing.error = "queued", None
-        existing.updated_at = datetime.now(UTC)
-        return existing, True
-    doc = Document(
-        collection=collection,
-        project_id=project_id,
-        owner_id=owner_id,
-        content_hash=content_hash,
-        filename=filename,
-        source_url=source_url,
-        status="queued",
-    )
-    db.add(doc)
-    db.flush()
-    return doc, True
-
-
-def _set(runtime: LibraryRuntime, doc_id: uuid.UUID, **values: Any) -> Document:
-    with transaction(runtime.session_factory) as db:
-        doc = db.get(Document, doc_id)
-        if doc is None:
-            raise DocumentMissing(f"document {doc_id} not found")
-        for key, value in values.items():
-            setattr(doc, key, value)
-        doc.updated_at = datetime.now(UTC)
-        return doc
+class DocumentUnusable(Exception):
+    """The document cannot be ingested; ``str(exc)`` is the reason users see."""
 
 
 def ingest_document(runtime: LibraryRuntime, document_id: str) -> str:
-    """Run the pipeline for one document; returns its final status. Never raises
-    for a bad document: the reason is stored on the row."""
-    doc_id = uuid.UUID(document_id)
-    doc = _set(runtime, doc_id, status="parsing", error=None)
+    """Run the pipeline if the lease can be taken; returns the outcome."""
+    s = runtime.settings
+    lease = claim(
+        runtime.session_factory,
+        uuid.UUID(document_id),
+        ttl_s=s.ingest_lease_ttl_s,
+        max_attempts=s.ingest_max_attempts,
+    )
+    if lease is None:  # done, in another worker's hands, or out of tries (the sweeper fails it)
+        log.info("library.ingest: document %s not claimable, skipping", document_id)
+        return "skipped"
+    log.info(
+        "library.ingest: document %s attempt %d by %s", document_id, lease.attempt, lease.owner
+    )
+    started = time.perf_counter()
+    outcome = "failed"
     try:
-        parsed = parse_isolated(runtime.blobs.path(doc.content_hash), runtime.parse_limits)
-    except ParseFailed as exc:
-        _set(runtime, doc_id, status="failed", error=str(exc))
+        with LeaseKeeper(runtime.session_factory, lease, ttl_s=s.ingest_lease_ttl_s):
+            outcome = _run(runtime, lease)
+        return outcome
+    except LeaseLost:
+        outcome = "lease_lost"
+        log.warning("library.ingest: document %s lease lost, stopping", document_id)
+        return outcome
+    except Exception as exc:
+        outcome = "error"
+        # The type only: exception texts can carry SQL parameters or document text.
+        reason = f"attempt {lease.attempt} crashed ({type(exc).__name__})"
+        log.error("library.ingest: document %s %s", document_id, reason)
+        _release_for_retry(runtime, lease, reason)
+        raise
+    finally:
+        LIBRARY_INGEST_DURATION.labels(outcome).observe(time.perf_counter() - started)
+
+
+def _release_for_retry(runtime: LibraryRuntime, lease: Claim, reason: str) -> None:
+    """Note why the attempt stopped and let the lease lapse now, so the sweeper retries soon."""
+    try:
+        fenced_set(runtime.session_factory, lease, error=reason, lease_until=datetime.now(UTC))
+    except Exception:  # Postgres away or lease gone: the lease expires by itself
+        log.warning("library.ingest: could not release document %s", lease.document_id)
+
+
+def _run(runtime: LibraryRuntime, lease: Claim) -> str:
+    try:
+        path = _local_file(runtime, lease)
+        parsed = _parse(runtime, lease, path)
+    except DocumentUnusable as exc:
+        log.warning("library.ingest: document %s failed: %s", lease.document_id, exc)
+        fenced_set(runtime.session_factory, lease, status="failed", error=str(exc))
         return "failed"
-    title = parsed.get("title") or doc.filename or "untitled"
+    title = parsed.get("title") or lease.filename or "untitled"
     structure = {k: v for k, v in parsed["structure"].items() if k != "references"}
     structure["references"] = parsed["structure"]["references"][:500]
-    _set(
-        runtime, doc_id, status="embedding", title=title, pages=parsed["pages"], structure=structure
+    fenced_set(
+        runtime.session_factory,
+        lease,
+        status="embedding",
+        title=title,
+        pages=parsed["pages"],
+        structure=structure,
     )
-    try:
-        chunks = chunk_blocks(
-            parsed["blocks"], paper=title, max_tokens=runtime.settings.chunk_max_tokens
-        )
-        runtime.store.delete_document(document_id)  # a retry replaces, never duplicates
-        count = index_chunks(
-            chunks,
-            document_id=document_id,
-            collection=doc.collection,
-            title=title,
-            filename=doc.filename,
-            embedder=runtime.embedder,
-            encoder=runtime.encoder,
-            store=runtime.store,
-            batch=runtime.settings.embedding_batch_size * 2,
-        )
-    except Exception as exc:
-        log.exception("indexing failed for document %s", document_id)
-        _set(runtime, doc_id, status="failed", error=f"indexing failed: {exc}")
-        return "failed"
-    _set(runtime, doc_id, status="ready", chunks=count)
+    document_id = str(lease.document_id)
+    runtime.store.delete_document(document_id)  # a retry replaces, never duplicates
+    count = index_chunks(
+        chunk_blocks(parsed["blocks"], paper=title, max_tokens=runtime.settings.chunk_max_tokens),
+        document_id=document_id,
+        collection=lease.collection,
+        title=title,
+        filename=lease.filename,
+        embedder=runtime.embedder,
+        encoder=runtime.encoder,
+        store=runtime.store,
+        batch=runtime.settings.embedding_batch_size * 2,
+    )
+    fenced_set(runtime.session_factory, lease, status="ready", chunks=count)
+    log.info("library.ingest: document %s ready (%d chunks)", document_id, count)
     return "ready"
+
+
+def _local_file(runtime: LibraryRuntime, lease: Claim) -> Path:
+    """The stored PDF, fetched first for a URL document that has none yet."""
+    path = runtime.blobs.path(lease.content_hash)
+    if path.exists():
+        return path
+    if not lease.source_url:
+        raise DocumentUnusable("the uploaded file is missing from the file store")
+    s = runtime.settings
+    try:
+        fetch_document(
+            lease.source_url,
+            store=runtime.blobs,
+            key=lease.content_hash,
+            guard=runtime.net_guard,
+            max_bytes=s.max_upload_bytes,
+            timeout_s=s.url_fetch_timeout_s,
+        )
+    except AddressRefused as exc:
+        raise DocumentUnusable(f"cannot fetch the URL: {exc}") from None
+    with path.open("rb") as fh:
+        if not fh.read(1024).lstrip()[:5].startswith(PDF_MAGIC):
+            path.unlink(missing_ok=True)
+            raise DocumentUnusable("the URL did not return a PDF (no %PDF- header)")
+    return path
+
+
+def _parse(runtime: LibraryRuntime, lease: Claim, path: Path) -> dict[str, Any]:
+    try:
+        return parse_isolated(path, runtime.parse_limits)
+    except ParseFailed as exc:
+        # Parser messages may quote the file's location; users see their file name.
+        reason = str(exc).replace(str(path), lease.filename or "the file")
+        reason = reason.replace(str(runtime.blobs.root), "<library>")
+        raise DocumentUnusable(reason) from None

@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.celery_app import build_celery
 from services.common.db import build_engine, build_sessionmaker
-from services.library.blobs import BlobStore
+from services.common.documents.blobs import BlobStore
+from services.common.net_guard import NetGuard, parse_allow_list
 from services.library.embedding import Embedder
 from services.library.lexical import Bm25Encoder
 from services.library.parsing.isolated import ParseLimits
@@ -34,6 +35,7 @@ class LibraryRuntime:
     retriever: Retriever
     blobs: BlobStore
     celery: Celery
+    net_guard: NetGuard
 
     @property
     def parse_limits(self) -> ParseLimits:
@@ -83,4 +85,5 @@ def build_runtime(settings: LibrarySettings) -> LibraryRuntime:
         retriever=retriever,
         blobs=BlobStore(settings.resolved_files_dir),
         celery=build_celery(settings),
+        net_guard=NetGuard(parse_allow_list(settings.web_allow)),
     )

@@ -6,13 +6,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
-
-from services.common.settings import CommonSettings
+from services.common.documents.settings import IntakeSettings
 from services.library.lexical import Bm25Params
 
 
-class LibrarySettings(CommonSettings):
+class LibrarySettings(IntakeSettings):
     library_host: str = "127.0.0.1"
     library_port: int = 8200
     # Shared secret presented by the API (and workers) in X-Leaflab-Internal.
@@ -77,26 +75,25 @@ class LibrarySettings(CommonSettings):
     parse_memory_mb: int = 1024
     parse_timeout_s: float = 60.0
     parse_max_pages: int = 1500
-    max_upload_bytes: int = 50_000_000
     url_fetch_timeout_s: float = 20.0
-    # Tests serve PDFs from a loopback HTTP server; never enable in deployment.
-    url_allow_private: bool = False
+
+    # Durable ingestion: a worker holds a document's lease while it ingests
+    # (renewed every ttl/3); the sweeper retries documents whose lease lapsed
+    # or whose message waited requeue_after_s unclaimed, and fails a document
+    # once it has been claimed max_attempts times.
+    ingest_lease_ttl_s: float = 120.0
+    ingest_max_attempts: int = 3
+    ingest_sweep_interval_s: float = 10.0
+    ingest_requeue_after_s: float = 60.0
 
     # Run the `library` Celery queue inside the service process (required for
     # an embedded store; optional with a Qdrant server).
     embedded_consumer: bool = True
     consumer_concurrency: int = 2
-    files_dir: Path | None = Field(
-        default=None, description="content-addressed PDF store; default $LEAFLAB_HOME/library/files"
-    )
 
     @property
     def resolved_qdrant_path(self) -> Path:
         return self.qdrant_path or (self.home / "qdrant")
-
-    @property
-    def resolved_files_dir(self) -> Path:
-        return self.files_dir or (self.home / "library" / "files")
 
 
 @lru_cache(maxsize=1)

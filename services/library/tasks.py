@@ -6,6 +6,11 @@ per path, and the library service already holds it open for searches. So the
 service consumes the `library` queue itself on a thread pool; parsing still
 happens in a limited child process per document. With a Qdrant server, more
 consumers can run elsewhere (`services.library.worker`) on the same task code.
+
+Messages are acknowledged late (after the task returns) and rejected back to
+the queue when a worker process is lost, so a crash mid-ingest leaves the
+message for redelivery; the document lease and the sweeper cover a message
+lost anyway (a broker restart, a visibility timeout far in the future).
 """
 
 from __future__ import annotations
@@ -18,22 +23,19 @@ from typing import Any
 from celery import Celery
 from celery.worker import WorkController
 
-from services.library.ingest import DocumentMissing, ingest_document
+from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
+from services.library.ingest import ingest_document
 from services.library.runtime import LibraryRuntime
 
 log = logging.getLogger(__name__)
-INGEST_TASK = "library.ingest"
 
 
 def register_ingest_task(celery: Celery, get_runtime: Callable[[], LibraryRuntime]) -> None:
-    @celery.task(name=INGEST_TASK, ignore_result=True)
+    @celery.task(
+        name=LIBRARY_INGEST_TASK, ignore_result=True, acks_late=True, reject_on_worker_lost=True
+    )
     def ingest(document_id: str) -> str:
-        try:
-            return ingest_document(get_runtime(), document_id)
-        except DocumentMissing:
-            # The row was deleted (or its transaction rolled back): nothing to do.
-            log.warning("library.ingest: document %s no longer exists", document_id)
-            return "missing"
+        return ingest_document(get_runtime(), document_id)
 
 
 class EmbeddedConsumer:
@@ -50,7 +52,7 @@ class EmbeddedConsumer:
             app=self.celery,
             pool="threads",
             concurrency=self.concurrency,
-            queues=["library"],
+            queues=[LIBRARY_QUEUE],
             hostname=f"library-embedded@{threading.get_native_id()}",
             without_heartbeat=True,
             without_mingle=True,

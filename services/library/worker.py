@@ -7,6 +7,8 @@ Refuses to start against an embedded store, which only the library service may o
 from __future__ import annotations
 
 from services.common.celery_app import build_celery
+from services.common.telemetry import instrument_celery, setup_tracing
+from services.common.telemetry.names import SERVICE_LIBRARY
 from services.library.runtime import LibraryRuntime, build_runtime
 from services.library.settings import get_library_settings
 from services.library.tasks import register_ingest_task
@@ -17,7 +19,9 @@ if not _settings.qdrant_url:
         "stand-alone library workers need LEAFLAB_QDRANT_URL; with an embedded store the "
         "library service consumes the `library` queue itself"
     )
+setup_tracing(SERVICE_LIBRARY, _settings)
 app = build_celery(_settings)
+instrument_celery(app)
 _runtime: LibraryRuntime | None = None
 
 

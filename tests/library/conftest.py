@@ -1,13 +1,22 @@
 """A real library service (uvicorn on a free port, embedded `library` consumer,
-Qdrant Edge in a temp dir) over the test Postgres and Redis."""
+Qdrant Edge in a temp dir) over the test Postgres and Redis.
+
+All library processes of a run share one file store (as the API and every
+ingest worker do in a deployment). The session's service sweeps rarely: tests
+that exercise the sweeper start their own service on a separate Redis db, and
+two sweepers over one database would otherwise take each other's documents.
+"""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,23 +28,28 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.models import User
-from services.library.settings import LibrarySettings
 
-PDF_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "pdfs"
+
+def _shared_pdfs() -> Path:
+    """shared/data/pdfs next to the checkout, or next to a folder above it (worktrees)."""
+    repo = Path(__file__).resolve().parents[2]
+    for folder in repo.parents:
+        candidate = folder / "shared" / "data" / "pdfs"
+        if candidate.is_dir():
+            return candidate
+    return repo.parent / "shared" / "data" / "pdfs"
+
+
+PDF_DIR = _shared_pdfs()
 TOKEN = "test-internal-token"
 
 
 @dataclass
 class LibraryService:
     url: str
-    settings: LibrarySettings
 
-    def headers(self, user: uuid.UUID, collections: list[str]) -> dict[str, str]:
-        return {
-            "X-Leaflab-Internal": TOKEN,
-            "X-Leaflab-User": str(user),
-            "X-Leaflab-Collections": ",".join(collections),
-        }
+    def headers(self, user: uuid.UUID) -> dict[str, str]:
+        return {"X-Leaflab-Internal": TOKEN, "X-Leaflab-User": str(user)}
 
 
 def _free_port() -> int:
@@ -46,7 +60,7 @@ def _free_port() -> int:
 
 LIBRARY_ENV = {
     "LEAFLAB_INTERNAL_TOKEN": TOKEN,
-    "LEAFLAB_URL_ALLOW_PRIVATE": "true",  # the URL test serves PDFs from loopback
+    "LEAFLAB_INGEST_SWEEP_INTERVAL_S": "3600",
     "LEAFLAB_PARSE_TIMEOUT_S": "30",
     "LEAFLAB_PARSE_MEMORY_MB": "768",
     "LEAFLAB_PARSE_MAX_PAGES": "1000",
@@ -55,59 +69,104 @@ LIBRARY_ENV = {
 }
 
 
+@dataclass
+class PdfServer:
+    """A loopback HTTP server over a folder, listed in LEAFLAB_WEB_ALLOW."""
+
+    root: Path
+    port: int
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{name}"
+
+
 @pytest.fixture(scope="session")
-def library(stack: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LibraryService]:
+def pdf_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PdfServer]:
+    root = tmp_path_factory.mktemp("served")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield PdfServer(root, int(server.server_address[1]))
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def files_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("library_files")
+
+
+class LibraryProcess:
+    """One library service process; ``kill9`` crashes it as a power cut would."""
+
+    def __init__(self, home: Path, env: dict[str, str]) -> None:
+        self.home = home
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = home / f"library-{self.port}.log"
+        self._log = open(self.log_path, "ab")  # noqa: SIM115
+        argv = [sys.executable, "-m", "uvicorn", "services.library.app:create_app", "--factory"]
+        argv += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
+        self.proc = subprocess.Popen(
+            argv,
+            env={**os.environ, **LIBRARY_ENV, "LEAFLAB_HOME": str(home), **env},
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_ready(self, timeout_s: float = 180) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail("library service exited:\n" + self.log()[-3000:])
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        pytest.fail("library service did not start:\n" + self.log()[-3000:])
+
+    def kill9(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(30)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+        self._log.close()
+
+
+def library_env(files_dir: Path, pdf_server: PdfServer) -> dict[str, str]:
+    return {
+        "LEAFLAB_FILES_DIR": str(files_dir),
+        "LEAFLAB_WEB_ALLOW": f"127.0.0.1:{pdf_server.port}",
+    }
+
+
+@pytest.fixture(scope="session")
+def library(
+    stack: object,
+    tmp_path_factory: pytest.TempPathFactory,
+    files_dir: Path,
+    pdf_server: PdfServer,
+) -> Iterator[LibraryService]:
     """The library service in its own process, as deployed: its embedded Celery
     consumer must not share Celery's process-global state with test workers."""
     home = tmp_path_factory.mktemp("library_home")
-    env = {**os.environ, **LIBRARY_ENV, "LEAFLAB_HOME": str(home)}
-    settings = LibrarySettings(**{"home": home, **_settings_overrides()})
-    port = _free_port()
-    log = open(home / "library.log", "ab")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "services.library.app:create_app",
-            "--factory",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail("library service exited:\n" + (home / "library.log").read_text()[-3000:])
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    else:
-        pytest.fail("library service did not start")
-    yield LibraryService(url, settings)
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-    log.close()
-
-
-def _settings_overrides() -> dict[str, object]:
-    """LIBRARY_ENV as LibrarySettings keyword arguments (what the process reads)."""
-    return {k.removeprefix("LEAFLAB_").lower(): v for k, v in LIBRARY_ENV.items()}
+    env = library_env(files_dir, pdf_server)
+    proc = LibraryProcess(home, env)
+    proc.wait_ready()
+    yield LibraryService(proc.url)
+    proc.stop()
 
 
 def make_user(factory: sessionmaker[Session], unique: str) -> uuid.UUID:

@@ -75,3 +75,26 @@ def flate_bomb_pdf(path: Path, inflated_mb: int = 1500) -> Path:
     )
     path.write_bytes(bytes(out))
     return path
+
+
+def text_pdf(path: Path, pages: int = 30, marker: str = "") -> Path:
+    """Many pages of plain prose: slow enough to ingest that a test can crash it midway."""
+    doc = pymupdf.open()
+    for i in range(pages):
+        page = doc.new_page()
+        for line in range(40):
+            words = f"{marker} section {i} line {line} quasi-convex energy estimates decay"
+            page.insert_text((50, 60 + line * 17), words, fontsize=9)
+    doc.save(path)
+    return path
+
+
+def padded_pdf(path: Path, total_bytes: int) -> Path:
+    """A readable PDF made large by an embedded attachment of incompressible bytes."""
+    import os
+
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "A large paper with supplementary data.", fontsize=12)
+    doc.embfile_add("supplement.bin", os.urandom(total_bytes), filename="supplement.bin")
+    doc.save(path)
+    return path

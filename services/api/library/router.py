@@ -1,136 +1,225 @@
-"""Public library endpoints (/v1/library): authenticate the user, work out which
-collections they may read, and proxy to the internal library service."""
+"""Public library endpoints (/v1/library).
+
+Uploads and URLs are accepted here directly — stored in the shared file store,
+registered as a queued document and sent to the `library` queue after commit —
+so ingestion never depends on the library's HTTP service being up. Reads and
+searches are proxied to the library service, which re-derives the user's
+collections itself from the acting user this router names.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import uuid
+from functools import lru_cache
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import httpx
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
-from sqlalchemy import select
+from pydantic import BaseModel
+from sqlalchemy.exc import IntegrityError
 
 from services.api.deps import CurrentUser, DbSession, StateDep
 from services.api.errors import ApiError
-from services.common.models import Project, ProjectMember
+from services.api.library.schemas import (
+    LibraryDocumentAccepted,
+    LibraryDocumentDetail,
+    LibraryDocumentList,
+    LibrarySearchResults,
+)
+from services.api.state import AppState
+from services.common.documents.blobs import BlobStore
+from services.common.documents.collections import (
+    member_projects,
+    personal_collection,
+    project_collection,
+)
+from services.common.documents.intake import (
+    UploadRefused,
+    read_json_body,
+    receive_pdf,
+    register_document,
+    safe_filename,
+    url_key,
+)
+from services.common.documents.settings import IntakeSettings
+from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
+from services.common.telemetry import ainject_httpx_request
 
 router = APIRouter(prefix="/v1/library", tags=["library"])
+log = logging.getLogger(__name__)
 PROXY_TIMEOUT_S = 60.0
+UPLOAD_PATH = "/v1/library/documents"  # exempt from the global body cap; capped here
+
+
+@lru_cache(maxsize=1)
+def _intake_settings() -> IntakeSettings:
+    return IntakeSettings()
+
+
+def intake_settings() -> IntakeSettings:
+    """Where uploads go and how large they may be (tests override this dependency)."""
+    return _intake_settings()
+
+
+IntakeDep = Annotated[IntakeSettings, Depends(intake_settings)]
 
 
 class LibraryAccess:
-    """The caller's identity and readable collections, as headers for the library service."""
+    """The acting user and the projects they belong to (for naming a target project)."""
 
     def __init__(self, user_id: uuid.UUID, projects: dict[str, uuid.UUID], token: str) -> None:
         self.user_id = user_id
         self.projects = projects  # name and id (as text) -> project id
-        self.collections = [f"user:{user_id}"] + sorted(
-            {f"project:{pid}" for pid in projects.values()}
-        )
         self.token = token
 
     def headers(self) -> dict[str, str]:
-        return {
-            "X-Leaflab-Internal": self.token,
-            "X-Leaflab-User": str(self.user_id),
-            "X-Leaflab-Collections": ",".join(self.collections),
-        }
+        # No collections: the library derives them from the user, never from us.
+        return {"X-Leaflab-Internal": self.token, "X-Leaflab-User": str(self.user_id)}
 
-    def collection_for(self, project: str | None) -> str:
-        if not project:
-            return f"user:{self.user_id}"
+    def collection_for(self, project: Any) -> str:
+        if project is None or project == "":
+            return personal_collection(self.user_id)
+        if not isinstance(project, str):
+            raise ApiError(400, "invalid_request", "project must be a string")
         pid = self.projects.get(project)
         if pid is None:  # not a member looks the same as not existing
             raise ApiError(404, "not_found", f"project {project!r} not found")
-        return f"project:{pid}"
+        return project_collection(pid)
 
 
 def library_access(user: CurrentUser, db: DbSession, state: StateDep) -> LibraryAccess:
-    rows = db.execute(
-        select(Project.id, Project.name)
-        .join(ProjectMember, ProjectMember.project_id == Project.id)
-        .where(ProjectMember.user_id == user.id)
-    ).all()
-    projects: dict[str, uuid.UUID] = {}
-    for pid, name in rows:
-        projects[name] = pid
-        projects[str(pid)] = pid
-    return LibraryAccess(user.id, projects, state.settings.internal_token)
+    return LibraryAccess(user.id, member_projects(db, user.id), state.settings.internal_token)
 
 
 AccessDep = Annotated[LibraryAccess, Depends(library_access)]
 
 
-async def _forward(state: Any, method: str, path: str, **kwargs: Any) -> JSONResponse:
+def internal_path(*segments: str) -> str:
+    """A library-service path from segments, none of which may walk elsewhere.
+
+    Path parameters arrive percent-decoded (``%2E%2E`` is ``..``); a segment
+    that is a dot segment or carries a separator is refused, not forwarded.
+    """
+    for segment in segments:
+        if segment in ("", ".", "..") or any(c in segment for c in "/\\?#%"):
+            raise ApiError(404, "not_found", "not found")
+    return "/" + "/".join(segments)
+
+
+async def _forward(
+    state: AppState, method: str, path: str, model: type[BaseModel], **kwargs: Any
+) -> Any:
     try:
         async with httpx.AsyncClient(
-            base_url=state.settings.library_url, timeout=PROXY_TIMEOUT_S
+            base_url=state.settings.library_url,
+            timeout=PROXY_TIMEOUT_S,
+            event_hooks={"request": [ainject_httpx_request]},
         ) as client:
             resp = await client.request(method, path, **kwargs)
     except httpx.HTTPError as exc:
-        raise ApiError(503, "library_unavailable", f"library service unreachable: {exc}") from None
+        raise ApiError(
+            503, "library_unavailable", f"library service unreachable ({type(exc).__name__})"
+        ) from None
     try:
         body = resp.json()
     except ValueError:
         body = {"error": {"code": "library_error", "message": resp.text[:500]}}
-    return JSONResponse(body, status_code=resp.status_code)
+    if resp.status_code != 200:
+        return JSONResponse(body, status_code=resp.status_code)
+    return model.model_validate(body)
 
 
-@router.post("/documents", status_code=202)
-async def add_document(request: Request, access: AccessDep, state: StateDep) -> JSONResponse:
-    """Multipart PDF (`file`, optional `project`) or JSON `{url, project?}` → 202."""
-    cap = state.settings.max_request_bytes
-    limit = max(cap, 50_000_000)
-    if int(request.headers.get("content-length") or 0) > limit:
-        raise ApiError(413, "too_large", f"upload larger than {limit} bytes")
-    ctype = request.headers.get("content-type", "")
-    if ctype.startswith("multipart/form-data"):
-        form = await request.form(max_files=1)
-        upload = form.get("file")
-        if upload is None or isinstance(upload, str):
-            raise ApiError(400, "invalid_request", "multipart upload needs a 'file' part")
-        project = form.get("project")
-        collection = access.collection_for(project if isinstance(project, str) else None)
-        data = await upload.read(limit + 1)
-        files = {"file": (upload.filename or "upload.pdf", data, "application/pdf")}
-        return await _forward(
-            state,
-            "POST",
-            "/documents",
-            headers=access.headers(),
-            files=files,
-            data={"collection": collection},
-        )
+@router.post("/documents", status_code=202, response_model=LibraryDocumentAccepted)
+async def add_document(
+    request: Request, access: AccessDep, state: StateDep, intake: IntakeDep, db: DbSession
+) -> LibraryDocumentAccepted:
+    """Multipart PDF (`file`, optional `project`) or JSON `{url, project?}` → 202, queued."""
+    # End the authentication transaction before a possibly minutes-long body:
+    # it holds the API key row's last_used_at update (a row lock) and a pooled
+    # connection, which other requests with the same key would wait for.
+    await asyncio.to_thread(db.commit)
+    store = BlobStore(intake.resolved_files_dir)
     try:
-        body = await request.json()
-    except ValueError:
+        if request.headers.get("content-type", "").startswith("multipart/form-data"):
+            received = await receive_pdf(request, store=store, max_bytes=intake.max_upload_bytes)
+            collection = access.collection_for(received.fields.get("project"))
+            key, name, url = received.content_hash, received.filename, None
+        else:
+            body = await read_json_body(request)
+            if not isinstance(body, dict) or not isinstance(body.get("url"), str):
+                raise ApiError(400, "invalid_request", 'JSON body must be {"url": ..., "project"?}')
+            url = body["url"]
+            _check_url_form(url)
+            collection = access.collection_for(body.get("project"))
+            key = url_key(url)
+            name = safe_filename(url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1])
+    except UploadRefused as exc:
+        raise ApiError(exc.status, exc.code, exc.message) from None
+    return await asyncio.to_thread(_register_and_queue, state, access, key, name, collection, url)
+
+
+def _check_url_form(url: str) -> None:
+    """The URL's form only; its address is checked when the ingest task fetches it."""
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        raise ApiError(400, "url_refused", "the URL contains control characters")
+    parts = urlsplit(url)
+    if len(url) > 2000 or parts.scheme not in ("http", "https") or not parts.hostname:
         raise ApiError(
-            400, "invalid_request", "send a multipart PDF or JSON {url, project?}"
-        ) from None
-    if not isinstance(body, dict) or not isinstance(body.get("url"), str):
-        raise ApiError(400, "invalid_request", 'JSON body must be {"url": ..., "project"?}')
-    collection = access.collection_for(body.get("project"))
-    return await _forward(
-        state,
-        "POST",
-        "/documents",
-        headers=access.headers(),
-        json={"url": body["url"], "collection": collection},
-    )
+            400, "url_refused", "only http and https URLs (≤ 2000 chars) can be ingested"
+        )
 
 
-@router.get("/documents")
-async def list_documents(access: AccessDep, state: StateDep) -> JSONResponse:
-    return await _forward(state, "GET", "/documents", headers=access.headers())
+def _register_and_queue(
+    state: AppState,
+    access: LibraryAccess,
+    key: str,
+    name: str,
+    collection: str,
+    url: str | None,
+) -> LibraryDocumentAccepted:
+    kind, _, ident = collection.partition(":")
+    with state.session_factory() as db:
+        try:
+            doc, created = register_document(
+                db,
+                content_hash=key,
+                filename=name,
+                collection=collection,
+                owner_id=access.user_id,
+                project_id=uuid.UUID(ident) if kind == "project" else None,
+                source_url=url,
+            )
+            doc_id, status = str(doc.id), doc.status
+            db.commit()
+        except IntegrityError:
+            db.rollback()
+            raise ApiError(409, "conflict", "the same document is being added; retry") from None
+    if created:  # after commit: the task must find the row
+        state.celery.send_task(LIBRARY_INGEST_TASK, args=[doc_id], queue=LIBRARY_QUEUE)
+        log.info("library: document %s queued in %s", doc_id, collection)
+    return LibraryDocumentAccepted(id=doc_id, status=status, duplicate=not created)
 
 
-@router.get("/documents/{document_id}")
-async def get_document(document_id: str, access: AccessDep, state: StateDep) -> JSONResponse:
-    return await _forward(state, "GET", f"/documents/{document_id}", headers=access.headers())
+@router.get("/documents", response_model=LibraryDocumentList)
+async def list_documents(access: AccessDep, state: StateDep) -> Any:
+    return await _forward(state, "GET", "/documents", LibraryDocumentList, headers=access.headers())
 
 
-@router.get("/search")
+@router.get("/documents/{document_id}", response_model=LibraryDocumentDetail)
+async def get_document(document_id: str, access: AccessDep, state: StateDep) -> Any:
+    try:
+        ident = str(uuid.UUID(document_id))
+    except ValueError:
+        raise ApiError(404, "not_found", "document not found") from None
+    path = internal_path("documents", ident)
+    return await _forward(state, "GET", path, LibraryDocumentDetail, headers=access.headers())
+
+
+@router.get("/search", response_model=LibrarySearchResults)
 async def search(
     access: AccessDep,
     state: StateDep,
@@ -138,11 +227,11 @@ async def search(
     mode: str = "mix",
     k: int = 10,
     project: str | None = None,
-) -> JSONResponse:
+) -> Any:
     """Search every collection the user may read, or only ``project``'s."""
-    headers = access.headers()
+    params: dict[str, Any] = {"q": q, "mode": mode, "k": k}
     if project:
-        headers["X-Leaflab-Collections"] = access.collection_for(project)
+        params["collection"] = access.collection_for(project)
     return await _forward(
-        state, "GET", "/search", headers=headers, params={"q": q, "mode": mode, "k": k}
+        state, "GET", "/search", LibrarySearchResults, headers=access.headers(), params=params
     )

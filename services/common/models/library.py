@@ -6,7 +6,17 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import DateTime, ForeignKey, Integer, String, Text, UniqueConstraint, func
+from sqlalchemy import (
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -19,6 +29,12 @@ class Document(Timestamped, Base):
     __tablename__ = "documents"
     __table_args__ = (
         UniqueConstraint("collection", "content_hash", name="uq_documents_collection_hash"),
+        # The library sweeper scans only documents still in flight.
+        Index(
+            "ix_documents_in_flight",
+            "lease_until",
+            postgresql_where=text("status NOT IN ('ready', 'failed')"),
+        ),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
@@ -39,6 +55,12 @@ class Document(Timestamped, Base):
     pages: Mapped[int | None] = mapped_column(Integer)
     chunks: Mapped[int | None] = mapped_column(Integer)
     structure: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # The ingest lease: who is working on the document and until when. A
+    # worker that dies leaves an expired lease, which the library's sweeper
+    # retries (attempts counts claims) or, after too many, fails with a reason.
+    lease_owner: Mapped[str | None] = mapped_column(String(100))
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), nullable=False
     )

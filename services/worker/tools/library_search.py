@@ -1,4 +1,4 @@
-"""`library_search(query, mode?, k?)`: search the lab library over HTTP."""
+"""`library_search(query, mode?, k?)`: search the lab library over HTTP, as the job's user."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, Field
 
+from services.common.telemetry import inject_carrier
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 
 
@@ -34,6 +35,9 @@ class LibrarySearchTool(Tool):
         assert isinstance(args, LibrarySearchArgs)
         if ctx.library is None:
             raise ToolError("library_unconfigured", "the library service is not configured")
+        # The library re-derives what this user may read; the job's own library
+        # and project only narrow that set. The trace context makes the
+        # library's spans part of this job's trace.
         base, token = ctx.library.url, ctx.library.internal_token
         collections = [f"user:{ctx.user_id}"]
         if ctx.project_id:
@@ -41,9 +45,14 @@ class LibrarySearchTool(Tool):
         headers = {
             "X-Leaflab-Internal": str(token),
             "X-Leaflab-User": ctx.user_id,
-            "X-Leaflab-Collections": ",".join(collections),
+            **inject_carrier(),
         }
-        params: dict[str, str | int] = {"q": args.query, "mode": args.mode, "k": args.k}
+        params: dict[str, str | int | list[str]] = {
+            "q": args.query,
+            "mode": args.mode,
+            "k": args.k,
+            "collection": collections,
+        }
         try:
             resp = httpx.get(f"{base}/search", headers=headers, params=params, timeout=30)
         except httpx.HTTPError as exc:

@@ -1,0 +1,51 @@
+"""Response models of /v1/library (the public shapes of the library's documents and hits)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class LibraryDocumentAccepted(BaseModel):
+    id: str
+    status: str
+    duplicate: bool
+
+
+class LibraryDocument(BaseModel):
+    id: str
+    title: str | None = None
+    filename: str | None = None
+    status: str
+    error: str | None = None
+    pages: int | None = None
+    collection: str
+    chunks: int | None = None
+    source_url: str | None = None
+    attempts: int = 0
+    created_at: str | None = None
+
+
+class LibraryDocumentDetail(LibraryDocument):
+    structure: dict[str, Any] | None = None
+
+
+class LibraryDocumentList(BaseModel):
+    items: list[LibraryDocument]
+
+
+class LibrarySearchHit(BaseModel):
+    document_id: str | None = None
+    title: str | None = None
+    filename: str | None = None
+    locator: str | None = None
+    page: int | None = None
+    section: str | None = None
+    kind: str | None = None
+    text: str | None = None
+    score: float
+
+
+class LibrarySearchResults(BaseModel):
+    items: list[LibrarySearchHit]

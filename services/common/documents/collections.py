@@ -1,0 +1,43 @@
+"""Which library collections a user may read and write: their own, and every
+project's they are a member of. Always derived from the database, never from
+what a caller says (the API and the library service both ask here)."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services.common.models import Project, ProjectMember, User
+
+
+def personal_collection(user_id: uuid.UUID) -> str:
+    return f"user:{user_id}"
+
+
+def project_collection(project_id: uuid.UUID) -> str:
+    return f"project:{project_id}"
+
+
+def member_projects(db: Session, user_id: uuid.UUID) -> dict[str, uuid.UUID]:
+    """Project name and id (as text) → id, for every project the user belongs to."""
+    rows = db.execute(
+        select(Project.id, Project.name)
+        .join(ProjectMember, ProjectMember.project_id == Project.id)
+        .where(ProjectMember.user_id == user_id)
+    ).all()
+    projects: dict[str, uuid.UUID] = {}
+    for pid, name in rows:
+        projects[name] = pid
+        projects[str(pid)] = pid
+    return projects
+
+
+def readable_collections(db: Session, user_id: uuid.UUID) -> list[str] | None:
+    """The user's collections, or None when no active user has this id."""
+    user = db.get(User, user_id)
+    if user is None or user.disabled:
+        return None
+    projects = sorted({project_collection(p) for p in member_projects(db, user_id).values()})
+    return [personal_collection(user_id), *projects]

@@ -1,0 +1,201 @@
+"""Accepting a document: stream the upload to disk under a cap, name it safely,
+and register its row (queued) so `library.ingest` can pick it up.
+
+The request body is never held in memory: it is read chunk by chunk, refused
+with 413 as soon as it passes the cap (with or without a Content-Length), and
+written to a private staging file that becomes the content-addressed blob.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+import uuid
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import PurePosixPath
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from starlette.datastructures import UploadFile
+from starlette.formparsers import MultiPartException, MultiPartParser
+from starlette.requests import Request
+
+from services.common.documents.blobs import BlobStore
+from services.common.models import Document
+
+PDF_MAGIC = b"%PDF-"
+MAX_FILENAME_CHARS = 200
+# Multipart framing and small form fields on top of the file itself.
+FORM_OVERHEAD_BYTES = 1 << 20
+MAX_JSON_BYTES = 64 << 10
+COPY_CHUNK = 1 << 20
+
+
+class UploadRefused(Exception):
+    """A 4xx the caller should see: ``status``, ``code`` and a message without paths."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+@dataclass(frozen=True)
+class ReceivedFile:
+    content_hash: str
+    filename: str
+    size: int
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+def safe_filename(raw: str | None, fallback: str = "upload.pdf") -> str:
+    """A display name with no path parts, control characters or excessive length."""
+    name = (raw or "").replace("\\", "/").rsplit("/", 1)[-1]
+    name = unicodedata.normalize("NFC", name)
+    # Categories C* are control, format (bidi overrides), surrogates, private use.
+    name = "".join(ch for ch in name if not unicodedata.category(ch).startswith("C"))
+    name = name.strip().lstrip(".").strip()
+    if len(name) > MAX_FILENAME_CHARS:
+        suffix = PurePosixPath(name).suffix[:16]
+        name = name[: MAX_FILENAME_CHARS - len(suffix)] + suffix
+    return name or fallback
+
+
+def url_key(url: str) -> str:
+    """The blob key of a document fetched from ``url`` (fetched later by the ingest task)."""
+    return hashlib.sha256(b"url:" + url.encode()).hexdigest()
+
+
+def _declared_too_large(request: Request, limit: int) -> bool:
+    declared = request.headers.get("content-length", "")
+    return declared.isdigit() and int(declared) > limit
+
+
+async def _capped(
+    request: Request, limit: int, cap_for_message: int
+) -> AsyncGenerator[bytes, None]:
+    seen = 0
+    async for chunk in request.stream():
+        seen += len(chunk)
+        if seen > limit:
+            raise UploadRefused(
+                413, "too_large", f"the upload is larger than {cap_for_message} bytes"
+            )
+        yield chunk
+
+
+async def read_json_body(request: Request) -> Any:
+    """A small JSON body, refused (413) past 64 KiB however it is sent."""
+    if _declared_too_large(request, MAX_JSON_BYTES):
+        raise UploadRefused(413, "too_large", f"JSON body larger than {MAX_JSON_BYTES} bytes")
+    body = bytearray()
+    async for chunk in _capped(request, MAX_JSON_BYTES, MAX_JSON_BYTES):
+        body.extend(chunk)
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise UploadRefused(400, "invalid_request", "the body is not valid JSON") from None
+
+
+async def receive_pdf(request: Request, *, store: BlobStore, max_bytes: int) -> ReceivedFile:
+    """Read a multipart upload (part ``file`` plus small text fields) into the store."""
+    if _declared_too_large(request, max_bytes + FORM_OVERHEAD_BYTES):
+        raise UploadRefused(413, "too_large", f"the upload is larger than {max_bytes} bytes")
+    parser = MultiPartParser(
+        request.headers,
+        _capped(request, max_bytes + FORM_OVERHEAD_BYTES, max_bytes),
+        max_files=1,
+        max_fields=20,
+    )
+    try:
+        form = await parser.parse()
+    except MultiPartException as exc:
+        raise UploadRefused(400, "invalid_request", f"malformed multipart body: {exc}") from None
+    try:
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise UploadRefused(400, "invalid_request", "multipart upload needs a 'file' part")
+        fields = {k: v for k, v in form.multi_items() if isinstance(v, str)}
+        content_hash, size = await _copy_into_store(upload, store, max_bytes)
+        return ReceivedFile(content_hash, safe_filename(upload.filename), size, fields)
+    finally:
+        await form.close()
+
+
+async def _copy_into_store(upload: UploadFile, store: BlobStore, max_bytes: int) -> tuple[str, int]:
+    staged, out = store.staging()
+    digest = hashlib.sha256()
+    size = 0
+    head = b""
+    try:
+        with out:
+            while chunk := await upload.read(COPY_CHUNK):
+                size += len(chunk)
+                if size > max_bytes:
+                    raise UploadRefused(
+                        413, "too_large", f"the file is larger than {max_bytes} bytes"
+                    )
+                if len(head) < 1024:
+                    head += chunk[:1024]
+                digest.update(chunk)
+                out.write(chunk)
+        if not head.lstrip()[:5].startswith(PDF_MAGIC):
+            raise UploadRefused(415, "not_pdf", "the file is not a PDF (no %PDF- header)")
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
+    key = digest.hexdigest()
+    store.commit(staged, key)
+    return key, size
+
+
+def register_document(
+    db: Session,
+    *,
+    content_hash: str,
+    filename: str | None,
+    collection: str,
+    owner_id: uuid.UUID,
+    project_id: uuid.UUID | None,
+    source_url: str | None = None,
+) -> tuple[Document, bool]:
+    """The row for a stored file (flush only); returns (document, created).
+
+    Same content in the same collection is the same document; a failed earlier
+    attempt is queued again (its attempt count starts over).
+    """
+    existing = db.scalars(
+        select(Document).where(
+            Document.collection == collection, Document.content_hash == content_hash
+        )
+    ).first()
+    now = datetime.now(UTC)
+    if existing is not None and existing.status != "failed":
+        return existing, False
+    if existing is not None:
+        existing.status, existing.error, existing.attempts = "queued", None, 0
+        existing.lease_owner, existing.lease_until, existing.updated_at = None, now, now
+        return existing, True
+    doc = Document(
+        collection=collection,
+        project_id=project_id,
+        owner_id=owner_id,
+        content_hash=content_hash,
+        filename=filename,
+        source_url=source_url,
+        status="queued",
+        attempts=0,
+        lease_until=now,
+    )
+    db.add(doc)
+    db.flush()
+    return doc, True
+
+
+def project_of(collection: str) -> uuid.UUID | None:
+    """``project:<id>`` → the id; a personal ``user:<id>`` collection → None."""
+    kind, _, ident = collection.partition(":")
+    return uuid.UUID(ident) if kind == "project" else None

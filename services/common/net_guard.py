@@ -1,0 +1,355 @@
+"""The one outbound-address guard (SSRF) for every fetch of a user-chosen URL.
+
+Library URL ingestion uses it today and the agent's web tools will: a URL
+someone else chose must never reach loopback, the private network, link-local
+or carrier-grade NAT ranges, cloud metadata endpoints or any IPv6 form that
+embeds one of those (IPv4-mapped/compatible, NAT64, 6to4, Teredo).
+
+The guarantee is about the address *actually connected to*: the host is
+resolved once inside the connection itself (an httpcore network backend), every
+resolved address is checked, the socket is opened to that checked address and
+its peer is checked again. A second DNS answer (rebinding) is never asked for.
+Redirects are followed by hand so each hop goes through the same check, and
+bodies are capped in size and time.
+
+``LEAFLAB_WEB_ALLOW`` (``host:port,…``) lets listed servers through — loopback
+test pages or an intranet mirror — and nothing else.
+"""
+
+from __future__ import annotations
+
+import io
+import ipaddress
+import re
+import socket
+import ssl
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+from urllib.parse import urljoin, urlsplit
+
+import httpcore
+import httpx
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+# Ranges that ipaddress' is_global misses or that deserve their own reason.
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+_SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
+_TEREDO = ipaddress.ip_network("2001::/32")
+# Cloud metadata endpoints, some of which sit in otherwise "global" space.
+_METADATA = frozenset(
+    ipaddress.ip_address(a)
+    for a in ("169.254.169.254", "169.254.170.2", "100.100.100.200", "192.0.0.192", "fd00:ec2::254")
+)
+# A host made only of digits, hex, "x" and dots is an IPv4 literal to
+# inet_aton (2130706433, 0x7f.1, 017700000001, 127.1); only dotted quads in
+# plain decimal are accepted, so the address checked is the one a reader sees.
+_NUMERIC_HOST = re.compile(r"^[0-9a-fx.]+$", re.IGNORECASE)
+_DOTTED_QUAD = re.compile(
+    r"^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$"
+)
+
+
+class AddressRefused(Exception):
+    """The URL may not be fetched; ``str(exc)`` is a reason fit to show the user."""
+
+
+def refusal_reason(address: IPAddress) -> str | None:
+    """Why ``address`` must not be connected to, or ``None`` when it is public."""
+    if address in _METADATA:
+        return "a cloud metadata address"
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = _embedded_ipv4(address)
+        if embedded is not None:
+            inner = refusal_reason(embedded)
+            return f"an IPv6 form of {embedded}, {inner}" if inner else None
+        if address in _TEREDO:
+            return "a Teredo address (its IPv4 endpoint cannot be checked)"
+        if address in _NAT64_LOCAL:
+            return "a local-use NAT64 address"
+    if address.is_unspecified:
+        return "the unspecified address"
+    if address.is_loopback:
+        return "a loopback address"
+    if address.is_link_local:
+        return "a link-local address"
+    if address.is_multicast:
+        return "a multicast address"
+    if isinstance(address, ipaddress.IPv4Address) and address in _CGNAT:
+        return "a carrier-grade NAT address (100.64.0.0/10)"
+    if address.is_private:
+        return "a private address"
+    if address.is_reserved or not address.is_global:
+        return "a reserved or non-global address"
+    return None
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 transition form carries, if any."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    packed = address.packed
+    if address in _NAT64:
+        return ipaddress.IPv4Address(packed[12:])
+    if address in _SIX_TO_FOUR:
+        return ipaddress.IPv4Address(packed[2:6])
+    # IPv4-compatible (::a.b.c.d, deprecated but still routed by some stacks).
+    if packed[:12] == bytes(12) and int(address) > 1:
+        return ipaddress.IPv4Address(packed[12:])
+    return None
+
+
+def check_host_literal(host: str) -> None:
+    """Refuse non-canonical IPv4 literals and zone ids before anything resolves them."""
+    if "%" in host:
+        raise AddressRefused("IPv6 zone identifiers are not allowed in URLs")
+    if _NUMERIC_HOST.match(host) and not _DOTTED_QUAD.match(host):
+        raise AddressRefused(f"{host!r} is not a plain dotted-quad IPv4 address")
+
+
+def parse_allow_list(text: str | None) -> frozenset[tuple[str, int]]:
+    """``"127.0.0.1:8123, mirror.lab:80"`` → {("127.0.0.1", 8123), ("mirror.lab", 80)}."""
+    entries: set[tuple[str, int]] = set()
+    for raw in (text or "").split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        host, sep, port = item.rpartition(":")
+        if not sep or not port.isdigit() or not host:
+            raise ValueError(f"LEAFLAB_WEB_ALLOW entry {item!r} is not host:port")
+        entries.add((host.strip("[]").lower(), int(port)))
+    return frozenset(entries)
+
+
+@dataclass(frozen=True)
+class NetGuard:
+    """What may be connected to: public addresses plus the explicit allow list."""
+
+    allow: frozenset[tuple[str, int]] = field(default_factory=frozenset)
+
+    def allowed(self, host: str, port: int) -> bool:
+        return (host.strip("[]").lower(), port) in self.allow
+
+    def resolve(self, host: str, port: int) -> list[IPAddress]:
+        """Resolve once and check every answer; the caller connects to one of these."""
+        check_host_literal(host)
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError):
+            raise AddressRefused(f"cannot resolve host {host!r}") from None
+        addresses = list(dict.fromkeys(ipaddress.ip_address(i[4][0]) for i in infos))
+        if not addresses:
+            raise AddressRefused(f"cannot resolve host {host!r}")
+        if self.allowed(host, port):
+            return addresses
+        for address in addresses:
+            if self.allowed(str(address), port):
+                continue
+            reason = refusal_reason(address)
+            if reason:
+                raise AddressRefused(f"refusing to connect to {host} ({address}: {reason})")
+        return addresses
+
+
+class _GuardedBackend(httpcore.NetworkBackend):
+    """httpcore's TCP connect, to an address the guard resolved and approved."""
+
+    def __init__(self, guard: NetGuard) -> None:
+        self._guard = guard
+        self._tcp = httpcore.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        addresses = self._guard.resolve(host, port)
+        last: Exception | None = None
+        for address in addresses:
+            try:
+                stream = self._tcp.connect_tcp(
+                    str(address), port, timeout, local_address, socket_options
+                )
+            except httpcore.ConnectError as exc:
+                last = exc
+                continue
+            self._check_peer(stream, host, port)
+            return stream
+        raise last or httpcore.ConnectError(f"cannot connect to {host}")
+
+    def _check_peer(self, stream: httpcore.NetworkStream, host: str, port: int) -> None:
+        sock = stream.get_extra_info("socket")
+        peer = ipaddress.ip_address(sock.getpeername()[0])
+        if not (self._guard.allowed(host, port) or self._guard.allowed(str(peer), port)):
+            reason = refusal_reason(peer)
+            if reason:
+                stream.close()
+                raise AddressRefused(f"refusing to talk to {host} ({peer}: {reason})")
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
+        raise AddressRefused("unix sockets are not reachable from URLs")
+
+    def sleep(self, seconds: float) -> None:
+        self._tcp.sleep(seconds)
+
+
+class _BodyStream(httpx.SyncByteStream):
+    def __init__(self, stream: Iterable[bytes]) -> None:
+        self._stream = stream
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._stream
+
+    def close(self) -> None:
+        closer = getattr(self._stream, "close", None)
+        if closer is not None:
+            closer()
+
+
+class GuardedTransport(httpx.BaseTransport):
+    """An httpx transport whose every connection goes through :class:`NetGuard`.
+
+    Built on httpcore's public pool with a guarded network backend, so proxies
+    from the environment never apply (a proxy would connect elsewhere).
+    """
+
+    def __init__(self, guard: NetGuard) -> None:
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=ssl.create_default_context(),
+            network_backend=_GuardedBackend(guard),
+            max_connections=4,
+        )
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        assert isinstance(request.stream, httpx.SyncByteStream)
+        core = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        try:
+            resp = self._pool.handle_request(core)
+        except httpcore.TimeoutException as exc:
+            raise httpx.TimeoutException(str(exc), request=request) from exc
+        except httpcore.NetworkError as exc:
+            raise httpx.ConnectError(str(exc), request=request) from exc
+        except httpcore.ProtocolError as exc:
+            raise httpx.RemoteProtocolError(str(exc), request=request) from exc
+        assert isinstance(resp.stream, Iterable)
+        return httpx.Response(
+            status_code=resp.status,
+            headers=resp.headers,
+            stream=_BodyStream(resp.stream),
+            extensions=resp.extensions,
+        )
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+@dataclass(frozen=True)
+class Fetched:
+    url: str  # after redirects
+    content_type: str
+    size: int
+
+
+def fetch(
+    url: str,
+    *,
+    guard: NetGuard,
+    max_bytes: int,
+    timeout_s: float,
+    max_redirects: int = 5,
+) -> bytes:
+    """GET ``url`` into memory; see :func:`fetch_to` (meant for small bodies)."""
+    buffer = io.BytesIO()
+    fetch_to(
+        url,
+        buffer,
+        guard=guard,
+        max_bytes=max_bytes,
+        timeout_s=timeout_s,
+        max_redirects=max_redirects,
+    )
+    return buffer.getvalue()
+
+
+def fetch_to(
+    url: str,
+    out: BinaryIO,
+    *,
+    guard: NetGuard,
+    max_bytes: int,
+    timeout_s: float,
+    max_redirects: int = 5,
+    headers: dict[str, str] | None = None,
+) -> Fetched:
+    """GET ``url`` through the guard into ``out``, re-checking every redirect hop.
+
+    Raises :class:`AddressRefused` for anything refused, unreachable, too large
+    (over ``max_bytes``), too slow (over ``timeout_s`` in all) or not 200;
+    ``out`` may then hold a partial body, which the caller discards.
+    """
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(
+        transport=GuardedTransport(guard), timeout=timeout_s, follow_redirects=False
+    ) as client:
+        for _ in range(max_redirects + 1):
+            _check_url(url)
+            try:
+                with client.stream("GET", url, headers=headers) as response:
+                    if response.is_redirect:
+                        url = urljoin(url, response.headers.get("location", ""))
+                        continue
+                    if response.status_code != 200:
+                        raise AddressRefused(f"the server answered {response.status_code}")
+                    size = _copy_capped(response, out, max_bytes, deadline)
+                    return Fetched(
+                        str(response.url), response.headers.get("content-type", ""), size
+                    )
+            except httpx.TimeoutException:
+                raise AddressRefused(f"no answer within {timeout_s:.0f} s") from None
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                raise AddressRefused(f"could not fetch the URL: {type(exc).__name__}") from None
+    raise AddressRefused(f"more than {max_redirects} redirects")
+
+
+def _check_url(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise AddressRefused("only http and https URLs can be fetched")
+    if not parts.hostname:
+        raise AddressRefused("the URL has no host")
+    check_host_literal(parts.hostname)
+
+
+def _copy_capped(response: httpx.Response, out: BinaryIO, max_bytes: int, deadline: float) -> int:
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise AddressRefused(f"the file is larger than {max_bytes} bytes")
+    size = 0
+    for part in response.iter_bytes():
+        size += len(part)
+        if size > max_bytes:
+            raise AddressRefused(f"the file is larger than {max_bytes} bytes")
+        if time.monotonic() > deadline:
+            raise AddressRefused("the download took too long")
+        out.write(part)
+    return size

@@ -1,0 +1,1 @@
+"""HTTP routes of the library service, one router per domain."""

@@ -1,0 +1,138 @@
+"""Documents: accept an upload or URL (stored, registered, queued), list, read."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from services.common.db import transaction
+from services.common.documents.collections import personal_collection
+from services.common.documents.intake import (
+    project_of,
+    read_json_body,
+    receive_pdf,
+    register_document,
+    safe_filename,
+    url_key,
+)
+from services.common.models import Document
+from services.common.net_guard import AddressRefused
+from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
+from services.library.access import Caller, CallerDep, RuntimeDep
+from services.library.errors import LibraryError
+from services.library.fetch import check_url
+from services.library.runtime import LibraryRuntime
+from services.library.schemas import DocumentAccepted, DocumentDetail, DocumentList
+
+router = APIRouter(prefix="/documents", tags=["documents"])
+log = logging.getLogger(__name__)
+
+
+def document_view(doc: Document) -> dict[str, Any]:
+    return {
+        "id": str(doc.id),
+        "title": doc.title,
+        "filename": doc.filename,
+        "status": doc.status,
+        "error": doc.error,
+        "pages": doc.pages,
+        "collection": doc.collection,
+        "chunks": doc.chunks,
+        "source_url": doc.source_url,
+        "attempts": doc.attempts,
+        "created_at": doc.created_at.isoformat() if doc.created_at else None,
+    }
+
+
+def _writable(who: Caller, collection: Any) -> str:
+    if collection is None or collection == "":
+        return personal_collection(who.user_id)
+    if not isinstance(collection, str):
+        raise LibraryError(400, "invalid_request", "collection must be a string")
+    if collection not in who.collections:
+        raise LibraryError(403, "forbidden", f"no write access to collection {collection}")
+    return collection
+
+
+@router.post("", status_code=202, response_model=DocumentAccepted)
+async def add_document(request: Request, who: CallerDep, runtime: RuntimeDep) -> DocumentAccepted:
+    """Multipart PDF (`file`, optional `collection`) or JSON `{url, collection?}` → 202."""
+    if request.headers.get("content-type", "").startswith("multipart/form-data"):
+        received = await receive_pdf(
+            request, store=runtime.blobs, max_bytes=runtime.settings.max_upload_bytes
+        )
+        collection = _writable(who, received.fields.get("collection"))
+        key, name, url = received.content_hash, received.filename, None
+    else:
+        body = await read_json_body(request)
+        if not isinstance(body, dict) or not isinstance(body.get("url"), str):
+            raise LibraryError(
+                400, "invalid_request", 'JSON body must be {"url": ..., "collection"?}'
+            )
+        url = body["url"]
+        try:
+            check_url(url)
+        except AddressRefused as exc:
+            raise LibraryError(400, "url_refused", str(exc)) from None
+        collection = _writable(who, body.get("collection"))
+        key = url_key(url)
+        name = safe_filename(url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1])
+    return await asyncio.to_thread(_register_and_queue, runtime, who, key, name, collection, url)
+
+
+def _register_and_queue(
+    runtime: LibraryRuntime, who: Caller, key: str, name: str, collection: str, url: str | None
+) -> DocumentAccepted:
+    try:
+        with transaction(runtime.session_factory) as db:
+            doc, created = register_document(
+                db,
+                content_hash=key,
+                filename=name,
+                collection=collection,
+                owner_id=who.user_id,
+                project_id=project_of(collection),
+                source_url=url,
+            )
+            doc_id, status = str(doc.id), doc.status
+    except IntegrityError:
+        raise LibraryError(400, "invalid_request", f"unknown collection {collection}") from None
+    if created:  # after commit, so the task never sees a missing row
+        runtime.celery.send_task(LIBRARY_INGEST_TASK, args=[doc_id], queue=LIBRARY_QUEUE)
+        log.info("library: document %s queued in %s", doc_id, collection)
+    return DocumentAccepted(id=doc_id, status=status, duplicate=not created)
+
+
+@router.get("", response_model=DocumentList)
+def list_documents(
+    who: CallerDep,
+    runtime: RuntimeDep,
+    collection: Annotated[list[str] | None, Query()] = None,
+) -> dict[str, Any]:
+    with transaction(runtime.session_factory) as db:
+        docs = db.scalars(
+            select(Document)
+            .where(Document.collection.in_(who.narrowed(collection or [])))
+            .order_by(Document.created_at.desc())
+            .limit(1000)
+        ).all()
+        return {"items": [document_view(d) for d in docs]}
+
+
+@router.get("/{document_id}", response_model=DocumentDetail)
+def get_document(document_id: str, who: CallerDep, runtime: RuntimeDep) -> dict[str, Any]:
+    try:
+        ident = uuid.UUID(document_id)
+    except ValueError:
+        raise LibraryError(404, "not_found", "document not found") from None
+    with transaction(runtime.session_factory) as db:
+        doc = db.get(Document, ident)
+        if doc is None or doc.collection not in who.collections:
+            raise LibraryError(404, "not_found", "document not found")
+        return {**document_view(doc), "structure": doc.structure}

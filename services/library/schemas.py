@@ -1,0 +1,56 @@
+"""Response models of the library service (also the shapes the API re-exports)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class DocumentAccepted(BaseModel):
+    id: str
+    status: str
+    duplicate: bool
+
+
+class DocumentView(BaseModel):
+    id: str
+    title: str | None
+    filename: str | None
+    status: str
+    error: str | None
+    pages: int | None
+    collection: str
+    chunks: int | None
+    source_url: str | None
+    attempts: int
+    created_at: str | None
+
+
+class DocumentDetail(DocumentView):
+    structure: dict[str, Any] | None
+
+
+class DocumentList(BaseModel):
+    items: list[DocumentView]
+
+
+class SearchHit(BaseModel):
+    document_id: str | None
+    title: str | None
+    filename: str | None
+    locator: str | None
+    page: int | None
+    section: str | None
+    kind: str | None
+    text: str | None
+    score: float
+
+
+class SearchResults(BaseModel):
+    items: list[SearchHit]
+
+
+class Health(BaseModel):
+    status: str
+    chunks: int

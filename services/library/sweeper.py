@@ -1,0 +1,138 @@
+"""Retries documents whose ingestion stopped without an outcome.
+
+A document in flight (queued, parsing, embedding) with nobody holding its
+lease is either waiting for a message that was lost, or was being ingested by
+a worker that died. The sweeper sends ``library.ingest`` again, or, once the
+document has been claimed ``max_attempts`` times, fails it with the reason.
+It runs as a thread in each library service; duplicates between several
+sweepers are harmless because a task only works under the document's lease.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from datetime import timedelta
+
+from celery import Celery
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.common.db import transaction
+from services.common.models import Document
+from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
+from services.library.lease import IN_FLIGHT
+
+log = logging.getLogger(__name__)
+
+
+def give_up_reason(attempts: int, last_error: str | None) -> str:
+    last = f"; last: {last_error}" if last_error else " (the ingest worker was lost each time)"
+    return f"ingestion stopped {attempts} times without finishing{last}"
+
+
+def sweep_once(
+    factory: sessionmaker[Session],
+    celery: Celery,
+    *,
+    requeue_after_s: float,
+    max_attempts: int,
+    batch: int = 100,
+) -> tuple[int, int]:
+    """One pass; returns (requeued, failed)."""
+    stale = or_(
+        # Claimed, and the claimant stopped renewing: a dead or stuck worker.
+        and_(Document.lease_owner.is_not(None), Document.lease_until < func.now()),
+        # Unclaimed for a while: the message was lost (or is stuck in a queue).
+        and_(
+            Document.lease_owner.is_(None),
+            func.coalesce(Document.lease_until, Document.updated_at)
+            < func.now() - timedelta(seconds=requeue_after_s),
+        ),
+    )
+    requeue: list[uuid.UUID] = []
+    failed = 0
+    with transaction(factory) as db:
+        rows = db.execute(
+            select(Document.id, Document.attempts, Document.lease_owner, Document.error)
+            .where(Document.status.in_(IN_FLIGHT), stale)
+            .order_by(Document.lease_until)
+            .limit(batch)
+            .with_for_update(skip_locked=True)
+        ).all()
+        for doc_id, attempts, owner, last_error in rows:
+            if attempts >= max_attempts:
+                db.execute(
+                    update(Document)
+                    .where(Document.id == doc_id)
+                    .values(
+                        status="failed",
+                        error=give_up_reason(attempts, last_error),
+                        lease_owner=None,
+                        lease_until=None,
+                        updated_at=func.now(),
+                    )
+                )
+                failed += 1
+                log.error(
+                    "library.sweep: document %s failed after %d attempts (last owner %s)",
+                    doc_id,
+                    attempts,
+                    owner,
+                )
+                continue
+            # Clear the owner and restart the clock: the next send waits requeue_after_s.
+            db.execute(
+                update(Document)
+                .where(Document.id == doc_id)
+                .values(lease_owner=None, lease_until=func.now())
+            )
+            requeue.append(doc_id)
+            log.warning(
+                "library.sweep: requeueing document %s (attempts %d, last owner %s)",
+                doc_id,
+                attempts,
+                owner,
+            )
+    for doc_id in requeue:  # after commit, so the task sees the released lease
+        celery.send_task(LIBRARY_INGEST_TASK, args=[str(doc_id)], queue=LIBRARY_QUEUE)
+    return len(requeue), failed
+
+
+class IngestSweeper:
+    """Runs :func:`sweep_once` every ``interval_s`` on a daemon thread."""
+
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        celery: Celery,
+        *,
+        interval_s: float,
+        requeue_after_s: float,
+        max_attempts: int,
+    ) -> None:
+        self._factory, self._celery = factory, celery
+        self._interval = interval_s
+        self._requeue_after, self._max_attempts = requeue_after_s, max_attempts
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ingest-sweeper", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                sweep_once(
+                    self._factory,
+                    self._celery,
+                    requeue_after_s=self._requeue_after,
+                    max_attempts=self._max_attempts,
+                )
+            except Exception:  # Postgres or Redis away: the next pass tries again
+                log.exception("library.sweep: pass failed")

@@ -1,0 +1,55 @@
+"""The real API app (create_app, lifespan and middleware) wired to a test library."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
+
+from services.api.app import create_app
+from services.api.deps import hash_key
+from services.api.library.router import intake_settings
+from services.api.settings import ApiSettings
+from services.common.documents.settings import IntakeSettings
+from services.common.models import ApiKey, User
+from tests.library.conftest import TOKEN
+
+
+def user_with_key(db: Session, email: str) -> tuple[User, str]:
+    user = User(email=email)
+    db.add(user)
+    db.flush()
+    key = "lf_" + secrets.token_urlsafe(24)
+    db.add(ApiKey(user_id=user.id, key_hash=hash_key(key), prefix=key[:8]))
+    return user, key
+
+
+@contextmanager
+def api_client(
+    *,
+    library_url: str,
+    files_dir: Path,
+    max_upload_bytes: int = 100_000_000,
+    redis_url: str | None = None,
+) -> Iterator[TestClient]:
+    overrides: dict[str, object] = {"library_url": library_url, "internal_token": TOKEN}
+    if redis_url:
+        overrides["redis_url"] = redis_url
+    app = create_app(ApiSettings(**overrides))  # type: ignore[arg-type]
+    intake = IntakeSettings(files_dir=files_dir, max_upload_bytes=max_upload_bytes)
+    app.dependency_overrides[intake_settings] = lambda: intake
+    with TestClient(app) as client:
+        yield client
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def new_email(tag: str) -> str:
+    return f"{tag}-{uuid.uuid4().hex[:8]}@example.org"
