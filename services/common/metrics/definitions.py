@@ -121,6 +121,15 @@ SPANS_DROPPED: Final = Counter(
     "Spans a tracing sink dropped: queue_full, export_failed or sink_down.",
     ["sink", "reason"],
 )
+SPANS_REDACTION_FAILED: Final = Counter(
+    "leaflab_spans_redaction_failed",
+    "Spans not exported because redacting their batch failed (by sink): never sent unredacted.",
+    ["sink"],
+)
+METRICS_SERVER_FAILURES: Final = Counter(
+    "leaflab_metrics_server_failures",
+    "Times a worker's metrics server could not start (port taken …); the worker runs on.",
+)
 
 # Names of the gauges the scrape-time collectors produce (see collectors.py);
 # listed here so dashboards and tests can check them like the others.

@@ -35,3 +35,5 @@ class TelemetrySettings(CommonSettings):
     trace_db_statement_timeout_ms: int = Field(default=5000, ge=100)
     # Port of the Prometheus exposition server in Celery workers (0 = off).
     metrics_port: int = 0
+    # Bearer token every /metrics endpoint demands when set (deployments that expose it).
+    metrics_token: str | None = None
