@@ -92,7 +92,7 @@ def build_tracer_provider(
     )
     sinks = {**_sink_exporters(settings), **(extra_sinks or {})}
     for sink, exporter in sinks.items():
-        guarded = GuardedSpanExporter(RedactingSpanExporter(exporter, policy), sink)
+        guarded = GuardedSpanExporter(RedactingSpanExporter(exporter, policy, sink=sink), sink)
         provider.add_span_processor(
             CountingBatchSpanProcessor(
                 guarded,
