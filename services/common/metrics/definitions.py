@@ -72,16 +72,6 @@ LLM_COST_USD: Final = Counter(
     "Dollar cost of model calls by model, user and project.",
     ["model", "user", "project"],
 )
-CIRCUIT_BREAKER_STATE: Final = Gauge(
-    "leaflab_circuit_breaker_state",
-    "Circuit breaker state per endpoint and model: 0 closed, 1 half-open, 2 open.",
-    ["endpoint", "model"],
-)
-BUDGET_DECISIONS: Final = Counter(
-    "leaflab_budget_decisions",
-    "Budget checks before model calls, by decision (allow, downgrade, exhausted).",
-    ["decision"],
-)
 SANDBOX_EXEC_DURATION: Final = Histogram(
     "leaflab_sandbox_exec_duration_seconds",
     "Sandbox execution time by backend (docker, bwrap) and outcome (ok, error, timeout).",
