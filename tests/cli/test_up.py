@@ -31,6 +31,17 @@ def _worker_pid(stack: UpStack) -> int:
     return int(stack.record()["children"]["worker-1"])
 
 
+def _wait_worker_restarted(stack: UpStack, timeout_s: float = 120) -> None:
+    """Until the restarted worker consumes again (Celery logs "<node> ready." each start)."""
+    log = stack.home / "logs" / "worker-1.log"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if log.read_text(errors="replace").count(" ready.") >= 2:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"worker was not restarted:\n{stack.text()}")
+
+
 def _document_status(stack: UpStack, doc_id: str, timeout_s: float = 300) -> str:
     headers = {"Authorization": f"Bearer {stack.key()}"}
     deadline = time.monotonic() + timeout_s
@@ -70,6 +81,7 @@ class TestUpServes:
                     assert stat.S_IMODE(data.stat().st_mode) & 0o077 == 0, data
 
             os.kill(_worker_pid(stack), signal.SIGKILL)  # the supervisor must restart it
+            _wait_worker_restarted(stack)
             again = stack.cli("submit", "after the crash", "--watch")
             assert again.returncode == 0, again.stdout + again.stderr
         finally:
