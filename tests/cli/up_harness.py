@@ -71,12 +71,19 @@ def new_home() -> Path:
     return base / "home"
 
 
-def start_up(home: Path, api_port: int, *extra: str, timeout_s: float = 300) -> UpStack:
-    """`leaflab up --port P --model-sim …` in its own session; returns once it says ready."""
+def start_up(home: Path, api_port: int, *, model_sim: str = "", timeout_s: float = 300) -> UpStack:
+    """`leaflab up --port P --model-sim [SCRIPT]` in its own session; returns once ready."""
     output = home.parent / f"up-{api_port}-{time.monotonic_ns()}.out"
     with output.open("wb") as out:
         proc = subprocess.Popen(
-            [*LEAFLAB, "up", "--port", str(api_port), "--model-sim", *extra],
+            [
+                *LEAFLAB,
+                "up",
+                "--port",
+                str(api_port),
+                "--model-sim",
+                *([model_sim] if model_sim else []),
+            ],
             env=up_env(home, api_port),
             stdout=out,
             stderr=subprocess.STDOUT,
