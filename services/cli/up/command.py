@@ -102,6 +102,12 @@ def _run(
 ) -> None:
     settings = CommonSettings()
     home = stack_home.home
+    url = f"http://{host}:{ports.api}"
+    # Written before anything starts, so a second `up` meanwhile can name this one.
+    record = StackRecord(
+        pid=os.getpid(), pgid=os.getpgrp(), home=str(home), api_url=url, ports=ports.as_dict()
+    )
+    stack_home.write(record)
     env = _stores(supervisor, home, settings)
     key = bootstrap_database(env["LEAFLAB_DATABASE_URL"], home)
     env["LEAFLAB_LIBRARY_URL"] = f"http://127.0.0.1:{ports.library}"
@@ -119,10 +125,7 @@ def _run(
         specs.append(sandbox)
     for spec in specs:
         supervisor.add(spec)
-    url = f"http://{host}:{ports.api}"
-    record = StackRecord(
-        pid=os.getpid(), pgid=os.getpgrp(), home=str(home), api_url=url, ports=ports.as_dict()
-    )
+    record.ports = ports.as_dict()  # now with the workers' metrics ports
     record.children = supervisor.pids()
     stack_home.write(record)
     targets_dir = write_scrape_config(
