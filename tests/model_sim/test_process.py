@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 from click.testing import CliRunner
 
-from services.cli.model_sim_cmd import model_sim
+from services.model_sim.command import model_sim
 from services.model_sim.server import start_subprocess
 
 

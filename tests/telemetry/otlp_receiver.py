@@ -41,9 +41,13 @@ class OtlpReceiver:
     url: str
     spans: list[ReceivedSpan] = field(default_factory=list)
     requests: int = 0
+    # Path and headers (lower-cased names) of every export request, in arrival order.
+    deliveries: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def add(self, body: bytes) -> None:
+    def add(
+        self, body: bytes, path: str = "/v1/traces", headers: dict[str, str] | None = None
+    ) -> None:
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
         found: list[ReceivedSpan] = []
@@ -73,14 +77,21 @@ class OtlpReceiver:
         with self.lock:
             self.requests += 1
             self.spans.extend(found)
+            self.deliveries.append((path, dict(headers or {})))
+
+    def named(self, name: str) -> list[ReceivedSpan]:
+        with self.lock:
+            return [s for s in self.spans if s.name == name]
 
     def for_trace(self, trace_id: str) -> list[ReceivedSpan]:
         with self.lock:
             return [s for s in self.spans if s.trace_id == trace_id]
 
 
-def start_receiver() -> tuple[OtlpReceiver, ThreadingHTTPServer]:
-    """Serve ``POST /v1/traces`` on a free port until the server is shut down."""
+def start_receiver(
+    paths: tuple[str, ...] = ("/v1/traces",),
+) -> tuple[OtlpReceiver, ThreadingHTTPServer]:
+    """Serve ``POST`` on ``paths`` (others: 404) on a free port until the server is shut down."""
     holder: dict[str, OtlpReceiver] = {}
 
     class Handler(BaseHTTPRequestHandler):
@@ -91,11 +102,12 @@ def start_receiver() -> tuple[OtlpReceiver, ThreadingHTTPServer]:
                 body = gzip.decompress(body)
             elif encoding == "deflate":
                 body = zlib.decompress(body)
-            if self.path != "/v1/traces":
+            if self.path not in paths:
                 self.send_response(404)
                 self.end_headers()
                 return
-            holder["r"].add(body)
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            holder["r"].add(body, self.path, headers)
             payload = ExportTraceServiceResponse().SerializeToString()
             self.send_response(200)
             self.send_header("content-type", "application/x-protobuf")

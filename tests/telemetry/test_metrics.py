@@ -25,7 +25,7 @@ from services.common.telemetry import TracingMiddleware
 STATIC = [
     m.HTTP_REQUESTS, m.HTTP_REQUEST_DURATION, m.CELERY_TASKS, m.CELERY_TASK_DURATION,
     m.JOB_DURATION, m.STEP_DURATION, m.LLM_REQUEST_DURATION, m.LLM_TOKENS, m.LLM_COST_USD,
-    m.CIRCUIT_BREAKER_STATE, m.BUDGET_DECISIONS, m.SANDBOX_EXEC_DURATION,
+    m.SANDBOX_EXEC_DURATION,
     m.SANDBOX_START_DURATION, m.SANDBOX_WARM_POOL, m.LIBRARY_INGEST_DURATION,
     m.LIBRARY_SEARCH_DURATION, m.SPANS_EXPORTED, m.SPANS_DROPPED,
 ]  # fmt: skip
@@ -38,10 +38,6 @@ def _observe_everything() -> None:
     m.LLM_REQUEST_DURATION.labels(model="sim", provider="vllm", outcome="ok").observe(0.3)
     m.LLM_TOKENS.labels(model="sim", user="u1", project="p1", type="input").inc(120)
     m.LLM_COST_USD.labels(model="sim", user="u1", project="p1").inc(0.01)
-    m.CIRCUIT_BREAKER_STATE.labels(endpoint="local", model="sim").set(
-        m.BREAKER_STATE_VALUES["open"]
-    )
-    m.BUDGET_DECISIONS.labels(decision="allow").inc()
     m.SANDBOX_EXEC_DURATION.labels(backend="docker", outcome="ok").observe(0.06)
     m.SANDBOX_START_DURATION.labels(backend="docker", warm="true").observe(0.2)
     m.SANDBOX_WARM_POOL.labels(backend="docker").set(3)

@@ -1,4 +1,4 @@
-"""`leaflab up`: the whole stack on this machine, supervised, stopped cleanly by Ctrl-C."""
+"""`leaflab up`: the whole stack on this machine, supervised, stopped cleanly by any signal."""
 
 from __future__ import annotations
 
@@ -9,18 +9,37 @@ from pathlib import Path
 from types import FrameType
 
 import click
-import httpx
 
 from services.cli.up.embedded import (
-    EmbeddedPostgres,
-    redis_server_argv,
+    EmbeddedStoreError,
+    postgres_spec,
+    redis_spec,
+    wait_for_postgres,
     wait_for_redis,
 )
+from services.cli.up.ports import PortInUse, StackPorts, choose_ports
+from services.cli.up.readiness import (
+    Check,
+    NotReady,
+    celery_workers_answer,
+    http_ok,
+    wait_ready,
+    worker_node,
+)
 from services.cli.up.sandbox_setup import sandbox_worker_spec
+from services.cli.up.scrape_targets import write_scrape_config
 from services.cli.up.stack import bootstrap_database, service_specs
-from services.cli.up.supervisor import ProcessSpec, Supervisor
+from services.cli.up.stackfile import HomeInUse, StackHome, StackRecord, internal_token
+from services.cli.up.supervisor import Supervisor
+from services.common.celery_app import build_celery
 from services.common.settings import CommonSettings
 from services.sandbox.settings import SandboxSettings
+
+READY_TIMEOUT_S = 300.0
+
+
+class StopRequested(Exception):
+    """SIGINT, SIGTERM or SIGHUP arrived: stop the stack."""
 
 
 @click.command()
@@ -35,85 +54,158 @@ from services.sandbox.settings import SandboxSettings
     metavar="[SCRIPT]",
     help="serve the model simulator as the model (optionally playing SCRIPT)",
 )
-@click.option("--model-sim-port", default=8100, show_default=True)
+@click.option("--model-sim-port", default=None, type=int, help="[default: a free port]")
 @click.option("--workers", default=1, show_default=True, help="agent worker processes")
-def up(port: int, host: str, model_sim: str | None, model_sim_port: int, workers: int) -> None:
+def up(
+    port: int, host: str, model_sim: str | None, model_sim_port: int | None, workers: int
+) -> None:
     """Start Leaflab here: database, Redis, API, workers (embedded services when no URLs)."""
     settings = CommonSettings()
-    home = Path(settings.home).expanduser()
-    home.mkdir(parents=True, exist_ok=True)
-    supervisor = Supervisor(home / "logs", base_env={"LEAFLAB_HOME": str(home)})
-    postgres: EmbeddedPostgres | None = None
-    stop = _install_signal_handlers()
+    home = Path(settings.home).expanduser().resolve()
+    stack_home = StackHome(home)
     try:
-        database_url = settings.database_url
-        if not database_url:
-            postgres = EmbeddedPostgres(home)
-            database_url = postgres.start()
-            click.echo(f"embedded PostgreSQL: {postgres.datadir}")
-        redis_url = settings.redis_url
-        if not redis_url:
-            argv, redis_url = redis_server_argv(home)
-            supervisor.add(ProcessSpec("redis", argv))
-            wait_for_redis(redis_url)
-            click.echo(f"embedded Redis: {redis_url}")
-        key = bootstrap_database(database_url, home)
-        env = {"LEAFLAB_DATABASE_URL": database_url, "LEAFLAB_REDIS_URL": redis_url}
-        if model_sim is not None:
-            env["LEAFLAB_LLM_BASE_URL"] = f"http://127.0.0.1:{model_sim_port}/v1"
-        supervisor.base_env.update(env)
-        os.environ.update(env)  # the sandbox image check reads the same settings
-        sandbox = sandbox_worker_spec(SandboxSettings())
-        if sandbox is not None:
-            supervisor.add(sandbox)
-        for spec in service_specs(
+        stack_home.claim()
+        ports = choose_ports(
             host=host,
-            port=port,
-            workers=workers,
-            model_sim=model_sim,
+            api_port=port,
             model_sim_port=model_sim_port,
-            settings=settings,
-        ):
-            supervisor.add(spec)
-        url = f"http://{host}:{port}"
-        _wait_healthy(url, supervisor, stop)
-        click.echo(f"Leaflab is up: {url}  (API docs: {url}/docs)")
-        click.echo(f"admin key: {home / 'admin.key'}" + (" (new)" if key else ""))
-        click.echo(f"logs: {home / 'logs'}   Ctrl-C stops everything")
-        while not stop["flag"]:
-            for name in supervisor.poll():
-                click.echo(f"restarted {name}", err=True)
-            time.sleep(0.5)
+            with_model_sim=model_sim is not None,
+        )
+    except (HomeInUse, PortInUse) as exc:
+        stack_home.release()
+        raise click.ClickException(str(exc)) from None
+    _install_signal_handlers()
+    supervisor = Supervisor(home / "logs", base_env={"LEAFLAB_HOME": str(home)})
+    try:
+        _run(supervisor, stack_home, ports, host=host, model_sim=model_sim, workers=workers)
+    except StopRequested:
+        pass
+    except (EmbeddedStoreError, NotReady) as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(1) from None
     finally:
+        _ignore_signals()  # a second Ctrl-C must not cut the clean stop short
         click.echo("stopping …")
         supervisor.stop()
-        if postgres is not None:
-            postgres.stop()
+        stack_home.release()
         click.echo("stopped")
 
 
-def _install_signal_handlers() -> dict[str, bool]:
-    stop = {"flag": False}
+def _run(
+    supervisor: Supervisor,
+    stack_home: StackHome,
+    ports: StackPorts,
+    *,
+    host: str,
+    model_sim: str | None,
+    workers: int,
+) -> None:
+    settings = CommonSettings()
+    home = stack_home.home
+    url = f"http://{host}:{ports.api}"
+    # Written before anything starts, so a second `up` meanwhile can name this one.
+    record = StackRecord(
+        pid=os.getpid(), pgid=os.getpgrp(), home=str(home), api_url=url, ports=ports.as_dict()
+    )
+    stack_home.write(record)
+    env = _stores(supervisor, home, settings)
+    key = bootstrap_database(env["LEAFLAB_DATABASE_URL"], home)
+    env["LEAFLAB_LIBRARY_URL"] = f"http://127.0.0.1:{ports.library}"
+    if not os.environ.get("LEAFLAB_INTERNAL_TOKEN"):
+        env["LEAFLAB_INTERNAL_TOKEN"] = internal_token(home)
+    if ports.model_sim is not None:
+        env["LEAFLAB_LLM_BASE_URL"] = f"http://127.0.0.1:{ports.model_sim}/v1"
+    supervisor.base_env.update(env)
+    os.environ.update(env)  # the sandbox image check and the readiness ping read them too
+    specs = service_specs(
+        host=host, ports=ports, workers=workers, model_sim=model_sim, settings=settings
+    )
+    sandbox = sandbox_worker_spec(SandboxSettings(), ports)
+    if sandbox is not None:
+        specs.append(sandbox)
+    for spec in specs:
+        supervisor.add(spec)
+    record.ports = ports.as_dict()  # now with the workers' metrics ports
+    record.children = supervisor.pids()
+    stack_home.write(record)
+    targets_dir = write_scrape_config(
+        home, host, ports, metrics_token=os.environ.get("LEAFLAB_METRICS_TOKEN")
+    )
 
+    def supervise() -> bool:
+        supervisor.poll()  # a service crashing while it loads is restarted meanwhile
+        return True
+
+    wait_ready(_checks(supervisor, ports, url, env), timeout_s=READY_TIMEOUT_S, tick=supervise)
+    click.echo(f"Leaflab is ready: {url}  (API docs: {url}/docs)")
+    click.echo(f"admin key: {home / 'admin.key'}" + (" (new)" if key else ""))
+    click.echo(f"logs: {home / 'logs'}   stack: {home / 'stack.json'}")
+    click.echo(f"Prometheus targets: {targets_dir / 'targets.json'}   Ctrl-C stops everything")
+    while True:
+        restarted = supervisor.poll()
+        for name in restarted:
+            click.echo(f"restarted {name}", err=True)
+        if restarted:
+            record.children = supervisor.pids()
+            stack_home.write(record)
+        time.sleep(0.5)
+
+
+def _stores(supervisor: Supervisor, home: Path, settings: CommonSettings) -> dict[str, str]:
+    """The database and Redis URLs: configured ones, or embedded servers started now."""
+    database_url = settings.database_url
+    if not database_url:
+        spec, database_url = postgres_spec(home)
+        supervisor.add(spec)
+        wait_for_postgres(database_url)
+        click.echo(f"embedded PostgreSQL: {home / 'pg'}")
+    redis_url = settings.redis_url
+    if not redis_url:
+        spec, redis_url = redis_spec(home)
+        supervisor.add(spec)
+        wait_for_redis(redis_url)
+        click.echo(f"embedded Redis: {redis_url}")
+    return {"LEAFLAB_DATABASE_URL": database_url, "LEAFLAB_REDIS_URL": redis_url}
+
+
+def _checks(
+    supervisor: Supervisor, ports: StackPorts, url: str, env: dict[str, str]
+) -> list[Check]:
+    logs = supervisor.logs_dir
+    checks = [
+        Check("api", http_ok(f"{url}/healthz"), str(logs / "api.log")),
+        Check(
+            "library",
+            http_ok(f"http://127.0.0.1:{ports.library}/healthz"),
+            str(logs / "library.log"),
+        ),
+    ]
+    if ports.model_sim is not None:
+        sim = f"http://127.0.0.1:{ports.model_sim}/healthz"
+        checks.append(Check("model-sim", http_ok(sim), str(logs / "model-sim.log")))
+    celery = build_celery(CommonSettings(redis_url=env["LEAFLAB_REDIS_URL"]))
+    for child in supervisor.children:
+        name = child.spec.name
+        if name.startswith("worker-") or name == "sandbox-worker":
+            node = worker_node(_node_name(child.spec.argv))
+            checks.append(
+                Check(name, celery_workers_answer(celery, [node]), str(logs / f"{name}.log"))
+            )
+    return checks
+
+
+def _node_name(argv: list[str]) -> str:
+    return argv[argv.index("-n") + 1].split("@", 1)[0]
+
+
+def _install_signal_handlers() -> None:
     def _handler(signum: int, frame: FrameType | None) -> None:
-        stop["flag"] = True
+        raise StopRequested(signal.Signals(signum).name)
 
-    signal.signal(signal.SIGINT, _handler)
-    signal.signal(signal.SIGTERM, _handler)
-    return stop
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _handler)
 
 
-def _wait_healthy(url: str, supervisor: Supervisor, stop: dict[str, bool]) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not stop["flag"]:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        supervisor.poll()
-        time.sleep(0.3)
-    if not stop["flag"]:
-        raise click.ClickException(
-            f"the API did not become healthy; see {supervisor.logs_dir / 'api.log'}"
-        )
+def _ignore_signals() -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)

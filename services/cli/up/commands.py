@@ -47,7 +47,11 @@ def celery_worker_argv(
 
 
 def uvicorn_argv(factory: str, *, host: str, port: int, log_level: str = "info") -> list[str]:
-    """An ASGI app factory served by uvicorn."""
+    """An ASGI app factory served by uvicorn.
+
+    Open event streams never end by themselves: a stop waits for them 5 s at
+    most, so SIGTERM (or the parent-death signal) ends the server in seconds.
+    """
     return [
         sys.executable,
         "-m",
@@ -60,10 +64,13 @@ def uvicorn_argv(factory: str, *, host: str, port: int, log_level: str = "info")
         str(port),
         "--log-level",
         log_level,
+        "--timeout-graceful-shutdown",
+        "5",
     ]
 
 
 def model_sim_argv(*, port: int, script: str | None = None, host: str = "127.0.0.1") -> list[str]:
+    """The model simulator's own command (``python -m services.model_sim``)."""
     argv = [sys.executable, "-m", "services.model_sim", "--host", host, "--port", str(port)]
     if script:
         argv += ["--script", script]

@@ -7,13 +7,15 @@ import shutil
 import click
 
 from services.cli.up.commands import celery_worker_argv
+from services.cli.up.ports import StackPorts
+from services.cli.up.stack import celery_spec
 from services.cli.up.supervisor import ProcessSpec
 from services.sandbox.backend import SandboxUnavailable
 from services.sandbox.image import ensure_image
 from services.sandbox.settings import SandboxSettings
 
 
-def sandbox_worker_spec(settings: SandboxSettings) -> ProcessSpec | None:
+def sandbox_worker_spec(settings: SandboxSettings, ports: StackPorts) -> ProcessSpec | None:
     """The sandbox worker to run, or None (with a clear message) when no backend is usable.
 
     Never falls back to running model-written code on the host: without Docker
@@ -37,4 +39,6 @@ def sandbox_worker_spec(settings: SandboxSettings) -> ProcessSpec | None:
     argv = celery_worker_argv(
         "services.sandbox.worker:app", "sandbox", concurrency=4, name="sandbox@%h"
     )
-    return ProcessSpec("sandbox-worker", argv, env)
+    spec = celery_spec("sandbox-worker", argv, ports)
+    spec.env.update(env)
+    return spec

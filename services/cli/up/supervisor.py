@@ -1,4 +1,9 @@
-"""Runs the stack's processes, restarts any that crash, stops them all cleanly."""
+"""Runs the stack's processes, restarts any that crash, stops them all cleanly.
+
+Children stay in the supervisor's process group (``kill -- -PGID`` stops the
+whole stack) and carry a parent-death signal, so a supervisor that is killed
+outright takes them with it instead of leaving orphans on the stack's ports.
+"""
 
 from __future__ import annotations
 
@@ -11,17 +16,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from services.cli.up.deathsig import child_preexec
+
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 30.0
 STABLE_AFTER_S = 60.0
+# Logs hold request paths and errors: readable by the stack's owner only.
+PRIVATE_UMASK = 0o077
 
 
 @dataclass
 class ProcessSpec:
+    """One supervised process.
+
+    ``stop_signal`` asks it to stop cleanly (PostgreSQL's fast shutdown is
+    SIGINT). ``death_signal`` is what the kernel sends when the supervisor dies
+    without stopping it: nobody is left to escalate, so it must end the process
+    within seconds even when its stores are gone too (a service's clean
+    shutdown can wait on a dead Redis forever). Services therefore get SIGKILL
+    (durable jobs are recovered by the sweeper); the stores get their own
+    clean-shutdown signal.
+    """
+
     name: str
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
+    stop_signal: signal.Signals = signal.SIGTERM
+    death_signal: signal.Signals = signal.SIGKILL
+    user: str | None = None
+    # Stores (PostgreSQL, Redis) are tier 0: stopped after the services using them.
+    tier: int = 1
 
 
 @dataclass
@@ -41,7 +66,8 @@ class Supervisor:
         self.base_env = base_env
         self.children: list[Supervised] = []
         self._stopping = False
-        logs_dir.mkdir(parents=True, exist_ok=True)
+        logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        logs_dir.chmod(0o700)
 
     def add(self, spec: ProcessSpec) -> Supervised:
         child = Supervised(spec=spec)
@@ -49,16 +75,28 @@ class Supervisor:
         self._start(child)
         return child
 
+    def pids(self) -> dict[str, int]:
+        """Live children by name."""
+        return {c.spec.name: c.proc.pid for c in self.children if c.proc and c.proc.poll() is None}
+
+    def _open_log(self, name: str) -> IO[bytes]:
+        fd = os.open(self.logs_dir / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        return os.fdopen(fd, "ab")
+
     def _start(self, child: Supervised) -> None:
         if child.log_file is None:
-            child.log_file = open(self.logs_dir / f"{child.spec.name}.log", "ab")  # noqa: SIM115
+            child.log_file = self._open_log(child.spec.name)
         env = {**os.environ, **self.base_env, **child.spec.env}
         child.proc = subprocess.Popen(
             child.spec.argv,
             env=env,
+            stdin=subprocess.DEVNULL,
             stdout=child.log_file,
             stderr=subprocess.STDOUT,
-            start_new_session=True,  # Ctrl-C reaches us, and we stop children in order
+            user=child.spec.user,
+            preexec_fn=child_preexec(
+                child.spec.death_signal, parent_pid=os.getpid(), umask=PRIVATE_UMASK
+            ),
         )
         child.started_at = time.monotonic()
         child.restart_at = None
@@ -87,19 +125,34 @@ class Supervisor:
                 restarted.append(child.spec.name)
         return restarted
 
+    def exited(self, name: str) -> int | None:
+        """The exit code of a child that is down now, else None."""
+        for child in self.children:
+            if child.spec.name == name and child.proc is not None:
+                return child.proc.poll()
+        return None
+
     def stop(self, timeout_s: float = 15.0) -> None:
+        """Stop every child: services first (in parallel), then the stores they use."""
         self._stopping = True
-        for child in reversed(self.children):
-            if child.proc and child.proc.poll() is None:
-                os.killpg(child.proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        for child in reversed(self.children):
-            if child.proc is None:
-                continue
+        for tier in sorted({c.spec.tier for c in self.children}, reverse=True):
+            group = [c for c in self.children if c.spec.tier == tier]
+            for child in group:
+                if child.proc is not None and child.proc.poll() is None:
+                    child.proc.send_signal(child.spec.stop_signal)
+            deadline = time.monotonic() + timeout_s
+            for child in group:
+                self._reap(child, deadline)
+
+    def _reap(self, child: Supervised, deadline: float) -> None:
+        proc = child.proc
+        if proc is not None:
             try:
-                child.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                os.killpg(child.proc.pid, signal.SIGKILL)
-                child.proc.wait()
-            if child.log_file:
-                child.log_file.close()
+                log.warning("%s did not stop in time; killing it", child.spec.name)
+                proc.kill()
+                proc.wait()
+        if child.log_file:
+            child.log_file.close()
+            child.log_file = None

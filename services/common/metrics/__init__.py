@@ -7,10 +7,8 @@ from services.common.metrics.collectors import (
     register_platform_collectors,
 )
 from services.common.metrics.definitions import (
-    BUDGET_DECISIONS,
     CELERY_TASK_DURATION,
     CELERY_TASKS,
-    CIRCUIT_BREAKER_STATE,
     COLLECTOR_UP_METRIC,
     HTTP_REQUEST_DURATION,
     HTTP_REQUESTS,
@@ -22,12 +20,14 @@ from services.common.metrics.definitions import (
     LLM_REQUEST_DURATION,
     LLM_TOKENS,
     METRICS_REGISTRY,
+    METRICS_SERVER_FAILURES,
     QUEUE_DEPTH_METRIC,
     SANDBOX_EXEC_DURATION,
     SANDBOX_START_DURATION,
     SANDBOX_WARM_POOL,
     SPANS_DROPPED,
     SPANS_EXPORTED,
+    SPANS_REDACTION_FAILED,
     STEP_DURATION,
 )
 from services.common.metrics.exposition import (
@@ -37,15 +37,10 @@ from services.common.metrics.exposition import (
     stop_metrics_server,
 )
 
-BREAKER_STATE_VALUES = {"closed": 0.0, "half_open": 1.0, "open": 2.0}
-
 __all__ = [
-    "BREAKER_STATE_VALUES",
-    "BUDGET_DECISIONS",
     "CELERY_QUEUES",
     "CELERY_TASKS",
     "CELERY_TASK_DURATION",
-    "CIRCUIT_BREAKER_STATE",
     "COLLECTOR_UP_METRIC",
     "HTTP_REQUESTS",
     "HTTP_REQUEST_DURATION",
@@ -61,8 +56,10 @@ __all__ = [
     "SANDBOX_EXEC_DURATION",
     "SANDBOX_START_DURATION",
     "SANDBOX_WARM_POOL",
+    "METRICS_SERVER_FAILURES",
     "SPANS_DROPPED",
     "SPANS_EXPORTED",
+    "SPANS_REDACTION_FAILED",
     "STEP_DURATION",
     "JobStatusCollector",
     "QueueDepthCollector",

@@ -106,7 +106,9 @@ class JobStatusCollector(Collector):
             log.warning("jobs collector: %s", exc)
             return [_up("jobs", False)]
         counts = {status: 0.0 for status in JOB_STATUSES}
-        ages: dict[str, float] = {}
+        # Every live status has an age, 0 when no job is in it: "oldest queued
+        # job" is then a number on the dashboard, not a missing series.
+        ages = {status: 0.0 for status in JOB_STATUSES if status not in TERMINAL_STATUSES}
         for status, count, age in rows:
             counts[str(status)] = float(count)
             if status not in TERMINAL_STATUSES and age is not None:
@@ -118,7 +120,7 @@ class JobStatusCollector(Collector):
             jobs.add_metric([status], count)
         oldest = GaugeMetricFamily(
             "leaflab_jobs_oldest_age_seconds",
-            "Age of the oldest job in each non-terminal status (queued, running, …).",
+            "Age of the oldest job in each non-terminal status (queued, running, …); 0 if none.",
             labels=["status"],
         )
         for status, age in ages.items():

@@ -72,16 +72,6 @@ LLM_COST_USD: Final = Counter(
     "Dollar cost of model calls by model, user and project.",
     ["model", "user", "project"],
 )
-CIRCUIT_BREAKER_STATE: Final = Gauge(
-    "leaflab_circuit_breaker_state",
-    "Circuit breaker state per endpoint and model: 0 closed, 1 half-open, 2 open.",
-    ["endpoint", "model"],
-)
-BUDGET_DECISIONS: Final = Counter(
-    "leaflab_budget_decisions",
-    "Budget checks before model calls, by decision (allow, downgrade, exhausted).",
-    ["decision"],
-)
 SANDBOX_EXEC_DURATION: Final = Histogram(
     "leaflab_sandbox_exec_duration_seconds",
     "Sandbox execution time by backend (docker, bwrap) and outcome (ok, error, timeout).",
@@ -120,6 +110,15 @@ SPANS_DROPPED: Final = Counter(
     "leaflab_spans_dropped",
     "Spans a tracing sink dropped: queue_full, export_failed or sink_down.",
     ["sink", "reason"],
+)
+SPANS_REDACTION_FAILED: Final = Counter(
+    "leaflab_spans_redaction_failed",
+    "Spans not exported because redacting their batch failed (by sink): never sent unredacted.",
+    ["sink"],
+)
+METRICS_SERVER_FAILURES: Final = Counter(
+    "leaflab_metrics_server_failures",
+    "Times a worker's metrics server could not start (port taken …); the worker runs on.",
 )
 
 # Names of the gauges the scrape-time collectors produce (see collectors.py);

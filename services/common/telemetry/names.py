@@ -26,26 +26,13 @@ SERVICE_LIBRARY: Final = "leaflab-library"
 # Jobs and the agent loop.
 SPAN_JOB: Final = "job"
 SPAN_JOB_SUBMIT: Final = "job.submit"
-SPAN_AGENT_ADVANCE: Final = "agent.advance"
 SPAN_AGENT_ROUND: Final = "agent.round"
-SPAN_CONTEXT_COMPRESSION: Final = "context.compress"
-SPAN_CONTEXT_SUMMARY: Final = "context.summarize"
-
-# Budgets: reservation before a model call, settlement after it, routing decisions.
-SPAN_BUDGET_RESERVE: Final = "budget.reserve"
-SPAN_BUDGET_SETTLE: Final = "budget.settle"
-SPAN_BUDGET_DECISION: Final = "budget.decision"
 
 # Sandbox lifecycle.
-SPAN_SANDBOX_ACQUIRE: Final = "sandbox.acquire"
-SPAN_SANDBOX_START: Final = "sandbox.start"
 SPAN_SANDBOX_EXEC: Final = "sandbox.exec"
-SPAN_SANDBOX_STOP: Final = "sandbox.stop"
 
 # Library.
 SPAN_LIBRARY_SEARCH: Final = "library.search"
-SPAN_LIBRARY_INGEST: Final = "library.ingest"
-SPAN_LIBRARY_EMBED: Final = "library.embed"
 
 # GenAI operation names (attribute ``gen_ai.operation.name``).
 OPERATION_CHAT: Final = "chat"

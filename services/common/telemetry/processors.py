@@ -38,7 +38,8 @@ class GuardedSpanExporter(SpanExporter):
             log.warning("span sink %s raised: %s", self.sink, exc)
             result = SpanExportResult.FAILURE
         if result is SpanExportResult.SUCCESS:
-            SPANS_EXPORTED.labels(sink=self.sink).inc(len(spans))
+            dropped = int(getattr(self.inner, "dropped_last", 0))  # counted by redaction
+            SPANS_EXPORTED.labels(sink=self.sink).inc(len(spans) - dropped)
         else:
             self._down_until = time.monotonic() + self.backoff_s
             SPANS_DROPPED.labels(sink=self.sink, reason="export_failed").inc(len(spans))

@@ -8,6 +8,7 @@ happens on the export thread rather than in the instrumented code.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,10 +17,20 @@ from typing import Any
 
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-from opentelemetry.trace import Status
+from opentelemetry.trace import Link, Status
 from opentelemetry.util.types import AttributeValue
 
+from services.common.metrics.definitions import SPANS_REDACTION_FAILED
+
+log = logging.getLogger(__name__)
+
 REDACTED = "[REDACTED]"
+
+# What users search for is theirs: query strings never leave the process
+# (``url.query`` is dropped, the query part of full URLs cut), whatever
+# instrumentation put them on a span.
+_QUERY_KEYS = frozenset({"url.query", "http.query"})
+_URL_KEYS = frozenset({"url.full", "http.url", "http.target"})
 
 # Each rule: the fragments (lower-cased) that any match must contain, the
 # pattern, and its replacement. The replacement keeps a recognisable prefix so
@@ -155,6 +166,10 @@ class RedactionPolicy:
         """A cleaned copy of ``attributes`` (never mutates the span's own mapping)."""
         out: dict[str, AttributeValue] = {}
         for key, value in (attributes or {}).items():
+            if key in _QUERY_KEYS:
+                continue
+            if key in _URL_KEYS and isinstance(value, str):
+                value = value.split("?", 1)[0]
             if isinstance(value, str) and _is_secret_key(key):
                 out[key] = REDACTED
             elif isinstance(value, str):
@@ -173,8 +188,18 @@ class RedactionPolicy:
             return item[: self.preview_chars] + "…"
         return item
 
+    def clean_text(self, text: str) -> str:
+        """Free text (a status description) cleaned like a string attribute."""
+        out: dict[str, AttributeValue] = {}
+        self.clean_string("text", text, out)
+        return str(out["text"])
+
     def clean_span(self, span: ReadableSpan) -> ReadableSpan:
-        """A copy of ``span`` with attributes, events and status message cleaned."""
+        """A copy of ``span`` with attributes, events, links and status message cleaned.
+
+        Error text (status descriptions, exception events) often quotes the
+        failing input, so it gets the same redaction and size cap as attributes.
+        """
         events = [
             Event(
                 name=event.name,
@@ -185,7 +210,8 @@ class RedactionPolicy:
         ]
         status = span.status
         if status.description:
-            status = Status(status.status_code, redact_text(status.description))
+            status = Status(status.status_code, self.clean_text(status.description))
+        links = [Link(link.context, self.clean_attributes(link.attributes)) for link in span.links]
         return ReadableSpan(
             name=span.name,
             context=span.context,
@@ -193,7 +219,7 @@ class RedactionPolicy:
             resource=span.resource,
             attributes=self.clean_attributes(span.attributes),
             events=events,
-            links=span.links,
+            links=links,
             kind=span.kind,
             status=status,
             start_time=span.start_time,
@@ -203,17 +229,40 @@ class RedactionPolicy:
 
 
 class RedactingSpanExporter(SpanExporter):
-    """Cleans every span, then hands the batch to the wrapped sink."""
+    """Cleans every span, then hands the batch to the wrapped sink.
 
-    def __init__(self, inner: SpanExporter, policy: RedactionPolicy) -> None:
+    A span whose cleaning fails is dropped (never sent uncleaned), logged and
+    counted in ``leaflab_spans_redaction_failed_total{sink}``; the rest of its
+    batch is still exported.
+    """
+
+    def __init__(self, inner: SpanExporter, policy: RedactionPolicy, *, sink: str = "") -> None:
         self.inner = inner
         self.policy = policy
+        self.sink = sink or type(inner).__name__
+        # Spans of the last batch dropped here, so the sink guard counts only what it wrote.
+        self.dropped_last = 0
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        try:
-            cleaned = [self.policy.clean_span(span) for span in spans]
-        except Exception:  # a malformed span must not take the whole sink down
-            return SpanExportResult.FAILURE
+        cleaned: list[ReadableSpan] = []
+        failed: list[str] = []
+        for span in spans:
+            try:
+                cleaned.append(self.policy.clean_span(span))
+            except Exception as exc:  # a malformed span must not take its batch down
+                failed.append(f"{span.name!r} ({type(exc).__name__})")
+        if failed:
+            SPANS_REDACTION_FAILED.labels(sink=self.sink).inc(len(failed))
+            # Names and error types only: the span's content is what failed to clean.
+            log.error(
+                "span sink %s: dropped %d span(s) that could not be redacted: %s",
+                self.sink,
+                len(failed),
+                ", ".join(failed[:10]),
+            )
+        self.dropped_last = len(failed)
+        if failed and not cleaned:
+            return SpanExportResult.SUCCESS  # the sink is fine: nothing to send
         return self.inner.export(cleaned)
 
     def shutdown(self) -> None:

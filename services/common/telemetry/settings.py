@@ -1,8 +1,18 @@
-"""Telemetry settings (traces and metrics), read from ``LEAFLAB_*`` variables."""
+"""Telemetry settings (traces and metrics) from ``LEAFLAB_*`` and standard ``OTEL_*`` variables.
+
+The OpenTelemetry variables users already know are honoured as the SDK
+specifies them: ``OTEL_EXPORTER_OTLP_ENDPOINT`` (base URL; ``/v1/traces`` is
+appended), ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (used as is),
+``OTEL_EXPORTER_OTLP_HEADERS`` / ``…_TRACES_HEADERS`` (``k=v,k2=v2``),
+``OTEL_SERVICE_NAME``, ``OTEL_TRACES_SAMPLER`` / ``OTEL_TRACES_SAMPLER_ARG`` and
+``OTEL_SDK_DISABLED``. ``LEAFLAB_OTLP_ENDPOINT`` remains an alias of the
+endpoint; when both are set the standard variable wins.
+"""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
+from pydantic_settings import SettingsConfigDict
 
 from services.common.settings import CommonSettings
 
@@ -16,10 +26,35 @@ class TelemetrySettings(CommonSettings):
     service's settings.
     """
 
+    # Field names still work as keyword arguments (tests, benchmarks).
+    model_config = SettingsConfigDict(populate_by_name=True)
+
     tracing_enabled: bool = True
+    # OTEL_SDK_DISABLED=true: no tracer provider at all, nothing exported or stored.
+    sdk_disabled: bool = Field(default=False, validation_alias="OTEL_SDK_DISABLED")
     # OTLP/HTTP collector base URL (``http://otel-collector:4318``); off when unset.
-    otlp_endpoint: str | None = None
+    otlp_endpoint: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT", "LEAFLAB_OTLP_ENDPOINT"),
+    )
+    # The full traces URL, when it is not <endpoint>/v1/traces.
+    otlp_traces_endpoint: str | None = Field(
+        default=None, validation_alias="OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+    )
+    # ``key=value,key2=value2`` (values URL-encoded), e.g. a collector's API key.
+    otlp_headers: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices(
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"
+        ),
+    )
     otlp_timeout_s: float = Field(default=5.0, gt=0)
+    # Overrides the service's own name (``leaflab-api`` …) in the resource.
+    service_name: str | None = Field(default=None, validation_alias="OTEL_SERVICE_NAME")
+    # always_on | always_off | traceidratio | parentbased_always_on (default) |
+    # parentbased_always_off | parentbased_traceidratio; ARG is the ratio (0..1).
+    traces_sampler: str | None = Field(default=None, validation_alias="OTEL_TRACES_SAMPLER")
+    traces_sampler_arg: str | None = Field(default=None, validation_alias="OTEL_TRACES_SAMPLER_ARG")
     # Persist spans into Postgres (``spans`` table) for Leaflab's own trace pages.
     trace_db_export: bool = True
     # Large string attributes are stored as preview + length + sha256 unless this is on.
@@ -35,3 +70,5 @@ class TelemetrySettings(CommonSettings):
     trace_db_statement_timeout_ms: int = Field(default=5000, ge=100)
     # Port of the Prometheus exposition server in Celery workers (0 = off).
     metrics_port: int = 0
+    # Bearer token every /metrics endpoint demands when set (deployments that expose it).
+    metrics_token: str | None = None

@@ -1,9 +1,10 @@
 """Installing tracing in a process: one TracerProvider, two sinks.
 
 Spans go (redacted, batched) to Postgres for Leaflab's own trace pages and,
-when ``LEAFLAB_OTLP_ENDPOINT`` is set, over OTLP/HTTP to a collector (Jaeger,
-Tempo …). Code that creates spans uses the plain
-``opentelemetry.trace.get_tracer(...)`` API, which is a no-op until this runs.
+when an OTLP endpoint is set (``OTEL_EXPORTER_OTLP_ENDPOINT`` or its alias
+``LEAFLAB_OTLP_ENDPOINT``), over OTLP/HTTP to a collector (Jaeger, Tempo …).
+Code that creates spans uses the plain ``opentelemetry.trace.get_tracer(...)``
+API, which is a no-op until this runs, and stays one under ``OTEL_SDK_DISABLED``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from services.common.settings import CommonSettings
+from services.common.telemetry.otel_env import build_sampler, parse_headers, traces_url
 from services.common.telemetry.postgres_sink import SINK_POSTGRES, PostgresSpanExporter
 from services.common.telemetry.processors import CountingBatchSpanProcessor, GuardedSpanExporter
 from services.common.telemetry.redaction import RedactingSpanExporter, RedactionPolicy
@@ -41,12 +43,6 @@ def telemetry_settings(settings: CommonSettings | None = None) -> TelemetrySetti
     return TelemetrySettings(database_url=settings.database_url, env=settings.env)
 
 
-def otlp_traces_url(endpoint: str) -> str:
-    """``http://collector:4318`` → ``http://collector:4318/v1/traces`` (full URLs kept)."""
-    endpoint = endpoint.rstrip("/")
-    return endpoint if endpoint.endswith("/v1/traces") else f"{endpoint}/v1/traces"
-
-
 def _sink_exporters(settings: TelemetrySettings) -> dict[str, SpanExporter]:
     sinks: dict[str, SpanExporter] = {}
     if settings.trace_db_export and settings.database_url:
@@ -55,9 +51,12 @@ def _sink_exporters(settings: TelemetrySettings) -> dict[str, SpanExporter]:
             connect_timeout_s=settings.trace_db_connect_timeout_s,
             statement_timeout_ms=settings.trace_db_statement_timeout_ms,
         )
-    if settings.otlp_endpoint:
+    url = traces_url(settings)
+    if url:
         sinks[SINK_OTLP] = OTLPSpanExporter(
-            endpoint=otlp_traces_url(settings.otlp_endpoint), timeout=settings.otlp_timeout_s
+            endpoint=url,
+            headers=parse_headers(settings.otlp_headers),
+            timeout=settings.otlp_timeout_s,
         )
     return sinks
 
@@ -75,14 +74,16 @@ def build_tracer_provider(
     """
     resource = Resource.create(
         {
-            "service.name": service_name,
+            "service.name": settings.service_name or service_name,
             "service.namespace": "leaflab",
             "deployment.environment.name": settings.env,
             "host.name": socket.gethostname(),
         }
     )
     provider = TracerProvider(
-        resource=resource, span_limits=SpanLimits(max_events=settings.trace_max_events)
+        resource=resource,
+        sampler=build_sampler(settings),
+        span_limits=SpanLimits(max_events=settings.trace_max_events),
     )
     policy = RedactionPolicy(
         full_capture=settings.trace_full_capture,
@@ -91,7 +92,7 @@ def build_tracer_provider(
     )
     sinks = {**_sink_exporters(settings), **(extra_sinks or {})}
     for sink, exporter in sinks.items():
-        guarded = GuardedSpanExporter(RedactingSpanExporter(exporter, policy), sink)
+        guarded = GuardedSpanExporter(RedactingSpanExporter(exporter, policy, sink=sink), sink)
         provider.add_span_processor(
             CountingBatchSpanProcessor(
                 guarded,
@@ -108,16 +109,16 @@ def setup_tracing(service_name: str, settings: CommonSettings | None = None) -> 
     """Install the global TracerProvider for this process (idempotent).
 
     ``settings`` may be any service's settings; telemetry-specific values
-    (``LEAFLAB_OTLP_ENDPOINT``, ``LEAFLAB_TRACE_FULL_CAPTURE`` …) are read from
-    the environment when that class does not carry them.
+    (``OTEL_*``, ``LEAFLAB_TRACE_FULL_CAPTURE`` …) are read from the
+    environment when that class does not carry them.
     """
     global _installed
     with _lock:
         if _installed is not None:
             return
         resolved = telemetry_settings(settings)
-        if not resolved.tracing_enabled:
-            log.info("tracing disabled (LEAFLAB_TRACING_ENABLED=false)")
+        if resolved.sdk_disabled or not resolved.tracing_enabled:
+            log.info("tracing disabled (OTEL_SDK_DISABLED or LEAFLAB_TRACING_ENABLED=false)")
             return
         provider = build_tracer_provider(service_name, resolved)
         trace.set_tracer_provider(provider)
@@ -126,7 +127,7 @@ def setup_tracing(service_name: str, settings: CommonSettings | None = None) -> 
             "tracing on for %s: postgres=%s otlp=%s",
             service_name,
             bool(resolved.trace_db_export and resolved.database_url),
-            resolved.otlp_endpoint or "off",
+            traces_url(resolved) or "off",
         )
 
 

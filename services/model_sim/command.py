@@ -1,4 +1,8 @@
-"""``leaflab model-sim``: run the OpenAI-compatible model simulator on its own."""
+"""The simulator's command line: ``python -m services.model_sim`` and ``leaflab model-sim``.
+
+The simulator owns its arguments; the ``leaflab`` CLI only registers this
+command under its own name, so the two never drift apart.
+"""
 
 from __future__ import annotations
 
