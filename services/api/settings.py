@@ -10,6 +10,10 @@ class ApiSettings(CommonSettings):
     port: int = 8000
     # SSE: a comment line at least this often, so proxies keep quiet streams open.
     sse_ping_s: float = 15.0
+    max_turns_default: int = 30
+    # Limits on what clients send.
+    max_message_chars: int = 200_000
+    max_request_bytes: int = 2_000_000
     # Every Redis call of the API fails after this long rather than hang; SSE
     # reads block for less (services.common.redis_client.max_block_ms).
     redis_socket_timeout_s: float = 5.0

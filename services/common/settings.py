@@ -1,6 +1,8 @@
 """Settings shared by every Leaflab service.
 
-Each service subclasses :class:`CommonSettings` with its own fields; all read
+Only what every service needs lives here (database, Redis, home, workspaces,
+Celery limits, the internal token and the library's address); each service
+subclasses :class:`CommonSettings` with the fields it alone reads. All read
 ``LEAFLAB_``-prefixed environment variables and an optional ``.env`` file.
 """
 
@@ -29,37 +31,16 @@ class CommonSettings(BaseSettings):
     workspace_root: Path | None = None
     log_level: str = "INFO"
 
-    # Model endpoint (any OpenAI-compatible server; vLLM first).
-    llm_base_url: str = "http://127.0.0.1:8100/v1"
-    llm_api_key: str = "sk-local"
-    model: str = "leaflab-sim"
-    model_fast: str | None = None
-    model_flagship: str | None = None
-    llm_timeout_s: float = 120.0
-    llm_max_tokens: int = 2048
-
-    # Durable job runtime.
-    lease_ttl_s: float = 30.0
-    time_slice_s: float = 20.0
-    sweep_interval_s: float = 5.0
-    requeue_after_s: float = 30.0
+    # Celery limits: every Celery service (worker, sandbox, library) builds its
+    # app from these, and they must agree with the broker's visibility timeout.
     task_soft_time_limit_s: int = 240
     task_hard_time_limit_s: int = 300
     broker_visibility_timeout_s: int = 600
-    max_turns_default: int = 30
-    worker_concurrency: int = 64
 
-    # The Celery queue the agent's python/bash tools send to: a deployment can
-    # give a group of workers (or a test) its own sandbox pool.
-    sandbox_queue: str = "sandbox"
-
-    # Service-to-service: the library's URL and the token internal callers present.
+    # Service-to-service: the library's URL (the API proxies to it, the worker's
+    # library_search calls it) and the token internal callers present.
     library_url: str = "http://127.0.0.1:8200"
     internal_token: str = DEV_INTERNAL_TOKEN
-
-    # Limits on what clients send.
-    max_message_chars: int = 200_000
-    max_request_bytes: int = 2_000_000
 
     @model_validator(mode="after")
     def _check_time_limits(self) -> CommonSettings:
@@ -72,16 +53,8 @@ class CommonSettings(BaseSettings):
             )
         if self.task_soft_time_limit_s >= self.task_hard_time_limit_s:
             raise ValueError("task_soft_time_limit_s must be < task_hard_time_limit_s")
-        if self.time_slice_s >= self.task_soft_time_limit_s:
-            raise ValueError("time_slice_s must be < task_soft_time_limit_s")
         if self.env == "prod" and self.internal_token == DEV_INTERNAL_TOKEN:
             raise ValueError("set LEAFLAB_INTERNAL_TOKEN to a secret in prod")
-        if (
-            self.env == "prod"
-            and self.llm_api_key == "sk-local"
-            and "127.0.0.1" not in (self.llm_base_url)
-        ):
-            raise ValueError("LEAFLAB_LLM_API_KEY must be set in prod for a remote endpoint")
         return self
 
     @property

@@ -14,7 +14,6 @@ class LibrarySettings(IntakeSettings):
     library_host: str = "127.0.0.1"
     library_port: int = 8200
     # Shared secret presented by the API (and workers) in X-Leaflab-Internal.
-    internal_token: str = "leaflab-internal-dev-token"  # noqa: S105 - dev default, same as ApiSettings
 
     # Vector store: a Qdrant server when a URL is set, else an embedded store
     # at a local path. Embedded stores allow one process per path, so only the

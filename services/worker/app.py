@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 
 settings = WorkerSettings()
 app = build_celery(settings)
+# The default when the command line gives no -c (as under `leaflab up`).
+app.conf.worker_concurrency = settings.worker_concurrency
 instrument_celery(app)
 
 _deps: RuntimeDeps | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from services.worker.llm.settings import LlmSettings
 
@@ -16,6 +16,15 @@ def default_worker_id() -> str:
 
 class WorkerSettings(LlmSettings):
     worker_id: str = Field(default_factory=default_worker_id)
+    # Durable job runtime: the lease, the time slice, the sweeper.
+    lease_ttl_s: float = 30.0
+    time_slice_s: float = 20.0
+    sweep_interval_s: float = 5.0
+    requeue_after_s: float = 30.0
+    worker_concurrency: int = 64
+    # The Celery queue the agent's python/bash tools send to: a deployment can
+    # give a group of workers (or a test) its own sandbox pool.
+    sandbox_queue: str = "sandbox"
     max_consecutive_tool_failures: int = 5
     # Slices are short, so a long survey legitimately takes many attempts.
     max_job_attempts: int = 500
@@ -28,3 +37,10 @@ class WorkerSettings(LlmSettings):
         "Use the tools to read and write files in the session workspace, keep a todo "
         "list for multi-step work, and answer concisely with what you found."
     )
+
+    @model_validator(mode="after")
+    def _slice_fits_soft_limit(self) -> WorkerSettings:
+        # A slice that outlives the soft limit is killed mid-step.
+        if self.time_slice_s >= self.task_soft_time_limit_s:
+            raise ValueError("time_slice_s must be < task_soft_time_limit_s")
+        return self

@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from services.common.celery_app import check_time_limits
 from services.common.settings import CommonSettings
+from services.worker.settings import WorkerSettings
 
 
 def test_hard_limit_at_or_above_visibility_timeout_is_refused() -> None:
@@ -17,7 +18,7 @@ def test_hard_limit_at_or_above_visibility_timeout_is_refused() -> None:
 
 def test_time_slice_must_fit_in_soft_limit() -> None:
     with pytest.raises(ValidationError, match="time_slice_s"):
-        CommonSettings(time_slice_s=300, task_soft_time_limit_s=240)
+        WorkerSettings(time_slice_s=300, task_soft_time_limit_s=240)
 
 
 def test_celery_app_with_unsafe_limits_is_refused() -> None:

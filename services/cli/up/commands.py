@@ -13,7 +13,7 @@ def celery_worker_argv(
     app: str,
     queue: str,
     *,
-    concurrency: int,
+    concurrency: int | None = None,
     name: str | None = None,
     loglevel: str = "INFO",
     quiet_cluster: bool = False,
@@ -34,11 +34,12 @@ def celery_worker_argv(
         queue,
         "--pool",
         "threads",
-        "-c",
-        str(concurrency),
         "--loglevel",
         loglevel,
     ]
+    # Without -c the worker's own settings decide (LEAFLAB_WORKER_CONCURRENCY).
+    if concurrency is not None:
+        argv += ["-c", str(concurrency)]
     if name:
         argv += ["-n", name]
     if quiet_cluster:

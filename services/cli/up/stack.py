@@ -71,7 +71,6 @@ def service_specs(
         argv = celery_worker_argv(
             "services.worker.app:app",
             "agent",
-            concurrency=settings.worker_concurrency,
             name=f"agent{index + 1}@%h",
         )
         specs.append(celery_spec(name, argv, ports))

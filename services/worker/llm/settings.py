@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from services.common.settings import CommonSettings
 
@@ -16,6 +16,16 @@ PriceTriple = tuple[float, float, float]
 class LlmSettings(CommonSettings):
     """``LEAFLAB_MODEL_PRICES='{"model": [in, out, cached]}'`` sets prices per model;
     ``LEAFLAB_DEFAULT_MODEL_PRICE='[in, out, cached]'`` prices every other model."""
+
+    # Model endpoint (any OpenAI-compatible server; vLLM first).
+    llm_base_url: str = "http://127.0.0.1:8100/v1"
+    llm_api_key: str = "sk-local"
+    model: str = "leaflab-sim"
+    # Advertised tier names (INTERFACES.md); model routing will read them.
+    model_fast: str | None = None
+    model_flagship: str | None = None
+    llm_timeout_s: float = 120.0
+    llm_max_tokens: int = 2048
 
     model_prices: dict[str, PriceTriple] = Field(default_factory=dict)
     default_model_price: PriceTriple = DEFAULT_PRICE
@@ -38,3 +48,13 @@ class LlmSettings(CommonSettings):
         if any(p < 0 for p in triple):
             raise ValueError(f"default model price must not be negative: {list(triple)}")
         return triple
+
+    @model_validator(mode="after")
+    def _remote_endpoint_needs_key(self) -> LlmSettings:
+        if (
+            self.env == "prod"
+            and self.llm_api_key == "sk-local"
+            and "127.0.0.1" not in self.llm_base_url
+        ):
+            raise ValueError("LEAFLAB_LLM_API_KEY must be set in prod for a remote endpoint")
+        return self
