@@ -37,7 +37,7 @@ def test_scratch_database_is_dropped_even_with_a_client_connected() -> None:
     name = f"leaflab_scratch_{run_suffix()}_probe"
     url = create_database(PG_ADMIN_URL, name)
     assert url.endswith(f"/{name}") and _exists(name)
-    with psycopg.connect(PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}") as held:
+    with psycopg.connect(PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"):  # a client left open
         drop_database(PG_ADMIN_URL, name)
         assert not _exists(name)
 
