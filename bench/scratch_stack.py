@@ -42,10 +42,12 @@ def _candidate_dbs() -> list[int]:
 
 
 @contextmanager
-def scratch_stack(label: str, *, redis_db: bool = True) -> Iterator[ScratchStack]:
-    """A migrated database ``leaflab_bench_<label>_<pid>_<random>`` and, unless
-    ``redis_db`` is False, an empty leased Redis db; both gone afterwards."""
-    name = f"leaflab_bench_{label}_{os.getpid()}_{secrets.token_hex(3)}"
+def scratch_stack(
+    label: str, *, redis_db: bool = True, name: str | None = None
+) -> Iterator[ScratchStack]:
+    """A migrated database ``leaflab_bench_<label>_<pid>_<random>`` (or ``name``)
+    and, unless ``redis_db`` is False, an empty leased Redis db; both gone afterwards."""
+    name = name or f"leaflab_bench_{label}_{os.getpid()}_{secrets.token_hex(3)}"
     lease = RedisDbLease(REDIS_BASE)
     try:
         redis_url = ""
