@@ -29,6 +29,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -134,7 +135,7 @@ def main() -> None:
         print(json.dumps({"parse": parse_throughput(Path(args.pdfs))}), flush=True)
 
     settings = LibrarySettings(qdrant_url=None)
-    options = {
+    options: dict[str, Any] = {
         "model": settings.embedding_model,
         "batch_size": settings.embedding_batch_size,
         "max_seq_length": settings.embedding_max_seq_length,

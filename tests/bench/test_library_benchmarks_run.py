@@ -33,3 +33,19 @@ def test_library_latency_benchmark_prints_its_figures(tmp_path: Path) -> None:
         "baseline_search_precomputed_vector",
     ):
         assert set(figures[key]) == {"p50_ms", "p95_ms"}
+
+
+def test_scifact_benchmark_scores_a_slice(tmp_path: Path) -> None:
+    argv = ["--data", str(SCIFACT), "--limit-docs", "20", "--limit-queries", "5"]
+    argv += ["--no-grid", "--cache", str(tmp_path / "emb")]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.library_scifact", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    runs = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert {r["run"] for r in runs if "run" in r} == {"hybrid", "bm25", "dense"}
