@@ -126,7 +126,7 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=50_000, help="total chunks in the store")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--data", default=str(SHARED / "scifact"))
-    ap.add_argument("--limit-docs", type=int, default=None, help="index part of SciFact")
+    ap.add_argument("--limit-docs", type=int, default=None, help="the corpus's first N docs")
     ap.add_argument("--pdfs", default=str(SHARED / "pdfs"), help="'' to skip parsing")
     home = Path(os.environ.get("LEAFLAB_HOME", "/tmp"))
     ap.add_argument("--cache", default=str(home / "leaflab_scifact_emb"))
@@ -140,7 +140,9 @@ def main() -> None:
         "batch_size": settings.embedding_batch_size,
         "max_seq_length": settings.embedding_max_seq_length,
     }
-    data = load_beir(Path(args.data), limit_docs=args.limit_docs)
+    data = load_beir(Path(args.data))
+    if args.limit_docs:  # a prefix in file order, so a partly filled --cache is reused
+        data.corpus = dict(list(data.corpus.items())[: args.limit_docs])
     encoder = Bm25Encoder(settings.bm25_params())
     chunks = real_chunks(data, settings, CachedEmbedder(Path(args.cache), **options), encoder)
     copies = max(2, math.ceil(args.chunks / len(chunks)))
