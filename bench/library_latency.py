@@ -5,10 +5,12 @@ The index holds SciFact's abstracts (/work/shared/data/scifact), chunked and
 embedded exactly as ingestion does (``services.library.beir``: MiniLM vectors +
 BM25 of the real text), in the service's default local store (Qdrant Edge). To
 reach ``--chunks``, the real chunks are stored again under further collections
-(``project:0`` … ``project:N-1``); a search is scoped to two of them, as a user's
-project search is. Queries are SciFact's real claims; each timed search is what
-the service does for ``GET /v1/library/search``: embed the query (MiniLM, CPU),
-BM25-encode it, query both indexes, fuse (the library's default settings).
+(``project:0`` … ``project:N-1``); a search is scoped to as many of them as hold
+``--scope`` chunks (default 20,000: the 2 of 5 collections of the earlier
+synthetic version), as a user's project search is. Queries are SciFact's real
+claims; each timed search is what the library service does for ``GET /search``:
+embed the query (MiniLM, CPU), BM25-encode it, query both indexes, fuse (the
+library's default settings).
 
 Baselines measured in the same run: the query embedding alone, and the same
 searches with the query vector precomputed (store + fusion only).
@@ -125,6 +127,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chunks", type=int, default=50_000, help="total chunks in the store")
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--scope", type=int, default=20_000, help="chunks a search may see")
     ap.add_argument("--data", default=str(SHARED / "scifact"))
     ap.add_argument("--limit-docs", type=int, default=None, help="the corpus's first N docs")
     ap.add_argument("--pdfs", default=str(SHARED / "pdfs"), help="'' to skip parsing")
@@ -145,16 +148,17 @@ def main() -> None:
         data.corpus = dict(list(data.corpus.items())[: args.limit_docs])
     encoder = Bm25Encoder(settings.bm25_params())
     chunks = real_chunks(data, settings, CachedEmbedder(Path(args.cache), **options), encoder)
-    copies = max(2, math.ceil(args.chunks / len(chunks)))
+    in_scope = max(1, math.ceil(args.scope / len(chunks)))
+    copies = max(in_scope, math.ceil(args.chunks / len(chunks)))
     # The service's own embedder: no cache, so every query is really embedded.
     embedder = Embedder(**options)
     queries = list(data.queries.values())[: args.queries]
-    scope = ["project:0", "project:1"]
+    scope = [f"project:{c}" for c in range(in_scope)]
     with tempfile.TemporaryDirectory(prefix="leaflab-bench-library-") as tmp:
         store = open_store(settings, path=Path(tmp))
         store.ensure(embedder.dimension)
         t0 = time.perf_counter()
-        total = fill(store, chunks, copies, max(args.chunks, 2 * len(chunks)))
+        total = fill(store, chunks, copies, max(args.chunks, in_scope * len(chunks)))
         upsert_s = time.perf_counter() - t0
         retriever = Retriever(
             store=store, embedder=embedder, encoder=encoder, fusion=fusion_config(settings)
@@ -180,7 +184,8 @@ def main() -> None:
                 "corpus": f"SciFact, {len(data.corpus)} docs -> {len(chunks)} real chunks",
                 "chunks": total,
                 "copies": copies,
-                "in_search_scope": min(total, 2 * len(chunks)),
+                "in_search_scope": in_scope * len(chunks),
+                "scope_collections": in_scope,
                 "queries": len(queries),
                 "upsert_s": round(upsert_s, 1),
                 "search_with_query_embedding": _pcts(full_ms),
