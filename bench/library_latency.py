@@ -15,6 +15,8 @@ library's default settings).
 Baselines measured in the same run: the query embedding alone, and the same
 searches with the query vector precomputed (store + fusion only).
 
+Query embedding runs with torch's default threads, as the service does today;
+``OMP_NUM_THREADS=1`` shows the single-thread figure (much faster on a busy box).
 Corpus vectors are cached on disk (``--cache``, shared with bench/library_scifact.py):
 the first run embeds 11,430 chunks (~25–50 min on 2 busy cores).
 

@@ -14,7 +14,8 @@ SCIFACT = SHARED / "scifact"
 
 
 def test_library_latency_benchmark_prints_its_figures(tmp_path: Path) -> None:
-    argv = ["--limit-docs", "20", "--chunks", "100", "--queries", "3", "--pdfs", ""]
+    argv = ["--limit-docs", "20", "--chunks", "100", "--scope", "50", "--queries", "3"]
+    argv += ["--pdfs", ""]
     argv += ["--data", str(SCIFACT), "--cache", str(tmp_path / "emb")]
     done = subprocess.run(
         [sys.executable, "-m", "bench.library_latency", *argv],
@@ -27,6 +28,7 @@ def test_library_latency_benchmark_prints_its_figures(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["chunks"] >= 100 and figures["queries"] == 3
+    assert figures["in_search_scope"] >= 50
     for key in (
         "search_with_query_embedding",
         "baseline_query_embedding_only",
