@@ -1,21 +1,19 @@
-"""Shared set-up for the spine benchmarks: a scratch database and in-process runtime."""
+"""Shared set-up for the spine benchmarks: the in-process runtime, with each model
+call and tool run timestamped so a job's wall time splits into its steps."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-import psycopg
 from celery import Celery
 from pydantic import BaseModel
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.db import build_engine, build_sessionmaker
 from services.common.events import EventPublisher
-from services.common.migrate import upgrade_to_head
 from services.common.redis_client import build_redis
 from services.worker.llm.client import client_from_settings
 from services.worker.llm.pricing import PriceBook
@@ -26,33 +24,28 @@ from services.worker.settings import WorkerSettings
 from services.worker.tools.base import Tool, ToolContext, ToolResult
 from services.worker.tools.registry import ToolRegistry
 
-PG_ADMIN = os.environ.get("LEAFLAB_BENCH_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres")
-REDIS_URL = os.environ.get("LEAFLAB_BENCH_REDIS", "redis://127.0.0.1:6379/12")
-
-
-def scratch_database(name: str) -> str:
-    """Create a fresh, migrated database and return its SQLAlchemy URL."""
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    base = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://")
-    url = f"{base}/{name}"
-    upgrade_to_head(url)
-    return url
-
 
 @dataclass
 class Timings:
-    model_s: list[float]
-    tool_s: list[float]
+    """Each model call's and tool run's own duration, and the moment each ended
+    (``marks``: ("model" | "tool", perf_counter at its end), in order)."""
+
+    model_s: list[float] = field(default_factory=list)
+    tool_s: list[float] = field(default_factory=list)
+    marks: list[tuple[str, float]] = field(default_factory=list)
+
+    def clear(self) -> None:
+        self.model_s.clear()
+        self.tool_s.clear()
+        self.marks.clear()
 
 
 class TimedModel:
-    """Wraps the model client and records each call's own duration."""
+    """Wraps the model client and records each call's duration and end."""
 
-    def __init__(self, inner: Any, sink: list[float]) -> None:
+    def __init__(self, inner: Any, timings: Timings) -> None:
         self._inner = inner
-        self._sink = sink
+        self._timings = timings
         self.provider = inner.provider
 
     def complete(self, **kwargs: Any) -> ModelResponse:
@@ -61,15 +54,17 @@ class TimedModel:
             result: ModelResponse = self._inner.complete(**kwargs)
             return result
         finally:
-            self._sink.append(time.perf_counter() - start)
+            end = time.perf_counter()
+            self._timings.model_s.append(end - start)
+            self._timings.marks.append(("model", end))
 
 
 class TimedTool(Tool):
-    """Wraps a tool and records each execution's own duration."""
+    """Wraps a tool and records each run's duration and end."""
 
-    def __init__(self, inner: Tool, sink: list[float]) -> None:
+    def __init__(self, inner: Tool, timings: Timings) -> None:
         self._inner = inner
-        self._sink = sink
+        self._timings = timings
         self.name = inner.name  # type: ignore[misc]
         self.description = inner.description  # type: ignore[misc]
         self.args_model = inner.args_model  # type: ignore[misc]
@@ -80,12 +75,15 @@ class TimedTool(Tool):
         try:
             return self._inner.run(args, ctx)
         finally:
-            self._sink.append(time.perf_counter() - start)
+            end = time.perf_counter()
+            self._timings.tool_s.append(end - start)
+            self._timings.marks.append(("tool", end))
 
 
 def in_process_deps(
     *,
     database_url: str,
+    redis_url: str,
     llm_url: str,
     tools: list[Tool],
     timings: Timings,
@@ -93,7 +91,7 @@ def in_process_deps(
 ) -> tuple[RuntimeDeps, sessionmaker[Session]]:
     settings = WorkerSettings(
         database_url=database_url,
-        redis_url=REDIS_URL,
+        redis_url=redis_url,
         llm_base_url=llm_url,
         time_slice_s=200,
         task_soft_time_limit_s=240,
@@ -105,11 +103,11 @@ def in_process_deps(
         settings=settings,
         factory=factory,
         writer=engine.execution_options(isolation_level="AUTOCOMMIT"),
-        model=TimedModel(client_from_settings(settings), timings.model_s),  # type: ignore[arg-type]
+        model=TimedModel(client_from_settings(settings), timings),  # type: ignore[arg-type]
         prices=PriceBook.from_settings(settings),
-        registry=ToolRegistry([TimedTool(t, timings.tool_s) for t in tools]),
-        publisher=EventPublisher(build_redis(REDIS_URL)),
-        celery=Celery("bench", broker=REDIS_URL),
+        registry=ToolRegistry([TimedTool(t, timings) for t in tools]),
+        publisher=EventPublisher(build_redis(redis_url)),
+        celery=Celery("bench", broker=redis_url),
         keeper=LeaseKeeper(factory, ttl_s=30),
     )
     return deps, factory

@@ -16,6 +16,7 @@ BENCHMARKS = [
     ["bench/llm_sim_latency.py"],
     ["bench/tools_files.py"],
     ["bench/tracing_overhead.py"],
+    ["bench/tracing_sinks_down.py"],
     ["bench/sandbox_latency.py"],
     ["bench/library_latency.py"],
     ["bench/library_scifact.py"],

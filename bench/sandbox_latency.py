@@ -10,7 +10,8 @@ Compares, in one run:
   * throughput  — concurrent execs from several clients, execs/s
 
 Needs PostgreSQL, Redis and Docker (scripts/ensure_docker.sh) and the image
-(`leaflab sandbox build-image`). Uses database leaflab_bench_sandbox, Redis db 3.
+(`leaflab sandbox build-image`). Uses a scratch database and a leased Redis db,
+both unique to the run (bench/scratch_stack.py).
 
     .venv/bin/python bench/sandbox_latency.py [--n 40] [--concurrency 4]
 """
@@ -28,40 +29,30 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import psycopg
 import redis
-
-from services.cli.up.commands import celery_worker_argv
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-PG_ADMIN = os.environ.get("LEAFLAB_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres")
-DB_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/leaflab_bench_sandbox"
-REDIS_URL = "redis://127.0.0.1:6379/3"
+from bench.scratch_stack import ScratchStack, scratch_stack  # noqa: E402
+from services.cli.up.commands import celery_worker_argv  # noqa: E402
 
 
-def prepare_env(home: Path) -> None:
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS leaflab_bench_sandbox WITH (FORCE)")
-        conn.execute("CREATE DATABASE leaflab_bench_sandbox")
-    redis.Redis.from_url(REDIS_URL).flushdb()
+def prepare_env(home: Path, scratch: ScratchStack) -> None:
     os.environ.update(
         {
-            "LEAFLAB_DATABASE_URL": DB_URL,
-            "LEAFLAB_REDIS_URL": REDIS_URL,
+            "LEAFLAB_DATABASE_URL": scratch.database_url,
+            "LEAFLAB_REDIS_URL": scratch.redis_url,
             "LEAFLAB_HOME": str(home),
             "LEAFLAB_ENV": "test",
             "LEAFLAB_SANDBOX_JANITOR_INTERVAL_S": "0.5",
         }
     )
     from services.common.db import build_engine
-    from services.common.migrate import upgrade_to_head
     from services.common.models import Base
     from services.common.models.sandbox import SandboxExecution
 
-    upgrade_to_head(DB_URL)
-    engine = build_engine(DB_URL, pool_size=2)
+    engine = build_engine(scratch.database_url, pool_size=2)
     Base.metadata.create_all(engine, tables=[SandboxExecution.__table__])  # type: ignore[list-item]
     engine.dispose()
 
@@ -70,7 +61,7 @@ def make_job() -> str:
     from services.common.db import build_engine, build_sessionmaker
     from services.common.models import Job, User
 
-    engine = build_engine(DB_URL, pool_size=1)
+    engine = build_engine(os.environ["LEAFLAB_DATABASE_URL"], pool_size=1)
     with build_sessionmaker(engine)() as s, s.begin():
         user = User(email=f"bench-{uuid.uuid4().hex[:8]}@example.org")
         s.add(user)
@@ -102,7 +93,7 @@ def start_worker(spares: int, concurrency: int, *, runner: bool = True) -> subpr
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    client = redis.Redis.from_url(REDIS_URL)
+    client = redis.Redis.from_url(os.environ["LEAFLAB_REDIS_URL"])
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if any(f"/{proc.pid}/" in k.decode() for k in client.scan_iter("leaflab:sandbox:worker:*")):
@@ -141,7 +132,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     args = parser.parse_args()
     home = Path(f"/tmp/leaflab-bench-sandbox-{os.getpid()}")
-    prepare_env(home)
+    with scratch_stack("sandbox") as scratch:
+        prepare_env(home, scratch)
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
 
     from services.common.celery_app import build_celery
     from services.sandbox.image import ensure_image

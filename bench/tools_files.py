@@ -7,6 +7,8 @@ Figures:
 - read_file's first window of a large file vs reading the whole file as text.
 - a catastrophic regex: how soon grep gives up vs how long bare ``re`` needs
   for the same pattern on shorter inputs (its cost grows ~1.6x per character).
+- one giant line (3 MB, the needle at its end): grep searches only a line's
+  head, vs bare ``re`` over the whole line (moved from tests/worker/tools).
 ``--quick`` shrinks every size so a test can check that the benchmark runs.
 """
 
@@ -31,10 +33,13 @@ class Sizes:
     lines: int
     big_lines: int
     redos_inputs: tuple[int, ...]
+    giant_line: int
 
 
-FULL = Sizes(files=400, lines=250, big_lines=1_000_000, redos_inputs=(22, 24, 26))
-QUICK = Sizes(files=20, lines=50, big_lines=20_000, redos_inputs=(16,))
+FULL = Sizes(
+    files=400, lines=250, big_lines=1_000_000, redos_inputs=(22, 24, 26), giant_line=3_000_000
+)
+QUICK = Sizes(files=20, lines=50, big_lines=20_000, redos_inputs=(16,), giant_line=100_000)
 
 
 def build_tree(root: Path, sizes: Sizes) -> None:
@@ -115,6 +120,22 @@ def bench_redos(root: Path, sizes: Sizes) -> None:
         print(f"  bare re baseline, {n + 1} chars: {time.perf_counter() - started:.2f} s")
 
 
+def bench_giant_line(root: Path, sizes: Sizes) -> None:
+    folder = root / "giant"
+    folder.mkdir()
+    (folder / "blob.txt").write_text("x" * sizes.giant_line + "NEEDLE\n")
+    (folder / "small.txt").write_text("NEEDLE\n")
+    tool, ctx = GrepTool(), context(root)
+    args = tool.parse({"pattern": "NEEDLE", "path": "giant"})
+    t_tool = best_of(3, lambda: tool.run(args, ctx))
+    found = tool.run(args, ctx).content.count("NEEDLE")
+    rx = re.compile("NEEDLE")
+    line = (folder / "blob.txt").read_text()
+    t_bare = best_of(3, lambda: rx.search(line))
+    print(f"grep, one {sizes.giant_line / 1e6:.1f} MB line + a small file ({found} hit):")
+    print(f"  tool {t_tool * 1000:.1f} ms; bare re over the whole line {t_bare * 1000:.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke test")
@@ -125,6 +146,7 @@ def main() -> None:
         bench_grep(root, sizes)
         bench_read(root, sizes)
         bench_redos(root, sizes)
+        bench_giant_line(root, sizes)
 
 
 if __name__ == "__main__":

@@ -1,38 +1,49 @@
-"""Tracing overhead: Postgres span persistence throughput and hot-path cost per span.
+"""Tracing overhead: span throughput end to end, exporter cost, hot-path cost per span.
 
-Run:  .venv/bin/python bench/tracing_overhead.py [--spans 20000]
+Run:  .venv/bin/python -m bench.tracing_overhead [--spans 20000]
+
+- end to end: spans created by the application thread go through the SDK's
+  batch processors (the production settings: bounded queue, batches of 512)
+  into BOTH sinks, Postgres and OTLP/HTTP to the loopback receiver of the
+  telemetry tests (its own process, as a collector would be); the rate counts
+  spans that reached each sink, and spans dropped are reported;
+- the Postgres exporter alone (batched INSERT, redaction), against the baseline
+  of one INSERT + commit per span;
+- the hot path (start, 15 attributes, end) with both sinks on, against tracing
+  disabled (the OpenTelemetry no-op provider).
 
 Needs a PostgreSQL server (LEAFLAB_TEST_PG_ADMIN, default
-postgresql://postgres@127.0.0.1:5432/postgres); a scratch database is created
-and dropped. Baselines are measured in the same run: the hot path against
-tracing disabled (the OpenTelemetry no-op provider), persistence against one
-INSERT per span.
+postgresql://postgres@127.0.0.1:5432/postgres); a scratch database with a
+unique name is created and dropped.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-import psycopg
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import NoOpTracerProvider, Tracer
 from sqlalchemy import create_engine, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from services.common.migrate import upgrade_to_head
-from services.common.models import SpanRecord
-from services.common.telemetry import TelemetrySettings, build_tracer_provider
-from services.common.telemetry.attributes import model_call_attributes
-from services.common.telemetry.postgres_sink import PostgresSpanExporter, span_to_row
-from services.common.telemetry.redaction import RedactingSpanExporter, RedactionPolicy
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script too
 
-ADMIN = os.environ.get("LEAFLAB_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres")
+from bench.otlp_sink import OtlpSinkProcess  # noqa: E402
+from bench.scratch_stack import scratch_stack  # noqa: E402
+from services.common.metrics import SPANS_DROPPED  # noqa: E402
+from services.common.models import SpanRecord  # noqa: E402
+from services.common.telemetry import TelemetrySettings, build_tracer_provider  # noqa: E402
+from services.common.telemetry.attributes import model_call_attributes  # noqa: E402
+from services.common.telemetry.postgres_sink import PostgresSpanExporter, span_to_row  # noqa: E402
+from services.common.telemetry.redaction import RedactingSpanExporter, RedactionPolicy  # noqa: E402
+
 ATTRS = {
     **model_call_attributes(
         request_model="qwen3-32b",
@@ -98,15 +109,6 @@ def hot_path(tracer: Tracer, n: int) -> list[float]:
     return out
 
 
-def _scratch_db(db: str) -> str:
-    with psycopg.connect(ADMIN, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{db}"')
-        conn.execute(f'CREATE DATABASE "{db}"')
-    url = ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://") + f"/{db}"
-    upgrade_to_head(url)
-    return url
-
-
 def _count(url: str) -> int:
     engine = create_engine(url)
     with engine.connect() as conn:
@@ -164,27 +166,44 @@ def bench_persistence(url: str, spans: list[ReadableSpan], batch: int) -> None:
     exporter.shutdown()
 
 
-def bench_pipeline(url: str, n: int) -> None:
-    """End to end through the SDK: create spans, flush, count rows."""
+def _dropped() -> float:
+    return sum(
+        sample.value
+        for metric in SPANS_DROPPED.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_total")
+    )
+
+
+def bench_pipeline(url: str, otlp: OtlpSinkProcess, n: int) -> None:
+    """End to end through the SDK batch processors into both sinks; default queue
+    and batch sizes, so a producer faster than the sinks loses spans (counted)."""
     _truncate(url)
-    settings = TelemetrySettings(database_url=url, trace_queue_size=max(n, 16))
+    received_before, dropped_before = otlp.count(), _dropped()
+    settings = TelemetrySettings(database_url=url, otlp_endpoint=otlp.url)
     provider = build_tracer_provider("leaflab-bench", settings)
     tracer = provider.get_tracer("bench")
     started = time.perf_counter()
     for i in range(n):
         with tracer.start_as_current_span(f"chat m{i % 5}") as span:
             span.set_attributes(span_attributes(i))
-    provider.force_flush(60_000)
+    created = time.perf_counter() - started
+    provider.force_flush(120_000)
     elapsed = time.perf_counter() - started
-    stored = _count(url)
     provider.shutdown()
-    rate = stored / elapsed
-    print(f"pipeline create → Postgres, {n} spans:   {rate:,.0f} spans/s ({stored} stored)")
+    stored, received = _count(url), otlp.count() - received_before
+    dropped = _dropped() - dropped_before
+    print(
+        f"end to end, {n} spans -> batch processors -> Postgres + OTLP: "
+        f"Postgres {stored / elapsed:,.0f} spans/s ({stored} stored), "
+        f"OTLP {received / elapsed:,.0f} spans/s ({received} received), "
+        f"{dropped:.0f} dropped; created in {created:.2f} s, all exported after {elapsed:.2f} s"
+    )
 
 
-def bench_hot_path(url: str, n: int) -> None:
+def bench_hot_path(url: str, otlp: OtlpSinkProcess, n: int) -> None:
     disabled = NoOpTracerProvider().get_tracer("bench")
-    settings = TelemetrySettings(database_url=url)
+    settings = TelemetrySettings(database_url=url, otlp_endpoint=otlp.url)
     provider = build_tracer_provider("leaflab-bench", settings)
     enabled = provider.get_tracer("bench")
     hot_path(disabled, min(2000, n // 2))
@@ -212,21 +231,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spans", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=512)
-    parser.add_argument("--db", default="leaflab_bench_telemetry", help="scratch database name")
+    parser.add_argument("--db", default=None, help="scratch database name (default: unique)")
     args = parser.parse_args()
-    url = _scratch_db(args.db)
-    try:
+    with (
+        scratch_stack("telemetry", redis_db=False, name=args.db) as scratch,
+        OtlpSinkProcess() as otlp,
+    ):
         spans = make_spans(args.spans)
-        bench_persistence(url, spans, args.batch)
-        bench_pipeline(url, args.spans)
-        bench_hot_path(url, args.spans)
-    finally:
-        with psycopg.connect(ADMIN, autocommit=True) as conn:
-            conn.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
-                (args.db,),
-            )
-            conn.execute(f'DROP DATABASE IF EXISTS "{args.db}"')
+        bench_pipeline(scratch.database_url, otlp, args.spans)
+        bench_persistence(scratch.database_url, spans, args.batch)
+        bench_hot_path(scratch.database_url, otlp, args.spans)
 
 
 if __name__ == "__main__":

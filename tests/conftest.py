@@ -1,7 +1,14 @@
 """Shared test fixtures: real PostgreSQL and Redis, one fresh database per run.
 
-Each test run creates its own database (``leaflab_test_<suffix>``) and Redis
-db index, so parallel runs by different people on one machine never collide.
+Each test run creates its own database (``leaflab_test_<suffix>``, dropped at
+the end) and leases two Redis dbs, so parallel runs on one machine never
+collide (tests/fixtures/scratch.py):
+
+- ``LEAFLAB_TEST_DB_SUFFIX``: the database suffix; default pid + random.
+- ``LEAFLAB_TEST_REDIS_DB`` / ``LEAFLAB_TEST_REDIS_ISOLATED_DB``: Redis db numbers
+  to use (the second defaults to the first + 1, 15 wraps to 1); unset, the run leases two free
+  dbs of 1–15. A db leased by another live run stops this one with a clear error.
+
 Under CI a missing service fails the run loudly instead of skipping.
 """
 
@@ -13,7 +20,6 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import psycopg
 import pytest
 import redis
 from sqlalchemy import Engine
@@ -22,13 +28,19 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.db import build_engine, build_sessionmaker
 from services.common.migrate import upgrade_to_head
 from services.common.settings import get_settings
+from tests.fixtures.scratch import (
+    RedisDbLease,
+    RedisDbTaken,
+    create_database,
+    drop_database,
+    run_suffix,
+)
 
 PG_ADMIN_URL = os.environ.get(
     "LEAFLAB_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
 REDIS_BASE = os.environ.get("LEAFLAB_TEST_REDIS", "redis://127.0.0.1:6379")
-SUFFIX = os.environ.get("LEAFLAB_TEST_DB_SUFFIX", "main")
-REDIS_DB = int(os.environ.get("LEAFLAB_TEST_REDIS_DB", "9"))
+SUFFIX = run_suffix()
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -52,21 +64,38 @@ class Stack:
     redis_url: str
 
 
+@dataclass(frozen=True)
+class RedisDbs:
+    main: str  # what LEAFLAB_REDIS_URL points at
+    isolated: str  # see ``isolated_redis_url``
+
+
 @pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    _require("127.0.0.1", 5432, "PostgreSQL")
+def redis_dbs() -> Iterator[RedisDbs]:
     _require("127.0.0.1", 6379, "Redis")
+    lease = RedisDbLease(REDIS_BASE)
+    try:
+        chosen = os.environ.get("LEAFLAB_TEST_REDIS_DB")
+        if chosen is None:
+            main, isolated = lease.take_free(2)
+        else:
+            main = int(chosen)
+            isolated = int(os.environ.get("LEAFLAB_TEST_REDIS_ISOLATED_DB", main % 15 + 1))
+            lease.take(main)
+            lease.take(isolated)
+    except RedisDbTaken as exc:
+        lease.release()
+        pytest.exit(f"{exc}: unset LEAFLAB_TEST_REDIS_DB or pick other dbs", returncode=3)
+    yield RedisDbs(lease.url(main), lease.url(isolated))
+    lease.release()
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory, redis_dbs: RedisDbs) -> Iterator[Stack]:
+    _require("127.0.0.1", 5432, "PostgreSQL")
     name = f"leaflab_test_{SUFFIX}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
-            (name,),
-        )
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://")
-    database_url = f"{base}/{name}"
-    redis_url = f"{REDIS_BASE}/{REDIS_DB}"
+    database_url = create_database(PG_ADMIN_URL, name)
+    redis_url = redis_dbs.main
     redis.Redis.from_url(redis_url).flushdb()
     home = tmp_path_factory.mktemp("leaflab_home")
     os.environ.update(
@@ -80,16 +109,16 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     get_settings.cache_clear()
     upgrade_to_head(database_url)
     yield Stack(database_url=database_url, redis_url=redis_url)
+    drop_database(PG_ADMIN_URL, name)
 
 
 @pytest.fixture(scope="session")
-def isolated_redis_url(stack: Stack) -> str:
+def isolated_redis_url(stack: Stack, redis_dbs: RedisDbs) -> str:
     """A second, empty Redis db for tests that push fake messages onto real queue
     names or run an in-process Celery worker: long-lived consumers started by
     other test modules (library, sandbox) must never see those messages."""
-    url = f"{REDIS_BASE}/{(REDIS_DB + 1) % 16}"
-    redis.Redis.from_url(url).flushdb()
-    return url
+    redis.Redis.from_url(redis_dbs.isolated).flushdb()
+    return redis_dbs.isolated
 
 
 @pytest.fixture(scope="session")

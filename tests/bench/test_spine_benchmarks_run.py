@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,8 +27,13 @@ def _run(module: str, *args: str) -> str:
 
 def test_step_overhead_benchmark_prints_its_figures(stack: Stack) -> None:
     out = _run("bench.spine_step_overhead", "--jobs", "1", "--rounds", "3")
-    assert "platform overhead per step: p50" in out
-    assert "baseline: model call p50" in out
+    assert "platform overhead per step, tracing on (Postgres + OTLP): p50" in out
+    assert "platform overhead per step, tracing off: p50" in out
+    assert "baseline: bare ModelClient.complete round trip: p50" in out
+    # 1 job x (3 rounds + the answer): its spans reached both sinks
+    found = re.search(r"spans exported: (\d+) rows in Postgres, (\d+) received", out)
+    assert found, out
+    assert int(found[1]) == int(found[2]) > 0
 
 
 def test_concurrency_benchmark_prints_its_figures(stack: Stack) -> None:
@@ -44,3 +50,4 @@ def test_concurrency_benchmark_prints_its_figures(stack: Stack) -> None:
     )
     assert "0 failed" in out
     assert "achieved/ideal throughput" in out
+    assert "baseline: the same calls from bare ModelClient threads" in out

@@ -72,7 +72,6 @@ class TestBwrapBackend:
         out, events = run(bwrap, tmp_path, ["python3", "-c", "while True: pass"], timeout=1.5)
         assert out.timed_out and out.exit_code is None
         assert "sandbox_timeout" in events and "sandbox_kill" in events
-        assert out.duration_ms < 5000
 
     def test_read_only_root_and_no_caps(self, bwrap: BwrapBackend, tmp_path: Path) -> None:
         code = (

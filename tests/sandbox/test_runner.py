@@ -67,7 +67,7 @@ class TestRunnerPath:
         assert first.stdout == "started\n" and first.exit_code == 0
         assert session.via == "runner"
         # The background job did not keep the exec open, and is gone now.
-        assert first.duration_ms < 15_000
+        assert not first.timed_out  # returned on its own, not stopped by the exec timeout
         second = session.run("python3", "-c", LIST_PROCS)
         assert second.warm and second.sandbox_id == first.sandbox_id
         assert session.via == "runner"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
+import httpx
 import pytest
 
 from services.model_sim.server import SimProcess, start_subprocess
@@ -31,11 +31,9 @@ def test_200_concurrent_calls_at_200ms_overlap(slow_sim: SimProcess) -> None:
 
     with ThreadPoolExecutor(CALLS) as pool:
         list(pool.map(call, range(CALLS)))  # warm up imports and the connection pool
-        started = time.monotonic()
         replies = list(pool.map(call, range(CALLS)))
-        elapsed = time.monotonic() - started
     client.close()
     assert len(replies) == CALLS and all(replies)
-    # Serially this takes 40 s; the client's own CPU time (openai SDK, 200 threads) is
-    # most of the wall time (bench/llm_sim_latency.py), so the bound allows a loaded CI box.
-    assert elapsed < 4.0, f"{CALLS} calls took {elapsed:.2f}s"
+    # Overlap, not speed (wall time: bench/llm_sim_latency.py): serial calls peak at 1.
+    peak = httpx.get(f"{slow_sim.url}/_sim/stats").json()["max_in_flight"]
+    assert peak > 1, f"the simulator never saw two calls at once (peak {peak})"

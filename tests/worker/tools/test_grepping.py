@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 import pytest
@@ -61,17 +60,13 @@ class TestGrep:
         # the regex timeout counts CPU seconds; wall time stretches on a busy machine
         monkeypatch.setattr(grepping, "MAX_GREP_SECONDS", 0.2)
         write_tree({"a.txt": "ok\n" + "a" * 60 + "b\n"})
-        started = time.monotonic()
-        result = call(GREP, ctx, pattern=r"(a|aa)+$")
-        assert time.monotonic() - started < 5
+        result = call(GREP, ctx, pattern=r"(a|aa)+$")  # time: bench/tools_files.py
         assert "search stopped" in result.content
         assert result.data["complete"] is False
 
     def test_giant_single_line_is_bounded(self, ctx: ToolContext, write_tree: WriteTree) -> None:
         write_tree({"blob.txt": "x" * 3_000_000 + "NEEDLE\n", "small.txt": "NEEDLE\n"})
-        started = time.monotonic()
-        result = call(GREP, ctx, pattern="NEEDLE")
-        assert time.monotonic() - started < 2
+        result = call(GREP, ctx, pattern="NEEDLE")  # time: bench/tools_files.py
         # only the first MAX_MATCH_LINE_CHARS of a line are searched
         assert result.content.splitlines() == ["small.txt:1:NEEDLE"]
 

@@ -1,0 +1,53 @@
+"""The library latency benchmark runs on a slice of SciFact (figures: bench/RESULTS.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = Path(os.environ.get("LEAFLAB_SHARED_DATA", ROOT.parent / "shared" / "data"))
+SCIFACT = SHARED / "scifact"
+
+
+def test_library_latency_benchmark_prints_its_figures(tmp_path: Path) -> None:
+    argv = ["--limit-docs", "20", "--chunks", "100", "--scope", "50", "--queries", "3"]
+    argv += ["--pdfs", ""]
+    argv += ["--data", str(SCIFACT), "--cache", str(tmp_path / "emb")]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.library_latency", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert figures["chunks"] >= 100 and figures["queries"] == 3
+    assert figures["in_search_scope"] >= 50
+    for key in (
+        "search_with_query_embedding",
+        "baseline_query_embedding_only",
+        "baseline_search_precomputed_vector",
+    ):
+        assert set(figures[key]) == {"p50_ms", "p95_ms"}
+
+
+def test_scifact_benchmark_scores_a_slice(tmp_path: Path) -> None:
+    argv = ["--data", str(SCIFACT), "--limit-docs", "20", "--limit-queries", "5"]
+    argv += ["--no-grid", "--cache", str(tmp_path / "emb")]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.library_scifact", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    runs = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert {r["run"] for r in runs if "run" in r} == {"hybrid", "bm25", "dense"}

@@ -1,0 +1,253 @@
+"""The layering rules of ``services/``, checked on the source with ``ast``.
+
+- a service (api, worker, sandbox, library) imports only itself and ``common``;
+- ``common`` imports no other part of the tree;
+- no import cycle inside a part (deferred imports in functions count);
+- Celery task and queue names are spelled only in ``services/common/task_names.py``;
+- no module is over 400 lines;
+- clients (the CLI, the model simulator) use a service only through the small
+  operator entry points listed in ``CLIENT_ENTRY_POINTS``.
+
+Each rule also runs on a tiny synthetic tree that breaks it (``TestRulesCanFail``),
+so a checker that silently stopped seeing anything would turn the suite red.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.import_graph import (
+    Module,
+    celery_name_literals,
+    celery_names,
+    client_imports,
+    common_importing_services,
+    cross_service_imports,
+    import_cycles,
+    load_tree,
+    oversized_modules,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_LINES = 400
+
+# Service modules a client may import: public entry points for operators, with
+# no HTTP surface. Everything else a client needs goes through HTTP.
+CLIENT_ENTRY_POINTS = {
+    # `leaflab sandbox build` and `leaflab up` build or check the image the sandbox
+    # worker runs; building an image is an operator's job, not an API call.
+    "services.sandbox.image",
+    # `leaflab up` reads the sandbox worker's settings (backend, image) to decide
+    # whether and how to start that worker.
+    "services.sandbox.settings",
+    # `leaflab library eval` scores retrieval with the library's own defaults.
+    "services.library.settings",
+}
+
+# Modules that may spell a task name for another reason than Celery.
+TASK_NAME_EXCEPTIONS = {
+    # Span names: the span that times a task carries the task's name by design.
+    "services.common.telemetry.names",
+}
+
+
+def _fail(rule: str, offenders: list[str]) -> None:
+    if offenders:
+        pytest.fail(f"{rule}; offenders:\n  " + "\n  ".join(offenders), pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def tree() -> dict[str, Module]:
+    return load_tree(ROOT)
+
+
+def test_the_checker_sees_the_tree(tree: dict[str, Module]) -> None:
+    # Guards every rule below against passing because nothing was read.
+    parts = {m.part for m in tree.values()}
+    assert {"api", "worker", "sandbox", "library", "common", "cli"} <= parts
+    assert any(i.target.startswith("services.common") for m in tree.values() for i in m.imports)
+
+
+def test_no_service_imports_another(tree: dict[str, Module]) -> None:
+    _fail("a service imports another service (talk via Celery/HTTP)", cross_service_imports(tree))
+
+
+def test_common_imports_no_service(tree: dict[str, Module]) -> None:
+    _fail("services/common imports a service or client", common_importing_services(tree))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="sandbox backend/bwrap/docker/image/pool cycle; helper A is splitting backends",
+)
+def test_no_import_cycle_inside_a_service(tree: dict[str, Module]) -> None:
+    _fail("import cycle", import_cycles(tree))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="literals in worker/runtime, worker/app, library, sandbox/worker, common, cli/up; "
+    "helpers B, D, E are moving them to task_names.py",
+)
+def test_task_and_queue_names_only_in_task_names(tree: dict[str, Module]) -> None:
+    tasks, queues = celery_names(tree)
+    assert tasks and queues, "services/common/task_names.py defines no *_TASK / *_QUEUE names"
+    offenders = celery_name_literals(
+        tree, tasks=tasks, queues=queues, allowed_modules=TASK_NAME_EXCEPTIONS
+    )
+    _fail("task or queue name spelled outside services/common/task_names.py", offenders)
+
+
+def test_no_module_over_400_lines(tree: dict[str, Module]) -> None:
+    _fail(f"module over {MAX_LINES} lines: split it", oversized_modules(tree, MAX_LINES))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="cli imports api.admin.service, library.beir, sandbox.backend; model_sim imports "
+    "the cli; helper E is moving them behind HTTP or entry points",
+)
+def test_clients_use_only_operator_entry_points(tree: dict[str, Module]) -> None:
+    _fail(
+        "a client imports service internals (use HTTP or an entry point in CLIENT_ENTRY_POINTS)",
+        client_imports(tree, CLIENT_ENTRY_POINTS),
+    )
+
+
+def _write(root: Path, files: dict[str, str]) -> dict[str, Module]:
+    for rel, text in {"services/__init__.py": "", **files}.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for parent in path.relative_to(root).parents:
+            init = root / parent / "__init__.py"
+            if parent != Path(".") and not init.exists():
+                init.write_text("")
+        path.write_text(text)
+    return load_tree(root)
+
+
+TASK_NAMES = 'ADVANCE_TASK = "agent.advance"\nAGENT_QUEUE = "agent"\n'
+
+
+class TestRulesCanFail:
+    """Each checker, fed a tree that breaks its rule, names the offender."""
+
+    def test_cross_service_import(self, tmp_path: Path) -> None:
+        tree = _write(
+            tmp_path,
+            {
+                "services/api/router.py": "from services.worker.runtime import advance\n",
+                "services/worker/runtime.py": "def advance() -> None: ...\n",
+                "services/library/app.py": "import services.common.db\nimport httpx\n",
+                "services/common/db.py": "",
+            },
+        )
+        assert cross_service_imports(tree) == [
+            "services/api/router.py:1: api imports services.worker.runtime"
+        ]
+
+    def test_service_importing_a_client(self, tmp_path: Path) -> None:
+        tree = _write(
+            tmp_path,
+            {
+                "services/worker/app.py": "def f():\n    from services.cli import main\n",
+                "services/cli/main.py": "",
+            },
+        )
+        assert cross_service_imports(tree) == [
+            "services/worker/app.py:2: worker imports services.cli.main"
+        ]
+
+    def test_common_importing_a_service(self, tmp_path: Path) -> None:
+        tree = _write(
+            tmp_path,
+            {
+                "services/common/settings.py": "from ..sandbox.settings import X\n",
+                "services/sandbox/settings.py": "X = 1\n",
+            },
+        )
+        assert common_importing_services(tree) == [
+            "services/common/settings.py:1: common imports services.sandbox.settings"
+        ]
+
+    def test_cycle_through_a_deferred_import(self, tmp_path: Path) -> None:
+        tree = _write(
+            tmp_path,
+            {
+                "services/sandbox/backend.py": "def make():\n    from . import docker\n",
+                "services/sandbox/docker.py": "from services.sandbox import pool\n",
+                "services/sandbox/pool.py": "from services.sandbox.backend import make\n",
+                "services/sandbox/output.py": "from services.sandbox.backend import make\n",
+                "services/sandbox/typed.py": (
+                    "from typing import TYPE_CHECKING\n"
+                    "if TYPE_CHECKING:\n    from services.sandbox.hints import H\n"
+                ),
+                "services/sandbox/hints.py": "from services.sandbox.typed import T\n",
+            },
+        )
+        assert import_cycles(tree) == [
+            "cycle in sandbox: services.sandbox.backend -> services.sandbox.docker"
+            " -> services.sandbox.pool -> services.sandbox.backend"
+        ]
+
+    def test_task_and_queue_literals(self, tmp_path: Path) -> None:
+        tree = _write(
+            tmp_path,
+            {
+                "services/common/task_names.py": TASK_NAMES,
+                "services/common/routes.py": 'ROUTES = {"agent.*": {"queue": "agent"}}\n',
+                "services/worker/app.py": (
+                    '@app.task(name="agent.advance")\ndef advance() -> None: ...\n'
+                    'celery.send_task(ADVANCE_TASK, queue="agent")\n'
+                    'print("agent")  # a word, not a queue\n'
+                ),
+                "services/cli/up.py": (
+                    "def worker_argv(app: str, queue: str) -> list[str]: ...\n"
+                    'worker_argv("x:app", "agent")\n'
+                ),
+                "services/common/spans.py": 'SPAN = "agent.advance"\n',
+            },
+        )
+        tasks, queues = celery_names(tree)
+        assert (tasks, queues) == ({"agent.advance"}, {"agent"})
+        offenders = celery_name_literals(
+            tree, tasks=tasks, queues=queues, allowed_modules={"services.common.spans"}
+        )
+        assert offenders == [
+            "services/cli/up.py:2: queue name 'agent' (worker_argv)",
+            "services/common/routes.py:1: queue name 'agent'",
+            "services/worker/app.py:1: task name 'agent.advance'",
+            "services/worker/app.py:3: queue name 'agent'",
+        ]
+
+    def test_oversized_module(self, tmp_path: Path) -> None:
+        tree = _write(
+            tmp_path,
+            {"services/api/big.py": "x = 1\n" * 401, "services/api/ok.py": "x = 1\n" * 400},
+        )
+        assert oversized_modules(tree, 400) == ["services/api/big.py: 401 lines (limit 400)"]
+
+    def test_client_reaching_into_a_service(self, tmp_path: Path) -> None:
+        tree = _write(
+            tmp_path,
+            {
+                "services/cli/up.py": (
+                    "from services.api.admin.service import ensure_admin\n"
+                    "from services.sandbox.image import ensure_image\n"
+                    "from services.model_sim.server import serve\n"
+                    "from services.common.settings import CommonSettings\n"
+                ),
+                "services/model_sim/__main__.py": "from services.cli.sim_cmd import main\n",
+                "services/cli/sim_cmd.py": "",
+                "services/api/admin/service.py": "",
+                "services/sandbox/image.py": "",
+                "services/model_sim/server.py": "",
+                "services/common/settings.py": "",
+            },
+        )
+        assert client_imports(tree, {"services.sandbox.image"}) == [
+            "services/cli/up.py:1: cli imports services.api.admin.service",
+            "services/model_sim/__main__.py:1: model_sim imports services.cli.sim_cmd",
+        ]
