@@ -9,11 +9,12 @@ from __future__ import annotations
 from celery import Celery
 
 from services.common.settings import CommonSettings
+from services.common.task_names import AGENT_QUEUE, LIBRARY_QUEUE, SANDBOX_QUEUE
 
 TASK_ROUTES = {
-    "agent.*": {"queue": "agent"},
-    "sandbox.*": {"queue": "sandbox"},
-    "library.*": {"queue": "library"},
+    "agent.*": {"queue": AGENT_QUEUE},
+    "sandbox.*": {"queue": SANDBOX_QUEUE},
+    "library.*": {"queue": LIBRARY_QUEUE},
 }
 
 
@@ -22,7 +23,7 @@ def build_celery(settings: CommonSettings) -> Celery:
     app = Celery("leaflab", broker=broker, backend=broker)
     app.conf.update(
         task_routes=TASK_ROUTES,
-        task_default_queue="agent",
+        task_default_queue=AGENT_QUEUE,
         task_serializer="json",
         result_serializer="json",
         accept_content=["json"],

@@ -7,6 +7,7 @@ import socket
 
 from pydantic import Field, model_validator
 
+from services.common.task_names import SANDBOX_QUEUE
 from services.worker.llm.settings import LlmSettings
 
 
@@ -24,7 +25,7 @@ class WorkerSettings(LlmSettings):
     worker_concurrency: int = 64
     # The Celery queue the agent's python/bash tools send to: a deployment can
     # give a group of workers (or a test) its own sandbox pool.
-    sandbox_queue: str = "sandbox"
+    sandbox_queue: str = SANDBOX_QUEUE
     max_consecutive_tool_failures: int = 5
     # Slices are short, so a long survey legitimately takes many attempts.
     max_job_attempts: int = 500

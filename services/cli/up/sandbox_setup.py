@@ -10,6 +10,7 @@ from services.cli.up.commands import celery_worker_argv
 from services.cli.up.ports import StackPorts
 from services.cli.up.stack import celery_spec
 from services.cli.up.supervisor import ProcessSpec
+from services.common.task_names import SANDBOX_QUEUE
 from services.sandbox.backend import SandboxUnavailable
 from services.sandbox.image import ensure_image
 from services.sandbox.settings import SandboxSettings
@@ -37,7 +38,7 @@ def sandbox_worker_spec(settings: SandboxSettings, ports: StackPorts) -> Process
         click.echo("sandbox: bubblewrap is not installed; python/bash tools will fail", err=True)
         return None
     argv = celery_worker_argv(
-        "services.sandbox.worker:app", "sandbox", concurrency=4, name="sandbox@%h"
+        "services.sandbox.worker:app", SANDBOX_QUEUE, concurrency=4, name="sandbox@%h"
     )
     spec = celery_spec("sandbox-worker", argv, ports)
     spec.env.update(env)

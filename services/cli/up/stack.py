@@ -13,6 +13,7 @@ from services.cli.up.stackfile import write_private
 from services.cli.up.supervisor import ProcessSpec
 from services.common.migrate import upgrade_to_head
 from services.common.settings import CommonSettings
+from services.common.task_names import AGENT_QUEUE
 
 ADMIN_EMAIL = "admin@leaflab.local"
 
@@ -70,7 +71,7 @@ def service_specs(
         name = f"worker-{index + 1}"
         argv = celery_worker_argv(
             "services.worker.app:app",
-            "agent",
+            AGENT_QUEUE,
             name=f"agent{index + 1}@%h",
         )
         specs.append(celery_spec(name, argv, ports))

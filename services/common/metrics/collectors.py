@@ -24,10 +24,11 @@ from services.common.metrics.definitions import (
     QUEUE_DEPTH_METRIC,
 )
 from services.common.models.jobs import JOB_STATUSES, TERMINAL_STATUSES
+from services.common.task_names import AGENT_QUEUE, LIBRARY_QUEUE, SANDBOX_QUEUE
 
 log = logging.getLogger(__name__)
 
-CELERY_QUEUES: tuple[str, ...] = ("agent", "sandbox", "library")
+CELERY_QUEUES: tuple[str, ...] = (AGENT_QUEUE, SANDBOX_QUEUE, LIBRARY_QUEUE)
 # Celery's Redis transport keeps priority messages in sibling lists named
 # "<queue>\x06\x16<priority>"; the depth of a queue is the sum of all of them.
 _PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
