@@ -15,6 +15,7 @@ from services.api.health.router import router as health_router
 from services.api.jobs.router import router as jobs_router
 from services.api.library.router import router as library_router
 from services.api.limits import BodySizeLimit
+from services.api.outages import install_outage_handlers
 from services.api.sessions.router import router as sessions_router
 from services.api.settings import ApiSettings
 from services.api.state import AppState
@@ -75,6 +76,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
 
     app = FastAPI(title="Leaflab", version="0.1.0", lifespan=lifespan)
     install_error_handlers(app)
+    install_outage_handlers(app)
     routers = (
         health_router,
         admin_router,

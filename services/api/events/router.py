@@ -36,6 +36,8 @@ def job_events(
     start = request.headers.get("last-event-id") or last_event_id or "0-0"
     if not STREAM_ID.match(start):
         raise ApiError(422, "invalid_request", "Last-Event-ID must look like '<ms>-<seq>'")
+    # Once streaming starts the status is 200; check Redis first so an outage is a 503.
+    state.redis.ping()
     return StreamingResponse(
         _stream(request, state, str(job.id), start),
         media_type="text/event-stream",

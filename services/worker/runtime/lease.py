@@ -130,6 +130,8 @@ class LeaseKeeper:
                     UPDATE jobs j SET lease_until = now() + make_interval(secs => :ttl)
                       FROM unnest(CAST(:ids AS uuid[]), CAST(:fences AS bigint[])) AS h(id, fence)
                      WHERE j.id = h.id AND j.fence = h.fence
+                       -- a job finished since the last period has released its lease
+                       AND j.lease_owner IS NOT NULL
                     RETURNING j.id
                     """
                 ),
