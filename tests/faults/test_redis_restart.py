@@ -23,6 +23,7 @@ JOBS = int(os.environ.get("LEAFLAB_FAULT_JOBS", "20"))
 EDITS = 8  # write + 8 edits + the answer: 10 model turns per job
 LATENCY_MS = 200
 SSE_WATCHERS = 4
+WORKER_THREADS = 4
 
 
 def _outage_probes(url: str, key: str, job_id: str) -> list[tuple[str, int, dict]]:
@@ -49,10 +50,13 @@ class TestRedisRestartWithDataLoss:
     ) -> None:
         svc = fault_stack.services
         svc.env["LEAFLAB_SSE_PING_S"] = "1"
+        # Fewer threads than jobs and 1 s slices: at any moment many "advance"
+        # messages wait in Redis, and the kill really loses them.
+        svc.env["LEAFLAB_TIME_SLICE_S"] = "1"
         sim = svc.simulator()
         url = svc.api()
-        svc.worker("agent-a", concurrency=10)
-        svc.worker("agent-b", concurrency=10)
+        svc.worker("agent-a", concurrency=WORKER_THREADS)
+        svc.worker("agent-b", concurrency=WORKER_THREADS)
         user = make_user(fault_stack.factory)
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {user.key}"}, timeout=10) as client:
             jobs = submit_chains(client, sim, jobs=JOBS, edits=EDITS, latency_ms=LATENCY_MS)
