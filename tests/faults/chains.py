@@ -24,11 +24,13 @@ CHAIN_FILE = "chain.txt"
 MARKER = "<<next>>"
 
 
-def chain_script(*, edits: int, latency_ms: int, slow_slot: int | None = None) -> dict[str, Any]:
+def chain_script(
+    *, edits: int, latency_ms: int, slow_slots: tuple[int, ...] = ()
+) -> dict[str, Any]:
     """``edits`` + 2 model turns: write, ``edits`` appends, a final answer.
 
-    ``slow_slot`` makes that one turn take 4 s, a window in which a test can
-    freeze or cut off the worker while it waits on the model (holding the lease).
+    Each of ``slow_slots`` makes that turn take 4 s, a window in which a test can
+    freeze or cut off a worker while it waits on the model (holding the lease).
     """
     replies: list[dict[str, Any]] = [
         {"tool_calls": [{"name": "write_file", "arguments": {"path": CHAIN_FILE, "content": f"edits:\n{MARKER}\n"}}]}
@@ -37,8 +39,8 @@ def chain_script(*, edits: int, latency_ms: int, slow_slot: int | None = None) -
         edit = {"path": CHAIN_FILE, "old_string": MARKER, "new_string": f"edit {i}\n{MARKER}"}
         replies.append({"tool_calls": [{"name": "edit_file", "arguments": edit}]})
     replies.append({"content": f"chain of {edits} edits done"})
-    if slow_slot is not None:
-        replies[slow_slot] = {**replies[slow_slot], "delay_ms": 4000}
+    for slot in slow_slots:
+        replies[slot] = {**replies[slot], "delay_ms": 4000}
     return {"latency_ms": latency_ms, "replies": replies}
 
 
