@@ -16,6 +16,10 @@ from tests.conftest import Stack
 from tests.faults.private_servers import MissingBinary, PrivatePostgres, PrivateRedis
 from tests.fixtures.processes import Services, free_port
 
+# The chaos test runs real Docker sandboxes: the sandbox suite's session fixtures
+# make sure Docker answers and the image exists.
+from tests.sandbox.conftest import docker_ready, sandbox_image, sandbox_settings  # noqa: F401, E402
+
 
 @dataclass
 class FaultStack:
