@@ -33,7 +33,14 @@ def chain_script(
     freeze or cut off a worker while it waits on the model (holding the lease).
     """
     replies: list[dict[str, Any]] = [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": CHAIN_FILE, "content": f"edits:\n{MARKER}\n"}}]}
+        {
+            "tool_calls": [
+                {
+                    "name": "write_file",
+                    "arguments": {"path": CHAIN_FILE, "content": f"edits:\n{MARKER}\n"},
+                }
+            ]
+        }
     ]
     for i in range(1, edits + 1):
         edit = {"path": CHAIN_FILE, "old_string": MARKER, "new_string": f"edit {i}\n{MARKER}"}
@@ -64,7 +71,9 @@ def ledger_problems(factory: sessionmaker[Session], job_id: str, *, edits: int) 
     if job.status != "succeeded":
         problems.append(f"job {job_id} is {job.status}: {job.error}")
     if job.lease_owner is not None or job.lease_until is not None:
-        problems.append(f"job {job_id} lease not released: {job.lease_owner} until {job.lease_until}")
+        problems.append(
+            f"job {job_id} lease not released: {job.lease_owner} until {job.lease_until}"
+        )
     tools = [s for s in steps if s.kind == "tool"]
     llms = [s for s in steps if s.kind == "llm"]
     if len(tools) != edits + 1 or len(llms) != edits + 2:

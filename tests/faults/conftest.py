@@ -36,22 +36,28 @@ class FaultStack:
 def start_fault_stack(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, hosts: tuple[str, ...] = ("127.0.0.1",)
 ) -> FaultStack:
-    try:
-        pg = PrivatePostgres(free_port(), hosts=hosts)
-        pg.init()
-    except MissingBinary as exc:
-        pytest.fail(f"fault tests need a local PostgreSQL install: {exc}")
+    """Start and migrate private servers; on any failure, remove what was started."""
+    pg = PrivatePostgres(free_port(), hosts=hosts)
     redis_dir = tmp_path / "redis"
     redis_dir.mkdir()
     rds = PrivateRedis(redis_dir, free_port(), hosts=hosts)
-    rds.start()
-    database_url = pg.url()
-    upgrade_to_head(database_url)
+    try:
+        pg.init()
+        rds.start()
+        upgrade_to_head(pg.url())
+    except (MissingBinary, PermissionError) as exc:
+        rds.stop()
+        pg.destroy()
+        pytest.fail(f"fault tests need root and local PostgreSQL/Redis binaries: {exc}")
+    except BaseException:
+        rds.stop()
+        pg.destroy()
+        raise
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("LEAFLAB_HOME", str(home))
-    services = Services(Stack(database_url=database_url, redis_url=rds.url()), tmp_path)
-    engine = build_engine(database_url, pool_size=4)
+    services = Services(Stack(database_url=pg.url(), redis_url=rds.url()), tmp_path)
+    engine = build_engine(pg.url(), pool_size=4)
     return FaultStack(pg, rds, engine, build_sessionmaker(engine), services, home)
 
 

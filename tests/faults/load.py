@@ -42,7 +42,9 @@ def finished_tool_steps(factory: sessionmaker[Session], jobs: list[ChainJob]) ->
             db.scalar(
                 select(func.count())
                 .select_from(JobStep)
-                .where(JobStep.job_id.in_(ids), JobStep.kind == "tool", JobStep.status == "succeeded")
+                .where(
+                    JobStep.job_id.in_(ids), JobStep.kind == "tool", JobStep.status == "succeeded"
+                )
             )
             or 0
         )

@@ -33,7 +33,9 @@ class MissingBinary(RuntimeError):
 def _pg_bin(name: str) -> str:
     found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
     if not found:
-        raise MissingBinary(f"{name} not found under /usr/lib/postgresql/*/bin (apt-get install postgresql)")
+        raise MissingBinary(
+            f"{name} not found under /usr/lib/postgresql/*/bin (apt-get install postgresql)"
+        )
     return found[-1]
 
 
@@ -51,7 +53,9 @@ def redis_binary() -> str:
 class PrivateRedis:
     """A throwaway redis-server; ``kill9`` + ``start`` is a restart that loses all data."""
 
-    def __init__(self, workdir: Path, port: int, *, hosts: tuple[str, ...] = ("127.0.0.1",)) -> None:
+    def __init__(
+        self, workdir: Path, port: int, *, hosts: tuple[str, ...] = ("127.0.0.1",)
+    ) -> None:
         self.workdir = workdir
         self.port = port
         self.hosts = hosts
@@ -72,7 +76,9 @@ class PrivateRedis:
             "--protected-mode", "no",
         ]  # fmt: skip
         log = open(self.workdir / f"redis-{self.restarts}.log", "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         log.close()
         self._wait_ready()
 
@@ -106,30 +112,9 @@ class PrivatePostgres:
         self.hosts = hosts
         # Not under pytest's tmp dir: that is root-only and the server runs as postgres.
         self.root = Path(tempfile.mkdtemp(prefix="leaflab-faults-pg-"))
-        entry = pwd.getpwnam(PG_OS_USER)
-        os.chown(self.root, entry.pw_uid, entry.pw_gid)
         self.data = self.root / "data"
         self.log = self.root / "server.log"
-
-    def url(self, database: str = "leaflab", *, host: str | None = None) -> str:
-        return f"postgresql+psycopg://postgres@{host or self.hosts[0]}:{self.port}/{database}"
-
-    def _run(self, *argv: str) -> None:
-        done = subprocess.run(  # noqa: S603 - fixed binaries, our own arguments
-            list(argv), user=PG_OS_USER, cwd=self.root, capture_output=True, timeout=120, check=False
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"{argv[0]} failed: {done.stdout.decode()} {done.stderr.decode()}")
-
-    def init(self) -> None:
-        self._run(
-            _pg_bin("initdb"), "-D", str(self.data), "-U", "postgres",
-            "--auth=trust", "--encoding=UTF8", "--no-sync",
-        )  # fmt: skip
-        with open(self.data / "pg_hba.conf", "a") as hba:
-            # The partition test connects from a namespace's veth address.
-            hba.write("host all all 0.0.0.0/0 trust\n")
-        options = (
+        self._options = (
             f"-p {self.port} -k {self.root} -c listen_addresses='{','.join(self.hosts)}' "
             # fsync off is safe here: an immediate stop is a crash of the server, not of
             # the OS, so written WAL survives in the page cache. synchronous_commit stays
@@ -137,9 +122,35 @@ class PrivatePostgres:
             "-c fsync=off -c full_page_writes=off "
             "-c max_connections=400 -c shared_buffers=32MB"
         )
-        with open(self.data / "postgresql.auto.conf", "a") as conf:
-            conf.write(f"# leaflab fault tests\n# pg_ctl options: {options}\n")
-        self._options = options
+
+    def url(self, database: str = "leaflab", *, host: str | None = None) -> str:
+        return f"postgresql+psycopg://postgres@{host or self.hosts[0]}:{self.port}/{database}"
+
+    def _run(self, *argv: str) -> None:
+        done = subprocess.run(  # noqa: S603 - fixed binaries, our own arguments
+            list(argv),
+            user=PG_OS_USER,
+            cwd=self.root,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{argv[0]} failed: {done.stdout.decode()} {done.stderr.decode()}")
+
+    def init(self) -> None:
+        try:
+            entry = pwd.getpwnam(PG_OS_USER)
+        except KeyError:
+            raise MissingBinary(f"no {PG_OS_USER!r} OS user (apt-get install postgresql)") from None
+        os.chown(self.root, entry.pw_uid, entry.pw_gid)
+        self._run(
+            _pg_bin("initdb"), "-D", str(self.data), "-U", "postgres",
+            "--auth=trust", "--encoding=UTF8", "--no-sync",
+        )  # fmt: skip
+        with open(self.data / "pg_hba.conf", "a") as hba:
+            # The partition test's worker connects from its namespace's veth address.
+            hba.write("host all all 10.201.0.0/16 trust\n")
         self.start()
         with psycopg.connect(self.url("postgres").replace("+psycopg", ""), autocommit=True) as c:
             c.execute("CREATE DATABASE leaflab")
@@ -151,7 +162,7 @@ class PrivatePostgres:
         )  # fmt: skip
 
     def stop_immediate(self) -> None:
-        """What a power cut looks like to clients: no shutdown, every connection dropped."""
+        """A server crash as clients see it: no shutdown, every connection dropped."""
         self._run(_pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
 
     def destroy(self) -> None:
