@@ -60,4 +60,3 @@ def install_outage_handlers(app: FastAPI) -> None:
     app.add_exception_handler(DbOperationalError, _database)
     app.add_exception_handler(DbInterfaceError, _database)
     app.add_exception_handler(PoolTimeout, _database)
-

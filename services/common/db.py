@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
-
 # libpq connection options that bound how long a lost database can stall a caller:
 # a connect gives up after 10 s instead of hanging on an unreachable host, and a
 # connection whose peer vanished (a partition, a killed host) is found dead by TCP
