@@ -33,12 +33,12 @@ from sqlalchemy import select
 from services.cli.up.commands import celery_worker_argv
 from services.common.models import Job, Message
 from services.common.models.sandbox import SandboxExecution
+from services.sandbox.pool import LABEL, LABEL_OWNER
 from tests.faults.chains import MARKER, expected_chain
 from tests.faults.conftest import FaultStack
 from tests.faults.load import ChainJob, wait_all_terminal
 from tests.fixtures.builders import make_user
 from tests.fixtures.processes import Proc, Services
-from tests.sandbox.conftest import containers_of
 
 JOBS = int(os.environ.get("LEAFLAB_CHAOS_JOBS", "50"))
 KILLS = int(os.environ.get("LEAFLAB_CHAOS_KILLS", "60"))
@@ -233,10 +233,18 @@ class TestChaos:
         _wait_no_containers(client, live)
 
 
+def _containers_of(client: docker.DockerClient, pids: set[int]) -> list[str]:
+    # The low-level list answers in one call; the high-level one fetches each
+    # container afterwards and fails on one a janitor removed in between.
+    rows = client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
+    owners = {row["Id"]: (row.get("Labels") or {}).get(LABEL_OWNER, "") for row in rows}
+    return [cid for cid, owner in owners.items() if any(f"/{pid}/" in owner for pid in pids)]
+
+
 def _wait_no_containers(client: docker.DockerClient, pids: set[int], timeout_s: float = 60) -> None:
     deadline = time.monotonic() + timeout_s
-    left = [c for pid in pids for c in containers_of(client, pid)]
+    left = _containers_of(client, pids)
     while left and time.monotonic() < deadline:
         time.sleep(1)
-        left = [c for pid in pids for c in containers_of(client, pid)]
+        left = _containers_of(client, pids)
     assert left == [], f"containers of this run left behind: {left}"
