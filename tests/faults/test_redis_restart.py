@@ -62,17 +62,21 @@ class TestRedisRestartWithDataLoss:
         svc.worker("agent-a", concurrency=WORKER_THREADS)
         svc.worker("agent-b", concurrency=WORKER_THREADS)
         user = make_user(fault_stack.factory)
-        with httpx.Client(
+        client = httpx.Client(
             base_url=url, headers={"Authorization": f"Bearer {user.key}"}, timeout=10
-        ) as client:
-            jobs = submit_chains(client, sim, jobs=JOBS, edits=EDITS, latency_ms=LATENCY_MS)
+        )
+        jobs = submit_chains(client, sim, jobs=JOBS, edits=EDITS, latency_ms=LATENCY_MS)
         watchers = [SseClient(url, user.key, j.job_id).start() for j in jobs[:SSE_WATCHERS]]
 
         wait_progress(fault_stack.factory, jobs, steps=JOBS * 2)
         fault_stack.redis.kill9()
         probes = _outage_probes(url, user.key, jobs[0].job_id)
+        # Submitting while the broker is down: the job row is committed (202) and
+        # the sweeper sends its message once Redis is back.
+        jobs += submit_chains(client, sim, jobs=1, edits=EDITS, latency_ms=LATENCY_MS)
         time.sleep(1.0)  # workers notice; in-flight slices hit the dead broker
         fault_stack.redis.start()
+        client.close()
 
         statuses = wait_all_terminal(fault_stack.factory, jobs, timeout_s=180)
         assert set(statuses.values()) == {"succeeded"}, statuses
