@@ -17,6 +17,7 @@ from services.api.library.router import UPLOAD_PATH
 from services.api.library.router import router as library_router
 from services.api.limits import BodySizeLimit, RouteKey
 from services.api.log_privacy import install_log_filters
+from services.api.outages import install_outage_handlers
 from services.api.sessions.router import router as sessions_router
 from services.api.settings import ApiSettings
 from services.api.state import AppState
@@ -85,6 +86,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     install_error_handlers(app)
+    install_outage_handlers(app)
     routers = (
         health_router,
         admin_router,

@@ -8,8 +8,29 @@ from contextlib import contextmanager
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
+# libpq connection options that bound how long a lost database can stall a caller:
+# a connect gives up after 10 s instead of hanging on an unreachable host, and a
+# connection whose peer vanished (a partition, a killed host) is found dead by TCP
+# keepalives within about a minute instead of the kernel's two hours.
+CONNECT_ARGS = {
+    "connect_timeout": 10,
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
+
 
 def build_engine(url: str, *, pool_size: int = 10) -> Engine:
+    """A pooled engine that survives a database restart.
+
+    ``pool_pre_ping`` tests each connection on checkout, so after a restart the
+    dead connections in the pool are replaced at the next transaction boundary
+    instead of failing the first query of every pooled connection. A transaction
+    already running when the server goes away still fails: callers recover at
+    their own boundary (the API answers 503, a worker's job is resumed from its
+    ledger).
+    """
     return create_engine(
         url,
         pool_size=pool_size,
@@ -18,6 +39,7 @@ def build_engine(url: str, *, pool_size: int = 10) -> Engine:
         # Error text (and so any log line or span that carries it) must not
         # include statement parameters: they are users' messages and inputs.
         hide_parameters=True,
+        connect_args=dict(CONNECT_ARGS) if url.startswith("postgresql") else {},
         future=True,
     )
 

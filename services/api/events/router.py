@@ -80,6 +80,8 @@ def job_events(
     job = visible_job(db, user, job_id)
     raw = last_event_id_header or last_event_id
     start = parse_event_id(raw) if raw else START
+    # Once streaming starts the status is 200; check Redis first so an outage is a 503.
+    state.redis.ping()
     return StreamingResponse(
         _stream(request, state, str(job.id), start),
         media_type="text/event-stream",

@@ -119,6 +119,8 @@ def _enqueue_after_commit(db: Session, celery: Celery, job_id: uuid.UUID) -> Non
 def enqueue(celery: Celery, job_id: uuid.UUID) -> None:
     """Send "advance job X". If the broker is down the row is safe: the sweeper sends it."""
     try:
-        celery.send_task(ADVANCE_TASK, args=[str(job_id)], queue=AGENT_QUEUE)
+        # ignore_result: nobody reads it, and registering for it makes a send with
+        # Redis down retry the result store for ~19 s before failing (a hung request).
+        celery.send_task(ADVANCE_TASK, args=[str(job_id)], queue=AGENT_QUEUE, ignore_result=True)
     except Exception:  # broker down: the job row is safe; the sweeper will enqueue it
         trace.get_current_span().add_event("enqueue_failed", {"job_id": str(job_id)})

@@ -48,8 +48,8 @@ def advance(deps: RuntimeDeps, job_id: uuid.UUID) -> Outcome | None:
             return outcome
         outcome = _run_slice(deps, lease)
         return outcome
-    except LeaseLost:
-        log.info("job %s: lease lost to another worker", job_id)
+    except LeaseLost as lost:
+        log.warning("%s", lost)
         return Outcome.LEASE_LOST
     finally:
         deps.keeper.drop(lease)

@@ -70,7 +70,8 @@ RECORD_SQL = text(
     )
     SELECT (SELECT cancel_requested FROM j) AS cancel,
            (SELECT seq FROM m) AS seq,
-           (SELECT count(*) FROM st) AS steps
+           (SELECT count(*) FROM st) AS steps,
+           (SELECT fence FROM jobs WHERE id = :job_id) AS current_fence
     """
 )
 
@@ -174,7 +175,7 @@ def record(
             row = conn.execute(RECORD_SQL, params).one()
     if row.cancel is None:
         lease.lost.set()
-        raise LeaseLost(f"job {lease.job_id}: fence {lease.fence} is stale")
+        raise LeaseLost.refused(lease, row.current_fence)
     stored = None
     if message is not None:
         stored = Message(
