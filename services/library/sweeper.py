@@ -96,7 +96,9 @@ def sweep_once(
                 owner,
             )
     for doc_id in requeue:  # after commit, so the task sees the released lease
-        celery.send_task(LIBRARY_INGEST_TASK, args=[str(doc_id)], queue=LIBRARY_QUEUE)
+        celery.send_task(
+            LIBRARY_INGEST_TASK, args=[str(doc_id)], queue=LIBRARY_QUEUE, ignore_result=True
+        )
     return len(requeue), failed
 
 

@@ -199,7 +199,9 @@ def _register_and_queue(
             db.rollback()
             raise ApiError(409, "conflict", "the same document is being added; retry") from None
     if created:  # after commit: the task must find the row
-        state.celery.send_task(LIBRARY_INGEST_TASK, args=[doc_id], queue=LIBRARY_QUEUE)
+        state.celery.send_task(
+            LIBRARY_INGEST_TASK, args=[doc_id], queue=LIBRARY_QUEUE, ignore_result=True
+        )
         log.info("library: document %s queued in %s", doc_id, collection)
     return LibraryDocumentAccepted(id=doc_id, status=status, duplicate=not created)
 

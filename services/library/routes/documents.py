@@ -104,7 +104,9 @@ def _register_and_queue(
     except IntegrityError:
         raise LibraryError(400, "invalid_request", f"unknown collection {collection}") from None
     if created:  # after commit, so the task never sees a missing row
-        runtime.celery.send_task(LIBRARY_INGEST_TASK, args=[doc_id], queue=LIBRARY_QUEUE)
+        runtime.celery.send_task(
+            LIBRARY_INGEST_TASK, args=[doc_id], queue=LIBRARY_QUEUE, ignore_result=True
+        )
         log.info("library: document %s queued in %s", doc_id, collection)
     return DocumentAccepted(id=doc_id, status=status, duplicate=not created)
 
