@@ -7,7 +7,9 @@ survive. A process reads ``LEAFLAB_FAILPOINTS`` once, at import::
     LEAFLAB_FAILPOINTS="tool.after_effect=kill@2;model.before_record=sleep(500)"
 
 Actions: ``kill`` (SIGKILL this process, as a crash or the OOM killer would),
-``raise`` (a :class:`FailpointError`), ``sleep(MS)``. ``name=action@N`` fires
+``stop`` (SIGSTOP this process — every thread freezes, as in a long GC pause
+or a VM stall — until someone sends SIGCONT), ``raise`` (a
+:class:`FailpointError`), ``sleep(MS)`` (this thread only). ``name=action@N`` fires
 only on the Nth hit of that point in this process (counting from 1). With the
 variable unset :func:`failpoint` returns after one truth test of an empty dict.
 
@@ -17,7 +19,8 @@ ledger boundary:
 - ``model.before_record`` / ``model.after_record``: a model reply has arrived /
   its ledger step and assistant message are written.
 - ``tool.before_effect`` / ``tool.after_effect``: a tool call is about to run
-  / has run, its outcome not yet recorded.
+  / has run, its outcome not yet recorded. For a file edit, ``before_effect``
+  comes before the fence check that guards applying it.
 - ``edit.before_hash_record`` / ``edit.after_hash_record``: a file edit's
   intended post-state hash is about to be / has been recorded (the edit not
   yet applied).
@@ -41,7 +44,7 @@ from typing import Final
 log = logging.getLogger(__name__)
 
 ENV_VAR: Final = "LEAFLAB_FAILPOINTS"
-_SPEC = re.compile(r"^(?P<action>kill|raise|sleep\((?P<ms>\d+)\))(?:@(?P<nth>[1-9]\d*))?$")
+_SPEC = re.compile(r"^(?P<action>kill|stop|raise|sleep\((?P<ms>\d+)\))(?:@(?P<nth>[1-9]\d*))?$")
 
 
 class FailpointError(RuntimeError):
@@ -50,7 +53,7 @@ class FailpointError(RuntimeError):
 
 @dataclass
 class _Action:
-    kind: str  # "kill" | "raise" | "sleep"
+    kind: str  # "kill" | "stop" | "raise" | "sleep"
     sleep_ms: int = 0
     nth: int | None = None
     hits: int = 0
@@ -70,7 +73,7 @@ def parse(spec: str) -> MappingProxyType[str, _Action]:
         match = _SPEC.match(action)
         if not sep or not name or match is None:
             raise ValueError(
-                f"{ENV_VAR}: cannot read {entry!r}; write name=kill|raise|sleep(MS)[@N]"
+                f"{ENV_VAR}: cannot read {entry!r}; write name=kill|stop|raise|sleep(MS)[@N]"
             )
         kind = "sleep" if match["ms"] is not None else match["action"]
         nth = int(match["nth"]) if match["nth"] else None
@@ -97,6 +100,8 @@ def failpoint(name: str) -> None:
     log.warning("failpoint %s fired: %s", name, action.kind)
     if action.kind == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
+    elif action.kind == "stop":
+        os.kill(os.getpid(), signal.SIGSTOP)
     elif action.kind == "raise":
         raise FailpointError(f"failpoint {name}")
     else:

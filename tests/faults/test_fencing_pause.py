@@ -13,16 +13,21 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 import uuid
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
+from services.cli.up.commands import celery_worker_argv
 from services.common.models import JobStep
+from services.common.task_names import AGENT_QUEUE
 from tests.faults.chains import chain_script, chain_text, expected_chain, ledger_problems
 from tests.faults.conftest import FaultStack
 from tests.faults.stale_writer import wait_model_request, wait_refusal
 from tests.fixtures.builders import client_for, make_user, wait_job
+from tests.fixtures.processes import Proc
 
 EDITS = 6
 FROZEN_TURN = 3  # the victim is frozen waiting for this turn (after edits 1 and 2)
@@ -71,3 +76,66 @@ class TestFrozenWorker:
         # From the takeover on, every step was written under a newer fence than
         # the victim's (slices may bump it further): nothing of the victim's landed.
         assert late and all(s.fence > stale for s in late), [(s.step_key, s.fence) for s in late]
+
+
+def _wait_stopped(pid: int, timeout_s: float = 60) -> None:
+    """Until ``pid`` is frozen by its own SIGSTOP failpoint (state ``T`` in /proc)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        if state in ("T", "t"):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"worker {pid} never reached its stop failpoint")
+
+
+@pytest.mark.slow
+class TestWorkerFrozenBeforeAnEdit:
+    """The edit window: the ledger's fence guards rows, not files.
+
+    The victim records edit 2's start (its intended post-state), then freezes just
+    before applying it, past its lease. The rescuer takes over, finds the file not
+    yet in that state, applies edit 2 and finishes the job. Woken, the victim must
+    not apply edit 2 a second time: the fence is checked before the workspace is
+    touched (services.worker.runtime.lease.fenced_effect).
+    """
+
+    def test_woken_worker_never_applies_the_edit_the_rescuer_applied(
+        self, fault_stack: FaultStack
+    ) -> None:
+        svc = fault_stack.services
+        sim = svc.simulator()
+        client = client_for(svc.api(), make_user(fault_stack.factory))
+        # Tool hits: 1 write_file, 2 edit 1, 3 edit 2 — freeze before applying edit 2.
+        argv = celery_worker_argv(
+            "services.worker.app:app",
+            AGENT_QUEUE,
+            concurrency=1,
+            name="victim-edit@%h",
+            quiet_cluster=True,
+        )
+        victim = Proc(
+            "victim-edit",
+            argv,
+            {**svc.env, "LEAFLAB_FAILPOINTS": "tool.before_effect=stop@3"},
+            svc.log_dir,
+        )
+        svc.procs.append(victim)
+        session = client.post("/v1/sessions", json={}).json()
+        sim.set_script(session["id"], chain_script(edits=EDITS, latency_ms=50))
+        job_id = client.post(
+            f"/v1/sessions/{session['id']}/messages", json={"content": "chain"}
+        ).json()["job_id"]
+
+        _wait_stopped(victim.popen.pid)
+        try:
+            svc.worker("rescuer", concurrency=2)
+            job = wait_job(client, job_id, timeout_s=90)
+        finally:
+            os.killpg(victim.popen.pid, signal.SIGCONT)
+        refusal = wait_refusal(victim, timeout_s=30)
+
+        assert job["status"] == "succeeded", job
+        assert refusal is not None, victim.log()[-3000:]
+        assert chain_text(fault_stack.home, session["id"]) == expected_chain(EDITS)
+        assert ledger_problems(fault_stack.factory, job_id, edits=EDITS) == []

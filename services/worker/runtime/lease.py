@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from sqlalchemy import text
@@ -90,6 +92,31 @@ def check_fence(db: Session, lease: Lease) -> tuple[str, bool]:
         lease.lost.set()
         raise LeaseLost.refused(lease, None if row is None else int(row.fence))
     return str(row.status), bool(row.cancel_requested)
+
+
+@contextmanager
+def fenced_effect(
+    factory: sessionmaker[Session], lease: Lease, *, hold_limit_s: float
+) -> Iterator[None]:
+    """Apply an effect outside Postgres (a workspace edit) only while the fence holds.
+
+    The ledger's fence guards rows, not files: a worker frozen (or cut off) between
+    recording an edit's start and applying it would otherwise apply it after
+    another worker took the job over and applied it too. Inside this block the job
+    row is locked with the fence checked, so a stale worker is refused before it
+    touches the workspace, and a takeover's lease UPDATE waits for the lock until
+    the effect is done (then sees the file in its post-state and records it as
+    applied). ``hold_limit_s`` bounds how long a worker frozen inside the block may
+    keep the lock: Postgres ends its session after that (a liveness bound; only a
+    freeze inside the few microseconds of the write itself stays unfenced).
+    """
+    with factory() as db, db.begin():
+        db.execute(
+            text("SELECT set_config('idle_in_transaction_session_timeout', :ms, true)"),
+            {"ms": str(max(1, int(hold_limit_s * 1000)))},
+        )
+        check_fence(db, lease)
+        yield
 
 
 class LeaseKeeper:

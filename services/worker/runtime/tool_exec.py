@@ -19,7 +19,7 @@ from services.common.telemetry import tool_call_attributes
 from services.common.telemetry.names import TRACER_WORKER, tool_call_span_name
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
-from services.worker.runtime.lease import Lease
+from services.worker.runtime.lease import Lease, fenced_effect
 from services.worker.runtime.ledger import StepView, tool_key
 from services.worker.runtime.recorder import MessageWrite, StepWrite, record
 from services.worker.runtime.state import TurnState
@@ -175,7 +175,13 @@ class ToolStepRunner:
         fresh = fields if write_once else None
         failpoint("tool.before_effect")
         try:
-            result = self._run_with_retries(tool, args, ctx)
+            if tool.effect is ToolEffect.WORKSPACE_EDIT:
+                with fenced_effect(
+                    self.deps.factory, self.lease, hold_limit_s=self.deps.settings.lease_ttl_s
+                ):
+                    result = self._run_with_retries(tool, args, ctx)
+            else:
+                result = self._run_with_retries(tool, args, ctx)
         except ToolError as err:
             failpoint("tool.after_effect")
             span.set_attribute("error.type", err.code)
