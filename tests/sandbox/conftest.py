@@ -27,8 +27,8 @@ from services.cli.up.commands import celery_worker_argv
 from services.common.celery_app import build_celery
 from services.common.models import Base, Job, Project, User
 from services.common.models.sandbox import SandboxExecution
+from services.sandbox.backends.docker.containers import LABEL, LABEL_OWNER, LABEL_SLOT
 from services.sandbox.image import ensure_image
-from services.sandbox.pool import LABEL, LABEL_OWNER, LABEL_SLOT
 from services.sandbox.settings import SandboxSettings, get_sandbox_settings
 from services.worker.tools.base import ToolContext
 from tests.conftest import Stack

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from services.sandbox.backend import ExecRequest, SandboxUnavailable, build_backend
-from services.sandbox.bwrap_backend import BwrapBackend
+from services.sandbox.backends.base import ExecRequest, SandboxUnavailable
+from services.sandbox.backends.bwrap.backend import BwrapBackend
+from services.sandbox.backends.factory import build_backend
 from services.sandbox.settings import SandboxSettings
 
 

@@ -11,9 +11,9 @@ from typing import Any
 import docker
 import pytest
 
-from services.sandbox.backend import ExecOutcome, ExecRequest
-from services.sandbox.docker_backend import DockerBackend
-from services.sandbox.service import new_owner
+from services.sandbox.backends.base import ExecOutcome, ExecRequest
+from services.sandbox.backends.docker.backend import DockerBackend
+from services.sandbox.owners import new_owner
 from services.sandbox.settings import SandboxSettings
 
 LIST_PROCS = "import os; print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"

@@ -8,7 +8,7 @@ import click
 
 from services.cli.up.commands import celery_worker_argv
 from services.cli.up.supervisor import ProcessSpec
-from services.sandbox.backend import SandboxUnavailable
+from services.sandbox.backends.base import SandboxUnavailable
 from services.sandbox.image import ensure_image
 from services.sandbox.settings import SandboxSettings
 

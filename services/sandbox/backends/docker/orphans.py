@@ -1,0 +1,51 @@
+"""The janitor's half of the Docker backend: remove containers whose worker is gone."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import docker
+
+from services.sandbox.backends.docker.containers import (
+    LABEL,
+    LABEL_OWNER,
+    LABEL_SLOT,
+    remove_container,
+)
+from services.sandbox.owners import owner_alive
+
+log = logging.getLogger(__name__)
+
+
+def reap_orphans(
+    client: docker.DockerClient,
+    *,
+    owner: str,
+    pooled: set[str],
+    slots_dir: Path,
+    alive: Callable[[str], bool] | None,
+) -> int:
+    """Remove labelled containers whose owning worker is gone (or that exited).
+
+    ``pooled`` are this worker's pooled container ids; ``slots_dir`` is where
+    its spares' slot directories live (removed with their containers).
+    """
+    reaped = 0
+    for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
+        container_owner = c.labels.get(LABEL_OWNER, "")
+        if container_owner == owner:
+            # Ours but not pooled and not running: a leftover of a failed exec.
+            if c.id in pooled or c.status == "running":
+                continue
+        elif owner_alive(container_owner, alive):
+            continue
+        if remove_container(client, str(c.id)):
+            reaped += 1
+            log.info("reaped sandbox container %s (owner %s)", str(c.id)[:12], container_owner)
+        slot_dir = c.labels.get(LABEL_SLOT)
+        if slot_dir and Path(slot_dir).parent == slots_dir:
+            shutil.rmtree(slot_dir, ignore_errors=True)
+    return reaped
