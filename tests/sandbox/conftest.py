@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import docker
+import docker.errors
 import pytest
 import redis
 from celery import Celery
@@ -27,13 +28,16 @@ from services.cli.up.commands import celery_worker_argv
 from services.common.celery_app import build_celery
 from services.common.models import Base, Job, Project, User
 from services.common.models.sandbox import SandboxExecution
-from services.sandbox.backends.docker.containers import LABEL, LABEL_OWNER, LABEL_SLOT
+from services.sandbox.backends.docker.containers import LABEL, LABEL_OWNER, LABEL_RUN, LABEL_SLOT
 from services.sandbox.image import ensure_image
 from services.sandbox.settings import SandboxSettings, get_sandbox_settings
 from services.worker.tools.base import ToolContext
 from tests.conftest import Stack
 
 REPO = Path(__file__).resolve().parents[2]
+# Every container this test run's workers start carries this label value, so
+# the leak check below sees this run's containers and never a parallel run's.
+RUN_LABEL = f"test-{uuid.uuid4().hex[:12]}"
 # Small limits keep the abuse suite fast on a 2-core machine.
 SANDBOX_ENV = {
     "LEAFLAB_SANDBOX_BACKEND": "docker",
@@ -46,7 +50,44 @@ SANDBOX_ENV = {
     "LEAFLAB_SANDBOX_POOL_SPARES": "1",
     "LEAFLAB_SANDBOX_HEARTBEAT_TTL_S": "3",
     "LEAFLAB_SANDBOX_JANITOR_INTERVAL_S": "1",
+    "LEAFLAB_SANDBOX_RUN_LABEL": RUN_LABEL,
 }
+LEAK_GRACE_S = 30.0
+
+
+def run_containers(client: docker.DockerClient) -> list[str]:
+    """Ids of the containers (running or not) that this test run started."""
+    found = client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={RUN_LABEL}"})
+    return [str(c.id) for c in found]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_leaked_containers() -> Iterator[None]:
+    """Fail the run if a sandbox container of this run outlives it.
+
+    Session-scoped and autouse, so it is set up before (and torn down after)
+    every sandbox worker and backend of the run. A janitor may still be
+    removing a container when the last worker stops, hence the short grace.
+    """
+    yield
+    try:
+        client = docker.from_env()
+        client.ping()
+    except docker.errors.DockerException:
+        return  # no Docker: no container can have been started
+    deadline = time.monotonic() + LEAK_GRACE_S
+    left = run_containers(client)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = run_containers(client)
+    for container_id in left:
+        client.api.remove_container(container_id, force=True)
+    if left:
+        pytest.fail(
+            f"{len(left)} sandbox container(s) labelled {LABEL_RUN}={RUN_LABEL} outlived the "
+            f"test run (removed now): {[c[:12] for c in left]}",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(scope="session")
