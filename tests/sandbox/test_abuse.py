@@ -3,7 +3,9 @@ the sandbox worker still serves, and killed containers are gone."""
 
 from __future__ import annotations
 
+import fcntl
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +24,7 @@ from services.worker.tools.code import BashArgs, BashTool, PythonArgs, PythonToo
 from tests.sandbox.conftest import JobRefs, WorkerProc, make_job, tool_ctx
 
 RunPy = Callable[..., ToolResult]
+SIOCGIFADDR = 0x8915  # ioctl: an interface's IPv4 address
 
 
 @pytest.fixture
@@ -79,13 +82,24 @@ class Listener:
         self.sock.close()
 
 
+def bridge_gateway(client: docker.DockerClient) -> str:
+    """The host's address on Docker's default bridge (docker0's IPv4 address)."""
+    attrs = client.networks.get("bridge").attrs
+    configured = [c["Gateway"] for c in attrs["IPAM"]["Config"] if "Gateway" in c]
+    if configured:
+        return str(configured[0])
+    name = attrs["Options"].get("com.docker.network.bridge.name", "docker0")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        packed = fcntl.ioctl(s.fileno(), SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
+    return socket.inet_ntoa(packed[20:24])
+
+
 @pytest.fixture
 def listeners(docker_ready: docker.DockerClient) -> Iterator[tuple[Listener, Listener]]:
     """Listeners the sandbox would reach with networking on: on the Docker bridge's
     gateway (any bridge-networked container) and on the host's loopback (a
     container sharing the host's network namespace)."""
-    gateway = docker_ready.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]
-    pair = (Listener(gateway), Listener("127.0.0.1"))
+    pair = (Listener(bridge_gateway(docker_ready)), Listener("127.0.0.1"))
     yield pair
     for listener in pair:
         listener.close()
@@ -140,7 +154,9 @@ class TestResourceAbuse:
             "print(failure, made, events[events.index('max') + 1])\n"
         )
         result = run_py(code, timeout=60)
-        failure, made, refused = result.data["stdout"].split()
+        words = result.data["stdout"].split()
+        assert len(words) == 3, result.content
+        failure, made, refused = words
         assert failure == "EAGAIN", result.content
         assert int(made) < sandbox_settings.sandbox_pids
         assert int(refused) >= 1  # the pids cgroup refused at least one fork

@@ -91,7 +91,13 @@ def test_pid_simulation_returns_numbers_png_and_one_connected_trace(
     assert {"job", "chat leaflab-sim", "execute_tool python", "sandbox.exec"} <= names, names
     spans = {s["span_id"]: s for s in trace["spans"]}
     roots = [s for s in spans.values() if s["parent_span_id"] not in spans]
-    assert len(roots) == 1, roots  # one connected tree: the API request is its root
+    assert len(roots) == 1, roots  # one connected tree ...
+    root = roots[0]
+    # ... whose root is the API request that queued the job, with no parent at all.
+    assert root["parent_span_id"] is None, root
+    assert root["kind"] == "server", root
+    assert root["name"] == "POST /v1/sessions/{session_id}/messages", root
+    assert root["attributes"]["http.response.status_code"] == 202, root
 
     def ancestors(span: dict[str, Any]) -> list[str]:
         chain = []
