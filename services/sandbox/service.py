@@ -8,6 +8,7 @@ containers of dead workers, answers the execs they left hanging (see
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -87,6 +88,7 @@ class SandboxRuntime:
         self.backend.reap_orphans(self.owner_alive)
         self.answer_orphans()
         self.backend.start()
+        self.heartbeat()
         self._janitor = threading.Thread(
             target=self._janitor_loop, name="sandbox-janitor", daemon=True
         )
@@ -102,8 +104,10 @@ class SandboxRuntime:
         self.engine.dispose()
 
     def heartbeat(self) -> None:
+        """Say this worker lives; the value tells operators (and tests) its warm spares."""
         ttl_ms = int(self.settings.sandbox_heartbeat_ttl_s * 1000)
-        self.redis.set(HEARTBEAT_KEY.format(owner=self.owner), "1", px=ttl_ms)
+        state = {"at": time.time(), "backend": self.backend.name, "spares": self.backend.spares()}
+        self.redis.set(HEARTBEAT_KEY.format(owner=self.owner), json.dumps(state), px=ttl_ms)
 
     def owner_alive(self, owner: str) -> bool:
         return bool(self.redis.exists(HEARTBEAT_KEY.format(owner=owner)))
@@ -118,6 +122,7 @@ class SandboxRuntime:
                 self.backend.reap_orphans(self.owner_alive)
                 self.answer_orphans()
                 self.backend.maintain()
+                self.heartbeat()  # again: maintain() may have taken a while, and added spares
             except Exception:  # the janitor must outlive any one failed round
                 log.exception("sandbox janitor round failed")
 

@@ -7,6 +7,7 @@ tests fail (never skip), so CI cannot pass without the real wall.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -28,7 +29,7 @@ from services.cli.up.commands import celery_worker_argv
 from services.common.celery_app import build_celery
 from services.common.models import Base, Job, Project, User
 from services.common.models.sandbox import SandboxExecution
-from services.sandbox.backends.docker.containers import LABEL, LABEL_OWNER, LABEL_RUN, LABEL_SLOT
+from services.sandbox.backends.docker.containers import LABEL, LABEL_OWNER, LABEL_RUN
 from services.sandbox.image import ensure_image
 from services.sandbox.settings import SandboxSettings, get_sandbox_settings
 from services.worker.tools.base import ToolContext
@@ -195,16 +196,25 @@ def containers_of(client: docker.DockerClient, pid: int | None = None) -> list[s
     return [str(c.id) for c in found if f"/{pid}/" in c.labels.get(LABEL_OWNER, "")]
 
 
-def wait_for_spare(client: docker.DockerClient, timeout: float = 20) -> None:
-    """Until the janitor has a pre-started spare (its slot dir not yet adopted)."""
+def wait_for_spare(redis_url: str, worker: WorkerProc, timeout: float = 120) -> None:
+    """Until ``worker`` reports a warm spare in its pool in a heartbeat written after now.
+
+    The pool itself is the condition: a container that Docker lists is not a
+    spare until its runner has said ready, which takes a while on a busy host.
+    """
+    client = redis.Redis.from_url(redis_url)
+    since = time.time()
     deadline = time.monotonic() + timeout
+    state: dict[str, object] = {}
     while time.monotonic() < deadline:
-        for c in client.containers.list(filters={"label": f"{LABEL}=1"}):
-            slot = c.labels.get(LABEL_SLOT)
-            if slot and Path(slot).exists():
-                return
+        for key in client.scan_iter("leaflab:sandbox:worker:*"):
+            if f"/{worker.proc.pid}/" in key.decode():
+                raw = client.get(key)
+                state = json.loads(raw) if raw else {}
+        if float(str(state.get("at", 0))) >= since and int(str(state.get("spares", 0))) >= 1:
+            return
         time.sleep(0.2)
-    raise AssertionError("no spare sandbox container became ready")
+    raise AssertionError(f"sandbox worker reported no warm spare: {state}")
 
 
 @dataclass

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import uuid
 
-import docker
 import pytest
 import redis
 from celery import Celery
@@ -99,14 +98,14 @@ class TestToolResults:
 
     def test_session_workspace_persists_between_execs_and_is_warm(
         self,
-        docker_ready: docker.DockerClient,
+        stack: Stack,
         sandbox_worker: WorkerProc,
         celery_client: Celery,
         sandbox_settings: SandboxSettings,
         session_factory: sessionmaker[Session],
     ) -> None:
         refs = make_job(session_factory)
-        wait_for_spare(docker_ready)
+        wait_for_spare(stack.redis_url, sandbox_worker)
         tool = PythonTool()
         first = tool.run(
             PythonArgs(code="open('n.txt','w').write('41')"),

@@ -68,6 +68,10 @@ class SandboxBackend(ABC):
         whether an owner still heartbeats); returns how many."""
         return 0
 
+    def spares(self) -> int:
+        """Warm sandboxes ready for a new session right now (0 without a pool)."""
+        return 0
+
     def maintain(self) -> None:  # noqa: B027 - optional hook
         """Periodic upkeep (idle eviction, pool refill)."""
 

@@ -321,6 +321,9 @@ class DockerBackend(SandboxBackend):
             alive=alive,
         )
 
+    def spares(self) -> int:
+        return self.pool.spare_count()
+
     def maintain(self) -> None:
         """Periodic upkeep: evict idle containers and top up spares."""
         self.pool.evict_idle()

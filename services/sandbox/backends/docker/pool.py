@@ -160,6 +160,11 @@ class WarmPool:
     def _count_locked(self) -> int:
         return len(self._idle) + sum(len(v) for v in self._spares.values())
 
+    def spare_count(self) -> int:
+        """Spares started and ready to be claimed (no network; the ones refill keeps)."""
+        with self._lock:
+            return len(self._spares[False])
+
     def container_ids(self) -> set[str]:
         with self._lock:
             slots = list(self._idle.values()) + [s for v in self._spares.values() for s in v]
