@@ -80,6 +80,7 @@ class SandboxRuntime:
         self.backend: SandboxBackend = build_backend(settings, owner=self.owner)
         self._stop = threading.Event()
         self._janitor: threading.Thread | None = None
+        self._ready = False  # start() done: the worker takes execs from now on
 
     # -- worker lifecycle -------------------------------------------------
     def start(self) -> None:
@@ -88,6 +89,7 @@ class SandboxRuntime:
         self.backend.reap_orphans(self.owner_alive)
         self.answer_orphans()
         self.backend.start()
+        self._ready = True
         self.heartbeat()
         self._janitor = threading.Thread(
             target=self._janitor_loop, name="sandbox-janitor", daemon=True
@@ -104,9 +106,15 @@ class SandboxRuntime:
         self.engine.dispose()
 
     def heartbeat(self) -> None:
-        """Say this worker lives; the value tells operators (and tests) its warm spares."""
+        """Say this worker lives; the value tells operators (and tests) whether it has
+        finished starting and how many warm spares it holds."""
         ttl_ms = int(self.settings.sandbox_heartbeat_ttl_s * 1000)
-        state = {"at": time.time(), "backend": self.backend.name, "spares": self.backend.spares()}
+        state = {
+            "at": time.time(),
+            "backend": self.backend.name,
+            "ready": self._ready,
+            "spares": self.backend.spares(),
+        }
         self.redis.set(HEARTBEAT_KEY.format(owner=self.owner), json.dumps(state), px=ttl_ms)
 
     def owner_alive(self, owner: str) -> bool:

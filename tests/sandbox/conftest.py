@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import docker
 import docker.errors
@@ -54,6 +55,8 @@ SANDBOX_ENV = {
     "LEAFLAB_SANDBOX_RUN_LABEL": RUN_LABEL,
 }
 LEAK_GRACE_S = 30.0
+# A safety net only: start_worker returns as soon as the worker says ready.
+WORKER_START_S = 180.0
 
 
 def run_containers(client: docker.DockerClient) -> list[str]:
@@ -143,7 +146,23 @@ class WorkerProc:
         return self.proc.poll() is None
 
 
+def heartbeat_of(client: redis.Redis, pid: int) -> dict[str, Any] | None:
+    """The latest heartbeat of the sandbox worker process ``pid``, if it wrote one."""
+    for key in client.scan_iter("leaflab:sandbox:worker:*"):
+        if f"/{pid}/" in key.decode():
+            raw = client.get(key)
+            if raw:
+                return dict(json.loads(raw))
+    return None
+
+
 def start_worker(tmp: Path, redis_url: str, queue: str = "sandbox") -> WorkerProc:
+    """A sandbox worker process, returned once it takes tasks.
+
+    Its runtime starts in Celery's worker_ready handler, which holds off the
+    consumer until the pool is warm: the first heartbeat comes before that,
+    so readiness is the heartbeat's ``ready`` flag, not the key existing.
+    """
     log = tmp / f"sandbox-worker-{uuid.uuid4().hex[:6]}.log"
     cmd = celery_worker_argv(
         "services.sandbox.worker:app",
@@ -157,16 +176,15 @@ def start_worker(tmp: Path, redis_url: str, queue: str = "sandbox") -> WorkerPro
             cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env={**os.environ}
         )
     client = redis.Redis.from_url(redis_url)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + WORKER_START_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"sandbox worker exited: {log.read_text()[-3000:]}")
-        # The runtime heartbeats under its owner id once it is ready.
-        owners = [k.decode() for k in client.scan_iter("leaflab:sandbox:worker:*")]
-        if any(f"/{proc.pid}/" in k for k in owners):
+        if (heartbeat_of(client, proc.pid) or {}).get("ready"):
             return WorkerProc(proc=proc, log=log)
         time.sleep(0.2)
     proc.kill()
+    proc.wait()
     raise RuntimeError(f"sandbox worker not ready: {log.read_text()[-3000:]}")
 
 
@@ -205,13 +223,10 @@ def wait_for_spare(redis_url: str, worker: WorkerProc, timeout: float = 120) -> 
     client = redis.Redis.from_url(redis_url)
     since = time.time()
     deadline = time.monotonic() + timeout
-    state: dict[str, object] = {}
+    state: dict[str, Any] = {}
     while time.monotonic() < deadline:
-        for key in client.scan_iter("leaflab:sandbox:worker:*"):
-            if f"/{worker.proc.pid}/" in key.decode():
-                raw = client.get(key)
-                state = json.loads(raw) if raw else {}
-        if float(str(state.get("at", 0))) >= since and int(str(state.get("spares", 0))) >= 1:
+        state = heartbeat_of(client, worker.proc.pid) or {}
+        if state.get("at", 0) >= since and state.get("spares", 0) >= 1:
             return
         time.sleep(0.2)
     raise AssertionError(f"sandbox worker reported no warm spare: {state}")

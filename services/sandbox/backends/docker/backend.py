@@ -39,9 +39,10 @@ log = logging.getLogger(__name__)
 
 # Runs before every `docker exec` in a reused container: kill what an earlier
 # exec left running (except PID 1 -- tini, or the runner -- and the container's
-# own `sleep infinity`;
-# PIDs are not predictable, so the keeper is known by its command line), then
-# open up the umask so the agent's file tools can edit what the sandbox wrote.
+# own `sleep infinity`; PIDs are not predictable, so the keeper is known by its
+# command line), then clear the umask: inside the workspace its default ACL
+# (see services/sandbox/workspace.py) decides who may use new files, so the
+# agent's file tools can edit what the sandbox wrote and nobody else can.
 PRELUDE = (
     "for d in /proc/[0-9]*; do p=${d#/proc/}; "
     'if [ "$p" -eq 1 ] || [ "$p" -eq $$ ]; then continue; fi; '
