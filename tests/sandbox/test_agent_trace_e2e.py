@@ -80,7 +80,7 @@ def test_pid_simulation_returns_numbers_png_and_one_connected_trace(
     assert body[:8] == b"\x89PNG\r\n\x1a\n"
 
     trace: dict[str, Any] = {}
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     names: set[str] = set()
     while time.monotonic() < deadline:  # spans are exported in batches
         trace = client.get(f"/v1/traces/{job['trace_id']}").json()

@@ -56,7 +56,7 @@ class TestWorkerCrash:
             },
         )
         marker = sandbox_settings.workspaces_dir / refs.session_id / "started.txt"
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a safety net: the loop ends when the exec has started
         while not marker.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert marker.exists(), first.log.read_text()[-2000:]
@@ -69,7 +69,7 @@ class TestWorkerCrash:
 
         second = start_worker(tmp_path, stack.redis_url, queue)  # type: ignore[arg-type]
         try:
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + 60
             while containers_of(docker_ready, first.proc.pid) and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert containers_of(docker_ready, first.proc.pid) == []
