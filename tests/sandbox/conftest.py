@@ -61,8 +61,10 @@ WORKER_START_S = 180.0
 
 def run_containers(client: docker.DockerClient) -> list[str]:
     """Ids of the containers (running or not) that this test run started."""
-    found = client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={RUN_LABEL}"})
-    return [str(c.id) for c in found]
+    # The plain list call: containers.list() would inspect each one and fail on
+    # any that a janitor removes meanwhile.
+    found = client.api.containers(all=True, filters={"label": f"{LABEL_RUN}={RUN_LABEL}"})
+    return [str(c["Id"]) for c in found]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -208,10 +210,12 @@ def sandbox_worker(
 
 
 def containers_of(client: docker.DockerClient, pid: int | None = None) -> list[str]:
-    found = client.containers.list(all=True, filters={"label": f"{LABEL}=1"})
+    found = client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
     if pid is None:
-        return [str(c.id) for c in found]
-    return [str(c.id) for c in found if f"/{pid}/" in c.labels.get(LABEL_OWNER, "")]
+        return [str(c["Id"]) for c in found]
+    return [
+        str(c["Id"]) for c in found if f"/{pid}/" in (c.get("Labels") or {}).get(LABEL_OWNER, "")
+    ]
 
 
 def wait_for_spare(redis_url: str, worker: WorkerProc, timeout: float = 120) -> None:

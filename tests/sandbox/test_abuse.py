@@ -123,7 +123,7 @@ def probe_code(targets: list[Listener]) -> str:
 
 def assert_gone(container_id: str) -> None:
     client = docker.from_env()
-    matches = [c for c in client.containers.list(all=True) if c.id.startswith(container_id)]
+    matches = [c for c in client.api.containers(all=True) if c["Id"].startswith(container_id)]
     assert matches == [], f"container {container_id} was left behind"
 
 

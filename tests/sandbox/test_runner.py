@@ -100,7 +100,7 @@ class TestRunnerPath:
         assert out.timed_out and out.killed_reason == "timeout"
         types = [t for t, _ in session.events]
         assert {"sandbox_kill", "sandbox_timeout", "sandbox_cleanup"} <= set(types)
-        left = docker.from_env().containers.list(all=True, filters={"id": out.sandbox_id})
+        left = docker.from_env().api.containers(all=True, filters={"id": out.sandbox_id})
         assert left == []
 
 

@@ -34,18 +34,21 @@ def reap_orphans(
     its spares' slot directories live (removed with their containers).
     """
     reaped = 0
-    for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
-        container_owner = c.labels.get(LABEL_OWNER, "")
+    # The plain list call: the SDK's containers.list() inspects each container
+    # afterwards and fails on any removed meanwhile (by another janitor, say).
+    for c in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
+        container_id, labels = str(c["Id"]), dict(c.get("Labels") or {})
+        container_owner = labels.get(LABEL_OWNER, "")
         if container_owner == owner:
             # Ours but not pooled and not running: a leftover of a failed exec.
-            if c.id in pooled or c.status == "running":
+            if container_id in pooled or c.get("State") == "running":
                 continue
         elif owner_alive(container_owner, alive):
             continue
-        if remove_container(client, str(c.id)):
+        if remove_container(client, container_id):
             reaped += 1
-            log.info("reaped sandbox container %s (owner %s)", str(c.id)[:12], container_owner)
-        slot_dir = c.labels.get(LABEL_SLOT)
+            log.info("reaped sandbox container %s (owner %s)", container_id[:12], container_owner)
+        slot_dir = labels.get(LABEL_SLOT)
         if slot_dir and Path(slot_dir).parent == slots_dir:
             shutil.rmtree(slot_dir, ignore_errors=True)
     return reaped
