@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import docker
@@ -263,8 +264,16 @@ def make_job(factory: sessionmaker[Session], *, allow_network: bool = False) -> 
 
 
 def tool_ctx(
-    refs: JobRefs, celery_app: Celery, settings: SandboxSettings, call: str | None = None
+    refs: JobRefs,
+    celery_app: Celery,
+    settings: SandboxSettings,
+    call: str | None = None,
+    queue: str | None = None,
 ) -> ToolContext:
+    """A tool context for ``refs``; ``queue`` sends sandbox execs to a private worker."""
+    services: dict[str, object] = {"celery": celery_app}
+    if queue is not None:
+        services["settings"] = SimpleNamespace(sandbox_queue=queue)
     return ToolContext(
         job_id=refs.job_id,
         session_id=refs.session_id,
@@ -274,5 +283,5 @@ def tool_ctx(
         tool_call_id=call or f"call_{uuid.uuid4().hex[:8]}",
         step_key="tool:1:x",
         emit=lambda _t, _d: None,
-        services={"celery": celery_app},
+        services=services,
     )

@@ -163,6 +163,17 @@ class TestFallback:
         finally:
             b.close()
 
+    def test_oom_kill_is_reported_through_docker_exec_too(
+        self, sandbox_settings: SandboxSettings
+    ) -> None:
+        b = open_backend(sandbox_settings.model_copy(update={"sandbox_runner": False}))
+        try:
+            s = Session(b, sandbox_settings)
+            out = s.run("python3", "-c", "b = b'x' * (1024 ** 3)")
+            assert (out.exit_code, out.oom_killed, s.via) == (137, True, "exec"), out.stderr
+        finally:
+            b.close()
+
     def test_runner_that_cannot_start_falls_back_to_docker_exec(
         self, sandbox_settings: SandboxSettings, tmp_path: Path
     ) -> None:

@@ -32,6 +32,7 @@ from services.sandbox.backends.docker.pool import WarmPool
 from services.sandbox.image import docker_client, image_exists, image_tag
 from services.sandbox.output import BoundedOutput
 from services.sandbox.runner.channel import OutputSink, RunnerError, RunnerNotStarted
+from services.sandbox.runner.sandbox_runner import OOM_COUNTERS
 from services.sandbox.settings import SandboxSettings
 from services.sandbox.workspace import workspace_bytes
 
@@ -264,9 +265,30 @@ class DockerBackend(SandboxBackend):
             # Docker's OOMKilled flag stays set for the container's life, so a
             # container that saw an OOM kill is not reused: the flag means this run.
             state = self._state(slot)
-            outcome.oom_killed = bool(state.get("OOMKilled"))
+            outcome.oom_killed = bool(state.get("OOMKilled")) or self._oom_counted(slot)
             return bool(state.get("Running")) and not outcome.oom_killed
         return True
+
+    def _oom_counted(self, slot: Slot) -> bool:
+        """Whether the container's own OOM-kill counter rose since last read.
+
+        Docker sets OOMKilled only when the container's main process dies on
+        some hosts (cgroup v1), so a killed exec child is seen in the counter.
+        """
+        api = self.client.api
+        try:
+            exec_id = api.exec_create(
+                slot.container.id, ["cat", *OOM_COUNTERS], user=self.settings.sandbox_user
+            )["Id"]
+            text = bytes(api.exec_start(exec_id)).decode(errors="replace")
+        except docker.errors.APIError:
+            return False
+        for line in text.splitlines():
+            name, _, value = line.partition(" ")
+            if name == "oom_kill" and value.strip().isdigit():
+                seen, slot.oom_kills = slot.oom_kills, int(value)
+                return slot.oom_kills > seen
+        return False
 
     def _running(self, slot: Slot) -> bool:
         return bool(self._state(slot).get("Running"))

@@ -48,6 +48,8 @@ class Slot:
     last_used: float = field(default_factory=time.monotonic)
     # The attached in-container runner; None for a plain `sleep infinity` container.
     runner: RunnerChannel | None = None
+    # The container's OOM-kill counter when last read (`docker exec` path only).
+    oom_kills: int = 0
 
     @property
     def id(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +19,12 @@ from services.sandbox.backends.docker.containers import (
 from services.sandbox.owners import owner_alive
 
 log = logging.getLogger(__name__)
+
+LIVE_STATES = ("running", "restarting", "paused")
+# A container of this worker that was created but not started for this long
+# was abandoned (its start and its removal both failed); younger ones are being
+# set up right now (create, attach, start: seconds, or more on a busy host).
+SETUP_GRACE_S = 300.0
 
 
 def reap_orphans(
@@ -40,8 +47,12 @@ def reap_orphans(
         container_id, labels = str(c["Id"]), dict(c.get("Labels") or {})
         container_owner = labels.get(LABEL_OWNER, "")
         if container_owner == owner:
-            # Ours but not pooled and not running: a leftover of a failed exec.
-            if container_id in pooled or c.get("State") == "running":
+            # Ours but not pooled and not running: a leftover of a failed exec,
+            # unless it is still being set up (created, not yet started) by an
+            # exec thread of this very worker.
+            if container_id in pooled or c.get("State") in LIVE_STATES:
+                continue
+            if c.get("State") == "created" and time.time() - c.get("Created", 0) < SETUP_GRACE_S:
                 continue
         elif owner_alive(container_owner, alive):
             continue
