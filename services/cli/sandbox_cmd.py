@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from services.sandbox.backend import SandboxUnavailable
+from services.sandbox.backends.base import SandboxUnavailable
 from services.sandbox.image import docker_client, image_exists, image_tag, recipe_dir
 from services.sandbox.settings import get_sandbox_settings
 

@@ -101,6 +101,27 @@ def _await_existing(factory: sessionmaker[Session], key: str) -> dict[str, Any]:
         time.sleep(POLL_S)
 
 
+def interrupt(factory: sessionmaker[Session], *, key: str, owner: str) -> dict[str, Any] | None:
+    """Resolve an exec whose worker ``owner`` died: interrupted if it still runs there,
+    else what was stored; None when a live worker runs it (the dead one only waited)."""
+    with transaction(factory) as s:
+        row = s.get(SandboxExecution, key, with_for_update=True)
+        if row is None:
+            return {
+                "status": "error",
+                "error": {"code": "sandbox_retry", "message": "the exec was never started"},
+            }
+        if row.status == "running":
+            if row.owner != owner:
+                return None
+            result = interrupted_result(key)
+            row.status = "interrupted"
+            row.result = result
+            row.finished_at = datetime.now(UTC)
+            return result
+        return dict(row.result or interrupted_result(key))
+
+
 def finish(factory: sessionmaker[Session], *, key: str, result: dict[str, Any]) -> None:
     with transaction(factory) as s:
         s.execute(

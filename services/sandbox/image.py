@@ -18,7 +18,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from services.sandbox.backend import SandboxUnavailable
+from services.sandbox.backends.base import SandboxUnavailable
 from services.sandbox.settings import SandboxSettings
 
 log = logging.getLogger(__name__)

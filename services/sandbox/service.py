@@ -2,18 +2,19 @@
 
 :class:`SandboxRuntime` holds the worker's clients (built at worker start,
 never at import) and a janitor thread that heartbeats this worker, reaps
-containers of dead workers and keeps the warm pool topped up.
+containers of dead workers, answers the execs they left hanging (see
+``inflight``) and keeps the warm pool topped up.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import os
 import re
-import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
@@ -27,21 +28,25 @@ from services.common.events import EventPublisher
 from services.common.models.users import Project
 from services.common.redis_client import build_redis
 from services.sandbox import artifacts, executions
-from services.sandbox.backend import (
+from services.sandbox.backends.base import (
     ExecOutcome,
     ExecRequest,
     SandboxBackend,
     SandboxUnavailable,
-    build_backend,
 )
+from services.sandbox.backends.factory import build_backend
+from services.sandbox.inflight import InFlight
+from services.sandbox.owners import HEARTBEAT_KEY, new_owner
 from services.sandbox.policy import refusal_reason
 from services.sandbox.settings import SandboxSettings
 
 log = logging.getLogger(__name__)
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-HEARTBEAT_KEY = "leaflab:sandbox:worker:{owner}"
 CLAIM_GRACE_S = 30.0
+# How an exec's result reaches a caller other than through the task's return
+# value (the Celery result backend): used for the execs of dead workers.
+Answer = Callable[[str, dict[str, Any]], None]
 
 
 class ExecPayload(BaseModel):
@@ -60,29 +65,32 @@ def error_result(code: str, message: str) -> dict[str, Any]:
     return {"status": "error", "error": {"code": code, "message": message}}
 
 
-def new_owner() -> str:
-    """Identity of this worker, used in container labels: host/pid/random."""
-    return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
-
-
 class SandboxRuntime:
-    def __init__(self, settings: SandboxSettings, *, owner: str | None = None) -> None:
+    def __init__(
+        self, settings: SandboxSettings, *, owner: str | None = None, answer: Answer | None = None
+    ) -> None:
         self.settings = settings
         self.owner = owner or new_owner()
+        self.answer = answer
         self.engine = build_engine(settings.require_database_url(), pool_size=4)
         self.sessions: sessionmaker[Session] = build_sessionmaker(self.engine)
         self.redis: redis.Redis = build_redis(settings.require_redis_url())
         self.events = EventPublisher(self.redis)
+        self.inflight = InFlight(self.redis, self.owner)
         self.backend: SandboxBackend = build_backend(settings, owner=self.owner)
         self._stop = threading.Event()
         self._janitor: threading.Thread | None = None
+        self._ready = False  # start() done: the worker takes execs from now on
 
     # -- worker lifecycle -------------------------------------------------
     def start(self) -> None:
         """Heartbeat, reap orphans of dead workers, warm the pool, start the janitor."""
         self.heartbeat()
         self.backend.reap_orphans(self.owner_alive)
+        self.answer_orphans()
         self.backend.start()
+        self._ready = True
+        self.heartbeat()
         self._janitor = threading.Thread(
             target=self._janitor_loop, name="sandbox-janitor", daemon=True
         )
@@ -94,11 +102,20 @@ class SandboxRuntime:
             self._janitor.join(timeout=10)
         self.backend.close()
         self.redis.delete(HEARTBEAT_KEY.format(owner=self.owner))
+        self.inflight.clear()
         self.engine.dispose()
 
     def heartbeat(self) -> None:
+        """Say this worker lives; the value tells operators (and tests) whether it has
+        finished starting and how many warm spares it holds."""
         ttl_ms = int(self.settings.sandbox_heartbeat_ttl_s * 1000)
-        self.redis.set(HEARTBEAT_KEY.format(owner=self.owner), "1", px=ttl_ms)
+        state = {
+            "at": time.time(),
+            "backend": self.backend.name,
+            "ready": self._ready,
+            "spares": self.backend.spares(),
+        }
+        self.redis.set(HEARTBEAT_KEY.format(owner=self.owner), json.dumps(state), px=ttl_ms)
 
     def owner_alive(self, owner: str) -> bool:
         return bool(self.redis.exists(HEARTBEAT_KEY.format(owner=owner)))
@@ -111,13 +128,31 @@ class SandboxRuntime:
             try:
                 self.heartbeat()
                 self.backend.reap_orphans(self.owner_alive)
+                self.answer_orphans()
                 self.backend.maintain()
+                self.heartbeat()  # again: maintain() may have taken a while, and added spares
             except Exception:  # the janitor must outlive any one failed round
                 log.exception("sandbox janitor round failed")
 
+    def answer_orphans(self) -> int:
+        """Interrupt the execs of dead workers and answer their callers; returns how many."""
+        answered = 0
+        for owner, task_id, key in list(self.inflight.orphaned(self.owner_alive)):
+            result = executions.interrupt(self.sessions, key=key, owner=owner)
+            claimed = self.inflight.claim_orphan(owner, task_id)
+            if claimed and result is not None and self.answer is not None:
+                self.answer(task_id, result)
+                answered += 1
+                log.warning("exec %s of dead worker %s answered as interrupted", key, owner)
+        return answered
+
     # -- one exec ---------------------------------------------------------
-    def run(self, raw: dict[str, Any]) -> dict[str, Any]:
-        """Run one exec described by the task kwargs; always returns a result dict."""
+    def run(self, raw: dict[str, Any], *, task_id: str | None = None) -> dict[str, Any]:
+        """Run one exec described by the task kwargs; always returns a result dict.
+
+        ``task_id`` (the Celery task's) lets another worker answer the caller
+        if this worker dies mid-run.
+        """
         try:
             payload = ExecPayload.model_validate(raw)
         except ValidationError as exc:
@@ -135,6 +170,15 @@ class SandboxRuntime:
             self.settings.sandbox_timeout_max_s,
         )
         key = executions.exec_key(payload.job_id, payload.tool_call_id)
+        if task_id is not None:
+            self.inflight.add(task_id, key)  # before the claim: a death after it is seen
+        try:
+            return self._claim_and_run(payload, key, timeout)
+        finally:
+            if task_id is not None:
+                self.inflight.remove(task_id)
+
+    def _claim_and_run(self, payload: ExecPayload, key: str, timeout: float) -> dict[str, Any]:
         claim = executions.claim(
             self.sessions,
             key=key,

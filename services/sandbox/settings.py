@@ -60,6 +60,9 @@ class SandboxSettings(CommonSettings):
     # Host path of the runner directory as the Docker daemon sees it (set when
     # the worker runs in a container whose paths differ from the daemon's).
     sandbox_runner_dir: Path | None = None
+    # Value of the ``leaflab.sandbox.run`` label on every container this worker
+    # starts, so one stack or test run can find exactly its own containers.
+    sandbox_run_label: str = ""
 
     @model_validator(mode="after")
     def _check_sandbox_limits(self) -> SandboxSettings:

@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any
 
-from celery import Celery
+from celery import Celery, Task
 from celery.signals import worker_ready, worker_shutdown
 from opentelemetry import trace
 
@@ -21,7 +21,7 @@ from services.common.celery_app import build_celery
 from services.common.metrics import SANDBOX_EXEC_DURATION, start_metrics_server
 from services.common.telemetry import TelemetrySettings, instrument_celery, setup_tracing
 from services.common.telemetry.names import SERVICE_SANDBOX, SPAN_SANDBOX_EXEC, TRACER_SANDBOX
-from services.sandbox.backend import SandboxUnavailable
+from services.sandbox.backends.base import SandboxUnavailable
 from services.sandbox.service import SandboxRuntime, error_result
 from services.sandbox.settings import get_sandbox_settings
 
@@ -44,14 +44,19 @@ def get_runtime() -> SandboxRuntime:
             metrics_port = TelemetrySettings().metrics_port
             if metrics_port:
                 start_metrics_server(metrics_port)
-            runtime = SandboxRuntime(settings)
+            runtime = SandboxRuntime(settings, answer=_answer)
             runtime.start()
             _runtime = runtime
         return _runtime
 
 
-@app.task(name="sandbox.exec")
-def sandbox_exec(**kwargs: Any) -> dict[str, Any]:
+def _answer(task_id: str, result: dict[str, Any]) -> None:
+    """Store ``result`` as the outcome of task ``task_id`` (whose worker died)."""
+    app.backend.mark_as_done(task_id, result)
+
+
+@app.task(name="sandbox.exec", bind=True)
+def sandbox_exec(self: Task, **kwargs: Any) -> dict[str, Any]:
     """Run model-written code in the sandbox; see ``SandboxRuntime.run``."""
     try:
         runtime = get_runtime()
@@ -63,7 +68,7 @@ def sandbox_exec(**kwargs: Any) -> dict[str, Any]:
         span.set_attribute("gen_ai.tool.call.id", str(kwargs.get("tool_call_id")))
         span.set_attribute("leaflab.sandbox.language", str(kwargs.get("language")))
         span.set_attribute("leaflab.sandbox.backend", runtime.backend.name)
-        result = runtime.run(kwargs)
+        result = runtime.run(kwargs, task_id=self.request.id)
         status = str(result.get("status"))
         span.set_attribute("leaflab.sandbox.status", status)
         if status != "ok":

@@ -7,6 +7,7 @@ tests fail (never skip), so CI cannot pass without the real wall.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -15,8 +16,10 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import docker
+import docker.errors
 import pytest
 import redis
 from celery import Celery
@@ -28,14 +31,17 @@ from services.common.celery_app import build_celery
 from services.common.models import Base, Job, Project, User
 from services.common.models.sandbox import SandboxExecution
 from services.common.task_names import SANDBOX_QUEUE
+from services.sandbox.backends.docker.containers import LABEL, LABEL_OWNER, LABEL_RUN
 from services.sandbox.image import ensure_image
-from services.sandbox.pool import LABEL, LABEL_OWNER, LABEL_SLOT
 from services.sandbox.settings import SandboxSettings, get_sandbox_settings
 from services.worker.tools.base import ToolContext
 from services.worker.tools.sandbox_client import CelerySandbox
 from tests.conftest import Stack
 
 REPO = Path(__file__).resolve().parents[2]
+# Every container this test run's workers start carries this label value, so
+# the leak check below sees this run's containers and never a parallel run's.
+RUN_LABEL = f"test-{uuid.uuid4().hex[:12]}"
 # Small limits keep the abuse suite fast on a 2-core machine.
 SANDBOX_ENV = {
     "LEAFLAB_SANDBOX_BACKEND": "docker",
@@ -48,7 +54,48 @@ SANDBOX_ENV = {
     "LEAFLAB_SANDBOX_POOL_SPARES": "1",
     "LEAFLAB_SANDBOX_HEARTBEAT_TTL_S": "3",
     "LEAFLAB_SANDBOX_JANITOR_INTERVAL_S": "1",
+    "LEAFLAB_SANDBOX_RUN_LABEL": RUN_LABEL,
 }
+LEAK_GRACE_S = 30.0
+# A safety net only: start_worker returns as soon as the worker says ready.
+WORKER_START_S = 180.0
+
+
+def run_containers(client: docker.DockerClient) -> list[str]:
+    """Ids of the containers (running or not) that this test run started."""
+    # The plain list call: containers.list() would inspect each one and fail on
+    # any that a janitor removes meanwhile.
+    found = client.api.containers(all=True, filters={"label": f"{LABEL_RUN}={RUN_LABEL}"})
+    return [str(c["Id"]) for c in found]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_leaked_containers() -> Iterator[None]:
+    """Fail the run if a sandbox container of this run outlives it.
+
+    Session-scoped and autouse, so it is set up before (and torn down after)
+    every sandbox worker and backend of the run. A janitor may still be
+    removing a container when the last worker stops, hence the short grace.
+    """
+    yield
+    try:
+        client = docker.from_env()
+        client.ping()
+    except docker.errors.DockerException:
+        return  # no Docker: no container can have been started
+    deadline = time.monotonic() + LEAK_GRACE_S
+    left = run_containers(client)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = run_containers(client)
+    for container_id in left:
+        client.api.remove_container(container_id, force=True)
+    if left:
+        pytest.fail(
+            f"{len(left)} sandbox container(s) labelled {LABEL_RUN}={RUN_LABEL} outlived the "
+            f"test run (removed now): {[c[:12] for c in left]}",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(scope="session")
@@ -103,7 +150,23 @@ class WorkerProc:
         return self.proc.poll() is None
 
 
+def heartbeat_of(client: redis.Redis, pid: int) -> dict[str, Any] | None:
+    """The latest heartbeat of the sandbox worker process ``pid``, if it wrote one."""
+    for key in client.scan_iter("leaflab:sandbox:worker:*"):
+        if f"/{pid}/" in key.decode():
+            raw = client.get(key)
+            if raw:
+                return dict(json.loads(raw))
+    return None
+
+
 def start_worker(tmp: Path, redis_url: str, queue: str = "sandbox") -> WorkerProc:
+    """A sandbox worker process, returned once it takes tasks.
+
+    Its runtime starts in Celery's worker_ready handler, which holds off the
+    consumer until the pool is warm: the first heartbeat comes before that,
+    so readiness is the heartbeat's ``ready`` flag, not the key existing.
+    """
     log = tmp / f"sandbox-worker-{uuid.uuid4().hex[:6]}.log"
     cmd = celery_worker_argv(
         "services.sandbox.worker:app",
@@ -117,16 +180,15 @@ def start_worker(tmp: Path, redis_url: str, queue: str = "sandbox") -> WorkerPro
             cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env={**os.environ}
         )
     client = redis.Redis.from_url(redis_url)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + WORKER_START_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"sandbox worker exited: {log.read_text()[-3000:]}")
-        # The runtime heartbeats under its owner id once it is ready.
-        owners = [k.decode() for k in client.scan_iter("leaflab:sandbox:worker:*")]
-        if any(f"/{proc.pid}/" in k for k in owners):
+        if (heartbeat_of(client, proc.pid) or {}).get("ready"):
             return WorkerProc(proc=proc, log=log)
         time.sleep(0.2)
     proc.kill()
+    proc.wait()
     raise RuntimeError(f"sandbox worker not ready: {log.read_text()[-3000:]}")
 
 
@@ -150,22 +212,30 @@ def sandbox_worker(
 
 
 def containers_of(client: docker.DockerClient, pid: int | None = None) -> list[str]:
-    found = client.containers.list(all=True, filters={"label": f"{LABEL}=1"})
+    found = client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
     if pid is None:
-        return [str(c.id) for c in found]
-    return [str(c.id) for c in found if f"/{pid}/" in c.labels.get(LABEL_OWNER, "")]
+        return [str(c["Id"]) for c in found]
+    return [
+        str(c["Id"]) for c in found if f"/{pid}/" in (c.get("Labels") or {}).get(LABEL_OWNER, "")
+    ]
 
 
-def wait_for_spare(client: docker.DockerClient, timeout: float = 20) -> None:
-    """Until the janitor has a pre-started spare (its slot dir not yet adopted)."""
+def wait_for_spare(redis_url: str, worker: WorkerProc, timeout: float = 120) -> None:
+    """Until ``worker`` reports a warm spare in its pool in a heartbeat written after now.
+
+    The pool itself is the condition: a container that Docker lists is not a
+    spare until its runner has said ready, which takes a while on a busy host.
+    """
+    client = redis.Redis.from_url(redis_url)
+    since = time.time()
     deadline = time.monotonic() + timeout
+    state: dict[str, Any] = {}
     while time.monotonic() < deadline:
-        for c in client.containers.list(filters={"label": f"{LABEL}=1"}):
-            slot = c.labels.get(LABEL_SLOT)
-            if slot and Path(slot).exists():
-                return
+        state = heartbeat_of(client, worker.proc.pid) or {}
+        if state.get("at", 0) >= since and state.get("spares", 0) >= 1:
+            return
         time.sleep(0.2)
-    raise AssertionError("no spare sandbox container became ready")
+    raise AssertionError(f"sandbox worker reported no warm spare: {state}")
 
 
 @dataclass
@@ -195,8 +265,13 @@ def make_job(factory: sessionmaker[Session], *, allow_network: bool = False) -> 
 
 
 def tool_ctx(
-    refs: JobRefs, celery_app: Celery, settings: SandboxSettings, call: str | None = None
+    refs: JobRefs,
+    celery_app: Celery,
+    settings: SandboxSettings,
+    call: str | None = None,
+    queue: str | None = None,
 ) -> ToolContext:
+    """A tool context for ``refs``; ``queue`` sends sandbox execs to a private worker."""
     return ToolContext(
         job_id=refs.job_id,
         session_id=refs.session_id,
@@ -206,5 +281,5 @@ def tool_ctx(
         tool_call_id=call or f"call_{uuid.uuid4().hex[:8]}",
         step_key="tool:1:x",
         emit=lambda _t, _d: None,
-        sandbox=CelerySandbox(celery_app, queue=SANDBOX_QUEUE),
+        sandbox=CelerySandbox(celery_app, queue=queue or SANDBOX_QUEUE),
     )

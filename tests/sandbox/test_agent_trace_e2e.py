@@ -79,19 +79,28 @@ def test_pid_simulation_returns_numbers_png_and_one_connected_trace(
     body = client.get(png["url"]).content
     assert body[:8] == b"\x89PNG\r\n\x1a\n"
 
+    wanted = {"job", "chat leaflab-sim", "execute_tool python", "sandbox.exec"}
     trace: dict[str, Any] = {}
-    deadline = time.monotonic() + 30
-    names: set[str] = set()
-    while time.monotonic() < deadline:  # spans are exported in batches
+    spans: dict[str, dict[str, Any]] = {}
+    roots: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 60  # a safety net around the real condition below
+    while time.monotonic() < deadline:
+        # Each process exports its spans in batches of its own: wait until the
+        # trace holds the spans named above *and* every parent of them.
         trace = client.get(f"/v1/traces/{job['trace_id']}").json()
-        names = {s["name"] for s in trace.get("spans", [])}
-        if {"job", "chat leaflab-sim", "execute_tool python", "sandbox.exec"} <= names:
+        spans = {s["span_id"]: s for s in trace.get("spans", [])}
+        roots = [s for s in spans.values() if s["parent_span_id"] not in spans]
+        if wanted <= {s["name"] for s in spans.values()} and len(roots) == 1:
             break
         time.sleep(0.5)
-    assert {"job", "chat leaflab-sim", "execute_tool python", "sandbox.exec"} <= names, names
-    spans = {s["span_id"]: s for s in trace["spans"]}
-    roots = [s for s in spans.values() if s["parent_span_id"] not in spans]
-    assert len(roots) == 1, roots  # one connected tree: the API request is its root
+    assert wanted <= {s["name"] for s in spans.values()}, sorted(s["name"] for s in spans.values())
+    assert len(roots) == 1, roots  # one connected tree ...
+    root = roots[0]
+    # ... whose root is the API request that queued the job, with no parent at all.
+    assert root["parent_span_id"] is None, root
+    assert root["kind"] == "server", root
+    assert root["name"] == "POST /v1/sessions/{session_id}/messages", root
+    assert root["attributes"]["http.response.status_code"] == 202, root
 
     def ancestors(span: dict[str, Any]) -> list[str]:
         chain = []

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
-import docker
 import pytest
 import redis
 from celery import Celery
@@ -18,7 +18,14 @@ from services.sandbox.settings import SandboxSettings
 from services.worker.tools.base import ToolError
 from services.worker.tools.code import BashArgs, BashTool, PythonArgs, PythonTool, code_tools
 from tests.conftest import Stack
-from tests.sandbox.conftest import WorkerProc, make_job, tool_ctx, wait_for_spare
+from tests.sandbox.conftest import (
+    WorkerProc,
+    make_job,
+    start_worker,
+    stop_worker,
+    tool_ctx,
+    wait_for_spare,
+)
 
 PID_SIM = r"""
 import json
@@ -99,23 +106,32 @@ class TestToolResults:
 
     def test_session_workspace_persists_between_execs_and_is_warm(
         self,
-        docker_ready: docker.DockerClient,
-        sandbox_worker: WorkerProc,
+        stack: Stack,
+        sandbox_image: str,
+        sandbox_tables: None,
         celery_client: Celery,
         sandbox_settings: SandboxSettings,
         session_factory: sessionmaker[Session],
+        tmp_path: Path,
     ) -> None:
-        refs = make_job(session_factory)
-        wait_for_spare(docker_ready)
-        tool = PythonTool()
-        first = tool.run(
-            PythonArgs(code="open('n.txt','w').write('41')"),
-            tool_ctx(refs, celery_client, sandbox_settings),
-        )
-        second = tool.run(
-            PythonArgs(code="print(int(open('n.txt').read()) + 1)"),
-            tool_ctx(refs, celery_client, sandbox_settings),
-        )
+        # A worker of its own: the shared one's pool may be full of idle session
+        # containers from earlier tests (sandbox_pool_max), leaving no room for a spare.
+        queue = f"sandbox-warm-{uuid.uuid4().hex[:6]}"
+        worker = start_worker(tmp_path, stack.redis_url, queue)
+        try:
+            wait_for_spare(stack.redis_url, worker)
+            refs = make_job(session_factory)
+            tool = PythonTool()
+            first = tool.run(
+                PythonArgs(code="open('n.txt','w').write('41')"),
+                tool_ctx(refs, celery_client, sandbox_settings, queue=queue),
+            )
+            second = tool.run(
+                PythonArgs(code="print(int(open('n.txt').read()) + 1)"),
+                tool_ctx(refs, celery_client, sandbox_settings, queue=queue),
+            )
+        finally:
+            stop_worker(worker)
         assert first.data["warm"] is True  # a pre-started spare adopted the workspace
         assert second.data["warm"] is True
         assert second.data["stdout"].strip() == "42"

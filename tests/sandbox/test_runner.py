@@ -11,9 +11,9 @@ from typing import Any
 import docker
 import pytest
 
-from services.sandbox.backend import ExecOutcome, ExecRequest
-from services.sandbox.docker_backend import DockerBackend
-from services.sandbox.service import new_owner
+from services.sandbox.backends.base import ExecOutcome, ExecRequest
+from services.sandbox.backends.docker.backend import DockerBackend
+from services.sandbox.owners import new_owner
 from services.sandbox.settings import SandboxSettings
 
 LIST_PROCS = "import os; print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"
@@ -100,7 +100,7 @@ class TestRunnerPath:
         assert out.timed_out and out.killed_reason == "timeout"
         types = [t for t, _ in session.events]
         assert {"sandbox_kill", "sandbox_timeout", "sandbox_cleanup"} <= set(types)
-        left = docker.from_env().containers.list(all=True, filters={"id": out.sandbox_id})
+        left = docker.from_env().api.containers(all=True, filters={"id": out.sandbox_id})
         assert left == []
 
 
@@ -160,6 +160,17 @@ class TestFallback:
             s = Session(b, sandbox_settings)
             out = s.run("bash", "-c", "echo plain; exit 5")
             assert (out.stdout, out.exit_code, s.via) == ("plain\n", 5, "exec")
+        finally:
+            b.close()
+
+    def test_oom_kill_is_reported_through_docker_exec_too(
+        self, sandbox_settings: SandboxSettings
+    ) -> None:
+        b = open_backend(sandbox_settings.model_copy(update={"sandbox_runner": False}))
+        try:
+            s = Session(b, sandbox_settings)
+            out = s.run("python3", "-c", "b = b'x' * (1024 ** 3)")
+            assert (out.exit_code, out.oom_killed, s.via) == (137, True, "exec"), out.stderr
         finally:
             b.close()
 

@@ -11,7 +11,7 @@ from services.cli.up.ports import StackPorts
 from services.cli.up.stack import celery_spec
 from services.cli.up.supervisor import ProcessSpec
 from services.common.task_names import SANDBOX_QUEUE
-from services.sandbox.backend import SandboxUnavailable
+from services.sandbox.backends.base import SandboxUnavailable
 from services.sandbox.image import ensure_image
 from services.sandbox.settings import SandboxSettings
 

@@ -7,7 +7,7 @@ stdout, so one exec costs a pipe round trip instead of a ``docker exec``:
 
     frame = kind (1 byte) + payload length (4 bytes, big endian) + payload
     R ready {"pid"}  S started {"pid", "forked"}  O stdout bytes  E stderr bytes
-    X exit {"exit_code", "clean"}  F failed {"error"} (nothing was started)
+    X exit {"exit_code", "clean", "oom_killed"}  F failed {"error"} (nothing was started)
 
 Every request runs in a fresh child process with its own pipes; before and
 after it, every other process in the container is killed, so nothing of one
@@ -48,6 +48,8 @@ MAX_REQUEST = 16 * 1024 * 1024  # the host never sends more (1 MB of code, JSON-
 SWEEP_ROUNDS = 200
 PR_SET_DUMPABLE = 4
 IDLE_REAP_S = 2.0
+# The container's own OOM-kill counter, as the kernel keeps it (cgroup v2, then v1).
+OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
 
 
 def frame(kind: bytes, payload: bytes) -> bytes:
@@ -308,6 +310,20 @@ def pump(chan: Channel, pid: int, out_fd: int, err_fd: int) -> tuple[int, bool]:
     return code, clean
 
 
+def oom_kills() -> int | None:
+    """How many processes the OOM killer ended in this container; None if not visible."""
+    for path in OOM_COUNTERS:
+        try:
+            with open(path) as f:
+                for line in f:
+                    name, _, value = line.partition(" ")
+                    if name == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def exit_code(returncode: int) -> int:
     """Shell convention, as ``docker exec`` reports it: 128 + signal when killed."""
     return 128 - returncode if returncode < 0 else returncode
@@ -318,6 +334,7 @@ def serve(chan: Channel, req: dict[str, Any]) -> None:
         chan.send(FAILED, {"error": "could not clear leftover processes"})
         return
     code = python_code(req["argv"]) if req.get("fork") else None
+    ooms_before = oom_kills()
     try:
         pid, out_fd, err_fd, keep = fork_python(code, req) if code is not None else spawn(req)
     except OSError as exc:
@@ -329,7 +346,9 @@ def serve(chan: Channel, req: dict[str, Any]) -> None:
     chan.send(STARTED, {"pid": pid, "forked": code is not None})
     status, clean = pump(chan, pid, out_fd, err_fd)
     del keep  # Popen's own pipe objects may close now
-    chan.send(EXIT, {"exit_code": exit_code(status), "clean": clean})
+    ooms_after = oom_kills()
+    oom = ooms_before is not None and ooms_after is not None and ooms_after > ooms_before
+    chan.send(EXIT, {"exit_code": exit_code(status), "clean": clean, "oom_killed": oom})
 
 
 def main() -> int:

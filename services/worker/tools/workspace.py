@@ -56,9 +56,13 @@ def _check_syntax(path: str) -> None:
 
 
 def workspace_root(workspace: Path, *, create: bool = False) -> Path:
-    """The resolved workspace directory (created on demand for writers)."""
+    """The resolved workspace directory (created on demand for writers).
+
+    Created private (0700): the sandbox service lets its own uid in through
+    an ACL when it first runs code there, never by opening it to everyone.
+    """
     if create:
-        workspace.mkdir(parents=True, exist_ok=True)
+        workspace.mkdir(mode=0o700, parents=True, exist_ok=True)
     return workspace.resolve()
 
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from services.sandbox.backend import (
+from services.sandbox.backends.base import (
     WORKSPACE_MOUNT,
     ExecOutcome,
     ExecRequest,
@@ -29,8 +29,8 @@ from services.sandbox.backend import (
 )
 from services.sandbox.image import image_tag
 from services.sandbox.output import BoundedOutput
-from services.sandbox.pool import prepare_workspace
 from services.sandbox.settings import SandboxSettings
+from services.sandbox.workspace import prepare_workspace
 
 HOST_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -150,7 +150,8 @@ class BwrapBackend(SandboxBackend):
 
     def execute(self, request: ExecRequest, on_event: LifecycleSink) -> ExecOutcome:
         started = time.monotonic()
-        prepare_workspace(request.workspace)
+        uid, gid = self.settings.sandbox_uid_gid
+        prepare_workspace(request.workspace, sandbox_uid=uid, sandbox_gid=gid)
         proc = subprocess.Popen(
             self.command(request),
             stdin=subprocess.DEVNULL,

@@ -1,4 +1,4 @@
-"""Host end of the in-container runner (see runner/sandbox_runner.py).
+"""Host end of the in-container runner (see sandbox_runner.py next to it).
 
 The channel is the container's attached stdin/stdout, opened with Docker's
 attach API *before* the container starts so the runner's ready frame cannot be
@@ -52,6 +52,7 @@ class RunnerNotStarted(RunnerError):
 class RunnerResult:
     exit_code: int
     clean: bool  # every leftover process was killed afterwards
+    oom_killed: bool = False  # the container's OOM-kill counter rose during the run
 
 
 class RunnerChannel:
@@ -126,7 +127,11 @@ class RunnerChannel:
                 on_output(None, payload)
             elif kind == EXIT:
                 info = json.loads(payload)
-                return RunnerResult(int(info["exit_code"]), bool(info.get("clean")))
+                return RunnerResult(
+                    int(info["exit_code"]),
+                    bool(info.get("clean")),
+                    bool(info.get("oom_killed")),
+                )
             else:
                 self.broken = True
                 raise RunnerError(f"runner failed mid-run: {_text(payload)}")

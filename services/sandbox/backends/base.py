@@ -1,21 +1,18 @@
-"""The sandbox backend interface and the choice between its implementations.
+"""The sandbox backend interface: one request in, one outcome out.
 
 A backend runs one command in an isolated, resource-limited environment with
 the session workspace at ``/workspace`` and reports what happened. It never
-falls back to running code on the host: if the configured backend cannot be
-used, :func:`build_backend` raises :class:`SandboxUnavailable`.
+falls back to running code on the host: a backend that cannot be used raises
+:class:`SandboxUnavailable` (the factory picks one by settings).
 """
 
 from __future__ import annotations
 
-import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from services.sandbox.settings import SandboxSettings
 
 WORKSPACE_MOUNT = "/workspace"
 # Events a backend reports while it runs (type, data); the service publishes them.
@@ -46,6 +43,8 @@ class ExecOutcome:
     truncated: bool
     timed_out: bool = False
     killed_reason: str | None = None  # timeout | output_limit | workspace_quota
+    # The kernel's OOM killer ended a process of this run (the memory limit was hit).
+    oom_killed: bool = False
     duration_ms: float = 0.0
     warm: bool = False
     sandbox_id: str = ""
@@ -69,26 +68,12 @@ class SandboxBackend(ABC):
         whether an owner still heartbeats); returns how many."""
         return 0
 
+    def spares(self) -> int:
+        """Warm sandboxes ready for a new session right now (0 without a pool)."""
+        return 0
+
     def maintain(self) -> None:  # noqa: B027 - optional hook
         """Periodic upkeep (idle eviction, pool refill)."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Remove everything this backend started."""
-
-
-def build_backend(settings: SandboxSettings, *, owner: str) -> SandboxBackend:
-    """The backend named by ``LEAFLAB_SANDBOX_BACKEND``; raises if it is unusable."""
-    if settings.sandbox_backend == "docker":
-        from services.sandbox.docker_backend import DockerBackend
-
-        return DockerBackend(settings, owner=owner)
-    if settings.sandbox_backend == "bwrap":
-        if shutil.which("bwrap") is None:
-            raise SandboxUnavailable(
-                "LEAFLAB_SANDBOX_BACKEND=bwrap but bubblewrap is not installed "
-                "(apt-get install -y bubblewrap, or scripts/ensure_docker.sh)"
-            )
-        from services.sandbox.bwrap_backend import BwrapBackend
-
-        return BwrapBackend(settings)
-    raise SandboxUnavailable(f"unknown sandbox backend {settings.sandbox_backend!r}")

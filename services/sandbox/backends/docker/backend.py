@@ -1,25 +1,24 @@
-"""Docker backend: code runs in warm, hardened containers (see pool.py).
+"""Docker backend: code runs in warm, hardened containers (see pool.py, containers.py).
 
-Each warm container runs the in-container runner (runner/sandbox_runner.py),
+Each warm container runs the in-container runner (services/sandbox/runner),
 which takes execs over the container's attached stdin: no ``docker exec`` per
 call. A container without a working runner gets ``docker exec`` instead.
+Limits that need a view from outside (wall clock, output volume, workspace
+growth) are enforced here by killing the whole container.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from typing import Any
 
 import docker
 import docker.errors
 
-from services.sandbox.backend import (
+from services.sandbox.backends.base import (
     WORKSPACE_MOUNT,
     ExecOutcome,
     ExecRequest,
@@ -27,27 +26,24 @@ from services.sandbox.backend import (
     SandboxBackend,
     SandboxUnavailable,
 )
+from services.sandbox.backends.docker.containers import ContainerFactory, Slot, kill_quietly
+from services.sandbox.backends.docker.orphans import reap_orphans
+from services.sandbox.backends.docker.pool import WarmPool
 from services.sandbox.image import docker_client, image_exists, image_tag
 from services.sandbox.output import BoundedOutput
-from services.sandbox.pool import (
-    LABEL,
-    LABEL_OWNER,
-    LABEL_SLOT,
-    ContainerFactory,
-    Slot,
-    WarmPool,
-    remove_container,
-)
-from services.sandbox.runner_channel import OutputSink, RunnerError, RunnerNotStarted
+from services.sandbox.runner.channel import OutputSink, RunnerError, RunnerNotStarted
+from services.sandbox.runner.sandbox_runner import OOM_COUNTERS
 from services.sandbox.settings import SandboxSettings
+from services.sandbox.workspace import workspace_bytes
 
 log = logging.getLogger(__name__)
 
 # Runs before every `docker exec` in a reused container: kill what an earlier
 # exec left running (except PID 1 -- tini, or the runner -- and the container's
-# own `sleep infinity`;
-# PIDs are not predictable, so the keeper is known by its command line), then
-# open up the umask so the agent's file tools can edit what the sandbox wrote.
+# own `sleep infinity`; PIDs are not predictable, so the keeper is known by its
+# command line), then clear the umask: inside the workspace its default ACL
+# (see services/sandbox/workspace.py) decides who may use new files, so the
+# agent's file tools can edit what the sandbox wrote and nobody else can.
 PRELUDE = (
     "for d in /proc/[0-9]*; do p=${d#/proc/}; "
     'if [ "$p" -eq 1 ] || [ "$p" -eq $$ ]; then continue; fi; '
@@ -63,23 +59,6 @@ QUOTA_CHECK_EVERY_S = 1.0
 
 class ContainerGone(RuntimeError):
     """The container died before the exec started anything."""
-
-
-def workspace_bytes(root: Path) -> int:
-    """Total size of regular files under ``root`` (symlinks not followed)."""
-    total = 0
-    stack = [str(root)]
-    while stack:
-        try:
-            with os.scandir(stack.pop()) as it:
-                for entry in it:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                    elif entry.is_file(follow_symlinks=False):
-                        total += entry.stat(follow_symlinks=False).st_size
-        except OSError:
-            continue
-    return total
 
 
 class DockerBackend(SandboxBackend):
@@ -172,7 +151,7 @@ class DockerBackend(SandboxBackend):
                 # Docker's kill waits for the exec's output to be consumed, so it
                 # runs aside while the reader keeps draining the stream to EOF.
                 threading.Thread(
-                    target=_kill_quietly, args=(api, slot.container.id), daemon=True
+                    target=kill_quietly, args=(api, slot.container.id), daemon=True
                 ).start()
 
         def feed(out: bytes | None, err: bytes | None) -> None:
@@ -205,6 +184,7 @@ class DockerBackend(SandboxBackend):
                 "sandbox_id": slot.id,
                 "exit_code": outcome.exit_code,
                 "killed_reason": outcome.killed_reason,
+                "oom_killed": outcome.oom_killed,
                 "via": via,
             },
         )
@@ -235,9 +215,12 @@ class DockerBackend(SandboxBackend):
             except RunnerError as exc:
                 # Broken off mid-run: killed by us, or the container died (OOM, ...).
                 log.warning("runner stream of %s ended: %s", slot.id, exc)
+                if not kill_reason:
+                    outcome.oom_killed = bool(self._state(slot).get("OOMKilled"))
                 return False, "runner"
             else:
                 outcome.exit_code = result.exit_code
+                outcome.oom_killed = result.oom_killed
                 return result.clean, "runner"
         return self._exec(slot, request, outcome, feed, kill_reason), "exec"
 
@@ -279,15 +262,43 @@ class DockerBackend(SandboxBackend):
         outcome.exit_code = api.exec_inspect(exec_id).get("ExitCode")
         if outcome.exit_code in (None, 137):
             # SIGKILL: the OOM killer, or the code killed the container's keeper.
-            return self._running(slot)
+            # Docker's OOMKilled flag stays set for the container's life, so a
+            # container that saw an OOM kill is not reused: the flag means this run.
+            state = self._state(slot)
+            outcome.oom_killed = bool(state.get("OOMKilled")) or self._oom_counted(slot)
+            return bool(state.get("Running")) and not outcome.oom_killed
         return True
 
-    def _running(self, slot: Slot) -> bool:
+    def _oom_counted(self, slot: Slot) -> bool:
+        """Whether the container's own OOM-kill counter rose since last read.
+
+        Docker sets OOMKilled only when the container's main process dies on
+        some hosts (cgroup v1), so a killed exec child is seen in the counter.
+        """
+        api = self.client.api
         try:
-            state = self.client.api.inspect_container(slot.container.id)["State"]
-        except docker.errors.NotFound:
+            exec_id = api.exec_create(
+                slot.container.id, ["cat", *OOM_COUNTERS], user=self.settings.sandbox_user
+            )["Id"]
+            text = bytes(api.exec_start(exec_id)).decode(errors="replace")
+        except docker.errors.APIError:
             return False
-        return bool(state.get("Running"))
+        for line in text.splitlines():
+            name, _, value = line.partition(" ")
+            if name == "oom_kill" and value.strip().isdigit():
+                seen, slot.oom_kills = slot.oom_kills, int(value)
+                return slot.oom_kills > seen
+        return False
+
+    def _running(self, slot: Slot) -> bool:
+        return bool(self._state(slot).get("Running"))
+
+    def _state(self, slot: Slot) -> dict[str, Any]:
+        """Docker's view of the container (empty once it is gone)."""
+        try:
+            return dict(self.client.api.inspect_container(slot.container.id)["State"])
+        except docker.errors.NotFound:
+            return {}
 
     def _watch(
         self,
@@ -325,23 +336,16 @@ class DockerBackend(SandboxBackend):
 
     def reap_orphans(self, alive: Callable[[str], bool] | None = None) -> int:
         """Remove labelled containers whose owning worker is gone (or that exited)."""
-        mine = self.pool.container_ids()
-        reaped = 0
-        for c in self.client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
-            owner = c.labels.get(LABEL_OWNER, "")
-            if owner == self.owner:
-                # Ours but not pooled and not running: a leftover of a failed exec.
-                if c.id in mine or c.status == "running":
-                    continue
-            elif owner_alive(owner, alive):
-                continue
-            if remove_container(self.client, str(c.id)):
-                reaped += 1
-                log.info("reaped sandbox container %s (owner %s)", str(c.id)[:12], owner)
-            slot_dir = c.labels.get(LABEL_SLOT)
-            if slot_dir and Path(slot_dir).parent == self.pool.slots_dir:
-                shutil.rmtree(slot_dir, ignore_errors=True)
-        return reaped
+        return reap_orphans(
+            self.client,
+            owner=self.owner,
+            pooled=self.pool.container_ids(),
+            slots_dir=self.pool.slots_dir,
+            alive=alive,
+        )
+
+    def spares(self) -> int:
+        return self.pool.spare_count()
 
     def maintain(self) -> None:
         """Periodic upkeep: evict idle containers and top up spares."""
@@ -350,32 +354,3 @@ class DockerBackend(SandboxBackend):
 
     def close(self) -> None:
         self.pool.drain()
-
-
-def _kill_quietly(api: docker.APIClient, container_id: str) -> None:
-    try:
-        api.kill(container_id)
-    except docker.errors.APIError:
-        pass  # already gone
-
-
-def owner_alive(owner: str, alive: Callable[[str], bool] | None) -> bool:
-    """Whether a container's owner still runs: same-host pid check, else heartbeat.
-
-    A live pid on this host counts as alive even without a heartbeat: workers
-    configured with another Redis (another deployment or test run on the same
-    Docker daemon) heartbeat where this one cannot see, and must not lose
-    their containers to this janitor.
-    """
-    host, _, rest = owner.partition("/")
-    pid_text = rest.split("/", 1)[0]
-    if host == socket.gethostname() and pid_text.isdigit():
-        try:
-            os.kill(int(pid_text), 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            pass
-        else:
-            return True
-    return alive(owner) if alive is not None else True

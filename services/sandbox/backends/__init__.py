@@ -1,0 +1,1 @@
+"""Sandbox backends: the interface (``base``), Docker and bubblewrap engines, and a factory."""

@@ -1,0 +1,1 @@
+"""Bubblewrap backend for machines without Docker."""

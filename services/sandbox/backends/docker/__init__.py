@@ -1,0 +1,1 @@
+"""Docker backend: hardened containers, a warm pool of them, and the janitor that reaps orphans."""
