@@ -36,14 +36,10 @@ MAX_LINES = 400
 # Service modules a client may import: public entry points for operators, with
 # no HTTP surface. Everything else a client needs goes through HTTP.
 CLIENT_ENTRY_POINTS = {
-    # `leaflab sandbox build` and `leaflab up` build or check the image the sandbox
-    # worker runs; building an image is an operator's job, not an API call.
-    "services.sandbox.image",
-    # `leaflab up` reads the sandbox worker's settings (backend, image) to decide
-    # whether and how to start that worker.
-    "services.sandbox.settings",
-    # `leaflab library eval` scores retrieval with the library's own defaults.
-    "services.library.settings",
+    # `leaflab sandbox build-image` and `leaflab up` build or check the image the
+    # sandbox worker runs and whether a backend is usable: an operator's job done
+    # before any worker runs, not an API call.
+    "services.sandbox.operator",
     # `leaflab library eval` runs the offline evaluation over the operator's own
     # files in a throw-away index: a local computation, not a library request.
     "services.library.operator",

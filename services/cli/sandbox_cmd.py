@@ -6,9 +6,14 @@ import sys
 
 import click
 
-from services.sandbox.backends.base import SandboxUnavailable
-from services.sandbox.image import docker_client, image_exists, image_tag, recipe_dir
-from services.sandbox.settings import get_sandbox_settings
+from services.sandbox.operator import (
+    SandboxUnavailable,
+    docker_client,
+    get_sandbox_settings,
+    image_exists,
+    image_tag,
+    recipe_dir,
+)
 
 
 @click.group("sandbox")
@@ -26,7 +31,7 @@ def sandbox() -> None:
 @click.option("--force", is_flag=True, help="Rebuild even if the image exists.")
 def build_image(offline: bool, force: bool) -> None:
     """Build the sandbox image from deploy/sandbox (tagged by the recipe's hash)."""
-    from services.sandbox.image import ensure_image
+    from services.sandbox.operator import ensure_image
 
     settings = get_sandbox_settings()
     tag = image_tag(settings)

@@ -19,6 +19,7 @@ from opentelemetry import trace
 
 from services.common.celery_app import build_celery
 from services.common.metrics import SANDBOX_EXEC_DURATION, start_metrics_server
+from services.common.task_names import SANDBOX_EXEC_TASK
 from services.common.telemetry import TelemetrySettings, instrument_celery, setup_tracing
 from services.common.telemetry.names import SERVICE_SANDBOX, SPAN_SANDBOX_EXEC, TRACER_SANDBOX
 from services.sandbox.backends.base import SandboxUnavailable
@@ -55,7 +56,7 @@ def _answer(task_id: str, result: dict[str, Any]) -> None:
     app.backend.mark_as_done(task_id, result)
 
 
-@app.task(name="sandbox.exec", bind=True)
+@app.task(name=SANDBOX_EXEC_TASK, bind=True)
 def sandbox_exec(self: Task, **kwargs: Any) -> dict[str, Any]:
     """Run model-written code in the sandbox; see ``SandboxRuntime.run``."""
     try:

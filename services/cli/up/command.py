@@ -33,7 +33,7 @@ from services.cli.up.stackfile import HomeInUse, StackHome, StackRecord, interna
 from services.cli.up.supervisor import Supervisor
 from services.common.celery_app import build_celery
 from services.common.settings import CommonSettings
-from services.sandbox.settings import SandboxSettings
+from services.sandbox.operator import SandboxSettings
 
 READY_TIMEOUT_S = 300.0
 

@@ -11,9 +11,7 @@ from services.cli.up.ports import StackPorts
 from services.cli.up.stack import celery_spec
 from services.cli.up.supervisor import ProcessSpec
 from services.common.task_names import SANDBOX_QUEUE
-from services.sandbox.backends.base import SandboxUnavailable
-from services.sandbox.image import ensure_image
-from services.sandbox.settings import SandboxSettings
+from services.sandbox.operator import SandboxSettings, SandboxUnavailable, ensure_image
 
 
 def sandbox_worker_spec(settings: SandboxSettings, ports: StackPorts) -> ProcessSpec | None:
