@@ -22,6 +22,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
+from services.common.metrics import SANDBOX_START_DURATION, SANDBOX_WARM_POOL
 from services.sandbox.backends.docker.containers import ContainerFactory, Slot, dir_inode
 from services.sandbox.settings import SandboxSettings
 from services.sandbox.workspace import adopt_slot, prepare_workspace
@@ -45,6 +46,15 @@ class WarmPool:
 
     def checkout(self, session_key: str, workspace: Path, *, network: bool) -> tuple[Slot, bool]:
         """A container bound to ``workspace``; the flag says whether it was warm."""
+        started = time.perf_counter()
+        slot, warm = self._checkout(session_key, workspace, network=network)
+        SANDBOX_START_DURATION.labels("docker", "true" if warm else "false").observe(
+            time.perf_counter() - started
+        )
+        self._report_size()
+        return slot, warm
+
+    def _checkout(self, session_key: str, workspace: Path, *, network: bool) -> tuple[Slot, bool]:
         with self._lock:
             slot = self._idle.pop(session_key, None)
             busy = self._busy.get(session_key, 0)
@@ -82,6 +92,7 @@ class WarmPool:
             evicted = slot
         if evicted is not None:
             self.factory.remove(evicted)
+        self._report_size()
 
     def _prepare(self, path: Path) -> None:
         uid, gid = self.settings.sandbox_uid_gid
@@ -138,6 +149,7 @@ class WarmPool:
             with self._lock:
                 self._spares[False].append(spare)
             started += 1
+            self._report_size()
 
     def evict_idle(self) -> int:
         """Remove session containers idle too long, and the oldest over the cap."""
@@ -155,7 +167,13 @@ class WarmPool:
                 victims.append(self._idle.pop(key))
         for slot in victims:
             self.factory.remove(slot)
+        self._report_size()
         return len(victims)
+
+    def _report_size(self) -> None:
+        with self._lock:
+            size = self._count_locked()
+        SANDBOX_WARM_POOL.labels("docker").set(size)
 
     def _count_locked(self) -> int:
         return len(self._idle) + sum(len(v) for v in self._spares.values())
@@ -176,6 +194,7 @@ class WarmPool:
             slots = list(self._idle.values()) + [s for v in self._spares.values() for s in v]
             self._idle.clear()
             self._spares = {False: [], True: []}
+        self._report_size()
         for slot in slots:
             self.factory.remove(slot)
             if slot.mount_dir.parent == self.slots_dir:
