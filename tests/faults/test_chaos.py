@@ -7,13 +7,13 @@ booted and consumes work); a supervisor loop restarts it at once. At the end:
 no job lost, every edit in the file exactly once, no sandbox run repeated, no
 lease held, no container left over.
 
-The issue's size is 50 jobs and 100 kills. Each kill here is of a worker that
-has finished booting (a kill during boot tests nothing), and a restarted worker
-costs about 3 s of CPU to boot, so 100 kills took 292 s on this shared 2-core
-machine at load ~19 — over the 4-minute budget. The default is 50 jobs and up
-to 60 kills, one every 0.2-1 s; ``LEAFLAB_CHAOS_KILLS=100`` runs the full one.
-Kills stop once every job is over. The seed fixes the sequence of choices;
-which workers are booted at each moment, and so the victims, depend on timing.
+The issue's size: 50 jobs and up to 100 kills, one every 0.2-1 s. Each kill
+here is of a worker that has finished booting (a kill during boot tests
+nothing), and a restarted worker costs about 3 s of CPU to boot, so the full
+run took 292 s on a shared 2-core machine at load ~19 (60 kills: ~130 s;
+``LEAFLAB_CHAOS_KILLS`` sets the count). Kills stop once every job is over.
+The seed fixes the sequence of choices; which workers are booted at each
+moment, and so the victims, depend on timing.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from sqlalchemy import select
 from services.cli.up.commands import celery_worker_argv
 from services.common.models import Job, Message
 from services.common.models.sandbox import SandboxExecution
-from services.sandbox.pool import LABEL, LABEL_OWNER
+from services.common.task_names import SANDBOX_QUEUE
+from services.sandbox.backends.docker.containers import LABEL, LABEL_OWNER
 from tests.faults.chains import MARKER, expected_chain
 from tests.faults.conftest import FaultStack
 from tests.faults.load import ChainJob, wait_all_terminal
@@ -41,7 +42,7 @@ from tests.fixtures.builders import make_user
 from tests.fixtures.processes import Proc, Services
 
 JOBS = int(os.environ.get("LEAFLAB_CHAOS_JOBS", "50"))
-KILLS = int(os.environ.get("LEAFLAB_CHAOS_KILLS", "60"))
+KILLS = int(os.environ.get("LEAFLAB_CHAOS_KILLS", "100"))
 SEED = int(os.environ.get("LEAFLAB_CHAOS_SEED", "20261130"))
 AGENT_WORKERS = 3
 SANDBOX_WORKERS = 2
@@ -115,7 +116,7 @@ def sandbox_worker(svc: Services, name: str) -> Callable[[], Proc]:
 
     def start() -> Proc:
         argv = celery_worker_argv(
-            "services.sandbox.worker:app", "sandbox", concurrency=4, quiet_cluster=True
+            "services.sandbox.worker:app", SANDBOX_QUEUE, concurrency=4, quiet_cluster=True
         )
         proc = Proc(f"{name}-{len(svc.procs)}", argv, svc.env, svc.log_dir)
         svc.procs.append(proc)
