@@ -20,7 +20,7 @@ PUBLIC_ROUTES = frozenset({("GET", "/healthz")})
 METHODS = ("get", "post", "put", "patch", "delete")
 
 # Values for string patterns used in request bodies (checked against the pattern).
-PATTERN_VALUES = ("x", "b@lab.test", "2020", "proj x")
+PATTERN_VALUES = ("x", "b@lab.test", "2020", "proj x", "http://example.org/paper.pdf")
 
 
 @dataclass(frozen=True)

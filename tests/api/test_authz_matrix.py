@@ -22,6 +22,8 @@ from tests.api.authz_matrix import PUBLIC_ROUTES, probes, send
 from tests.conftest import Stack
 from tests.fixtures.builders import TestUser, client_for, make_project, make_user
 from tests.fixtures.processes import Services
+from tests.library.conftest import PDF_DIR, LibraryProcess
+from tests.library.conftest import TOKEN as LIBRARY_TOKEN
 
 ARTIFACT = "out/report.html"
 
@@ -39,8 +41,20 @@ class World:
 def world(
     stack: Stack, tmp_path_factory: pytest.TempPathFactory, session_factory: sessionmaker[Session]
 ) -> Iterator[World]:
-    svc = Services(stack, tmp_path_factory.mktemp("matrix"))
+    base = tmp_path_factory.mktemp("matrix")
+    files = base / "files"
+    # A real library behind /v1/library: its routes answer for real, not 503.
+    library = LibraryProcess(base, {"LEAFLAB_FILES_DIR": str(files)})
+    svc = Services(stack, base)
     try:
+        library.wait_ready()
+        svc.env.update(
+            {
+                "LEAFLAB_LIBRARY_URL": library.url,
+                "LEAFLAB_INTERNAL_TOKEN": LIBRARY_TOKEN,
+                "LEAFLAB_FILES_DIR": str(files),
+            }
+        )
         url = svc.api()
         alice, bob = make_user(session_factory), make_user(session_factory)
         project = make_project(session_factory, alice)
@@ -74,12 +88,24 @@ def world(
             "user_id": str(alice.id),
             "key_id": str(key.id),
             "project_id": project_id,
-            # Alice has no library document here; the library checks its own (helper B).
-            "document_id": str(uuid.uuid4()),
+            "document_id": _upload(client, project, f"{marker}.pdf"),
         }
         yield World(url, alice, bob, ids, [marker, alice.email, job_id, session["id"]])
     finally:
         svc.stop()
+        library.stop()
+
+
+def _upload(client: httpx.Client, project: str, filename: str) -> str:
+    """One of Alice's papers in her project's library (queued is enough: the row exists)."""
+    pdf = sorted(PDF_DIR.glob("*.pdf"))[0].read_bytes()
+    resp = client.post(
+        "/v1/library/documents",
+        files={"file": (filename, pdf, "application/pdf")},
+        data={"project": project},
+    )
+    assert resp.status_code == 202, resp.text
+    return str(resp.json()["id"])
 
 
 def _document(world: World) -> dict:
@@ -97,8 +123,6 @@ class TestAuthorisationMatrix:
                 continue
             resp = send(bob, probe)
             where = f"{probe.method} {probe.template} -> {resp.status_code}: {resp.text[:200]}"
-            if probe.template.startswith("/v1/library/") and resp.status_code == 503:
-                continue  # no library service in this test: nothing answered
             if "{" in probe.template or probe.template.startswith("/v1/admin/"):
                 assert resp.status_code in (403, 404), where
             else:

@@ -13,17 +13,18 @@ import asyncio
 import logging
 import uuid
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import httpx
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy.exc import IntegrityError
 
+from services.api.bodies import NO_NUL, NOT_BLANK
 from services.api.deps import CurrentUser, DbSession, StateDep
-from services.api.errors import ApiError
+from services.api.errors import ApiError, error_responses
 from services.api.library.schemas import (
     LibraryDocumentAccepted,
     LibraryDocumentDetail,
@@ -49,7 +50,41 @@ from services.common.documents.settings import IntakeSettings
 from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
 from services.common.telemetry import ainject_httpx_request
 
-router = APIRouter(prefix="/v1/library", tags=["library"])
+# The library's search modes (services/library/retrieval.py), as the API promises them.
+SearchMode = Literal["survey", "derive", "write", "keyword", "vector", "mix"]
+
+UPLOAD_BODY: dict[str, Any] = {
+    "required": True,
+    "content": {
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {
+                    "file": {"type": "string", "format": "binary", "description": "a PDF"},
+                    "project": {"type": "string", "maxLength": 200, "pattern": NO_NUL},
+                },
+            }
+        },
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["url"],
+                "additionalProperties": False,
+                "properties": {
+                    "url": {
+                        "type": "string",
+                        "maxLength": 2000,
+                        "pattern": r"^https?://[A-Za-z0-9][^\x00-\x20\x7f]*$",
+                    },
+                    "project": {"type": "string", "maxLength": 200, "pattern": NO_NUL},
+                },
+            }
+        },
+    },
+}
+
+router = APIRouter(prefix="/v1/library", tags=["library"], responses=error_responses(401, 422, 503))
 log = logging.getLogger(__name__)
 PROXY_TIMEOUT_S = 60.0
 UPLOAD_PATH = "/v1/library/documents"  # exempt from the global body cap; capped here
@@ -133,7 +168,14 @@ async def _forward(
     return model.model_validate(body)
 
 
-@router.post("/documents", status_code=202, response_model=LibraryDocumentAccepted)
+@router.post(
+    "/documents",
+    status_code=202,
+    response_model=LibraryDocumentAccepted,
+    responses=error_responses(400, 404, 409, 413, 415),
+    # The body is read by hand (streamed to disk), so FastAPI cannot infer it.
+    openapi_extra={"requestBody": UPLOAD_BODY},
+)
 async def add_document(
     request: Request, access: AccessDep, state: StateDep, intake: IntakeDep, db: DbSession
 ) -> LibraryDocumentAccepted:
@@ -206,12 +248,16 @@ def _register_and_queue(
     return LibraryDocumentAccepted(id=doc_id, status=status, duplicate=not created)
 
 
-@router.get("/documents", response_model=LibraryDocumentList)
+@router.get("/documents", response_model=LibraryDocumentList, responses=error_responses(400))
 async def list_documents(access: AccessDep, state: StateDep) -> Any:
     return await _forward(state, "GET", "/documents", LibraryDocumentList, headers=access.headers())
 
 
-@router.get("/documents/{document_id}", response_model=LibraryDocumentDetail)
+@router.get(
+    "/documents/{document_id}",
+    response_model=LibraryDocumentDetail,
+    responses=error_responses(400, 404),
+)
 async def get_document(document_id: str, access: AccessDep, state: StateDep) -> Any:
     try:
         ident = str(uuid.UUID(document_id))
@@ -221,14 +267,14 @@ async def get_document(document_id: str, access: AccessDep, state: StateDep) -> 
     return await _forward(state, "GET", path, LibraryDocumentDetail, headers=access.headers())
 
 
-@router.get("/search", response_model=LibrarySearchResults)
+@router.get("/search", response_model=LibrarySearchResults, responses=error_responses(400, 404))
 async def search(
     access: AccessDep,
     state: StateDep,
-    q: str,
-    mode: str = "mix",
-    k: int = 10,
-    project: str | None = None,
+    q: Annotated[str, Query(max_length=2000, pattern=NOT_BLANK, description="the query text")],
+    mode: SearchMode = "mix",
+    k: Annotated[int, Query(ge=1, le=100)] = 10,
+    project: Annotated[str | None, Query(max_length=200, pattern=NO_NUL)] = None,
 ) -> Any:
     """Search every collection the user may read, or only ``project``'s."""
     params: dict[str, Any] = {"q": q, "mode": mode, "k": k}
