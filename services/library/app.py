@@ -70,5 +70,9 @@ def create_app(settings: LibrarySettings | None = None) -> FastAPI:
     for router in (health_router, documents_router, search_router):
         app.include_router(router)
     mount_metrics(app)
-    app.add_middleware(TracingMiddleware, service_name=SERVICE_LIBRARY)
+    # Only callers holding the internal token (the API, the worker) continue
+    # their trace here; any other caller's traceparent stays a link.
+    app.add_middleware(
+        TracingMiddleware, service_name=SERVICE_LIBRARY, trusted_token=settings.internal_token
+    )
     return app

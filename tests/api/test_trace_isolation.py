@@ -128,3 +128,33 @@ class TestCallerContextIsALink:
             (format(link.context.trace_id, "032x"), format(link.context.span_id, "016x"))
             for link in span.links
         ] == [(caller_trace, caller_span)]
+
+    def test_only_a_leaflab_service_holding_the_internal_token_continues_its_trace(
+        self,
+    ) -> None:
+        """The library continues the worker's trace (a job's searches belong to the
+        job); a caller without the internal token, or with a wrong one, gets a link."""
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        app = FastAPI()
+
+        @app.get("/search")
+        def search() -> dict[str, str]:
+            return {"ok": "yes"}
+
+        middleware = TracingMiddleware(app, service_name="test", trusted_token="s3cret")
+        middleware.tracer = provider.get_tracer("test")
+        client = TestClient(middleware)  # type: ignore[arg-type]
+        caller_trace, caller_span = secrets.token_hex(16), secrets.token_hex(8)
+        parent = {"traceparent": f"00-{caller_trace}-{caller_span}-01"}
+        for token, continued in (("s3cret", True), ("wrong", False), (None, False)):
+            exporter.clear()
+            extra = {"X-Leaflab-Internal": token} if token else {}
+            assert client.get("/search", headers={**parent, **extra}).status_code == 200
+            (span,) = exporter.get_finished_spans()
+            assert span.context is not None
+            same_trace = format(span.context.trace_id, "032x") == caller_trace
+            assert same_trace is continued, token
+            assert (span.parent is not None) is continued, token
+            assert (len(span.links) == 0) is continued, token

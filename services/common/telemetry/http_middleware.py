@@ -14,6 +14,7 @@ name the spans and label the metrics, so cardinality stays bounded.
 
 from __future__ import annotations
 
+import hmac
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -45,7 +46,10 @@ class TracingMiddleware:
     """``app.add_middleware(TracingMiddleware, service_name="leaflab-api")``.
 
     Adds an ``X-Trace-Id`` response header so a user can quote the trace of a
-    failing request.
+    failing request. An internal service (the library) passes ``trusted_token``:
+    a request that presents it in ``X-Leaflab-Internal`` comes from another
+    Leaflab service, whose trace context is continued (so a job's library
+    searches are part of the job's trace); every other caller's stays a link.
     """
 
     def __init__(
@@ -53,8 +57,10 @@ class TracingMiddleware:
         app: ASGIApp,
         service_name: str,
         excluded_paths: frozenset[str] = DEFAULT_EXCLUDED,
+        trusted_token: str | None = None,
     ) -> None:
         self.app = app
+        self.trusted_token = trusted_token
         self.service_name = service_name
         self.excluded_paths = excluded_paths
         self.tracer = trace.get_tracer(TRACER_HTTP)
@@ -67,11 +73,15 @@ class TracingMiddleware:
         method = str(scope.get("method", "GET"))
         status = {"code": 500}
         started = time.perf_counter()
-        caller = trace.get_current_span(extract_context(headers)).get_span_context()
+        incoming = extract_context(headers)
+        caller = trace.get_current_span(incoming).get_span_context()
+        trusted = self._from_leaflab(headers)
         with self.tracer.start_as_current_span(
             method,
-            context=otel_context.Context(),  # a new root, whatever the caller sent
-            links=[Link(caller)] if caller.is_valid else None,
+            # A new root, whatever an outside caller sent; a Leaflab service's own
+            # call continues its trace.
+            context=incoming if trusted else otel_context.Context(),
+            links=[Link(caller)] if caller.is_valid and not trusted else None,
             kind=SpanKind.SERVER,
             attributes={
                 "http.request.method": method,
@@ -93,6 +103,12 @@ class TracingMiddleware:
                 await self.app(scope, receive, send_with_status)
             finally:
                 self._finish(span, scope, method, status["code"], started)
+
+    def _from_leaflab(self, headers: dict[str, str]) -> bool:
+        presented = headers.get("x-leaflab-internal")
+        if not self.trusted_token or presented is None:
+            return False
+        return hmac.compare_digest(presented.encode(), self.trusted_token.encode())
 
     def _finish(
         self, span: trace.Span, scope: Scope, method: str, code: int, started: float
