@@ -77,7 +77,8 @@ class TestProjectVisibility:
             resp = client.get(
                 "/v1/library/search", headers=as_member, params={"q": "x", "mode": "bogus"}
             )
-            assert resp.status_code == 400
+            # The API validates the mode against its declared enum before the library.
+            assert resp.status_code == 422 and resp.json()["error"]["code"] == "invalid_request"
 
             # Dot segments, raw or percent-encoded, never reach another internal route.
             for path in (
