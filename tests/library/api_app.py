@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import uuid
 from collections.abc import Iterator
@@ -43,8 +44,19 @@ def api_client(
     app = create_app(ApiSettings(**overrides))  # type: ignore[arg-type]
     intake = IntakeSettings(files_dir=files_dir, max_upload_bytes=max_upload_bytes)
     app.dependency_overrides[intake_settings] = lambda: intake
-    with TestClient(app) as client:
-        yield client
+    # The app runs inside the test process: its lifespan must not install (and
+    # then shut down) this process's one global tracer provider, which the
+    # telemetry tests install for themselves.
+    previous = os.environ.get("LEAFLAB_TRACING_ENABLED")
+    os.environ["LEAFLAB_TRACING_ENABLED"] = "false"
+    try:
+        with TestClient(app) as client:
+            yield client
+    finally:
+        if previous is None:
+            os.environ.pop("LEAFLAB_TRACING_ENABLED", None)
+        else:
+            os.environ["LEAFLAB_TRACING_ENABLED"] = previous
 
 
 def bearer(key: str) -> dict[str, str]:
