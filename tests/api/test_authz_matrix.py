@@ -19,11 +19,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.db import transaction
 from services.common.models import ApiKey, Artifact, Job, Project
 from tests.api.authz_matrix import PUBLIC_ROUTES, probes, send
+from tests.api.live_library import api_with_library
 from tests.conftest import Stack
 from tests.fixtures.builders import TestUser, client_for, make_project, make_user
-from tests.fixtures.processes import Services
-from tests.library.conftest import PDF_DIR, LibraryProcess
-from tests.library.conftest import TOKEN as LIBRARY_TOKEN
+from tests.library.conftest import PDF_DIR
 
 ARTIFACT = "out/report.html"
 
@@ -41,21 +40,7 @@ class World:
 def world(
     stack: Stack, tmp_path_factory: pytest.TempPathFactory, session_factory: sessionmaker[Session]
 ) -> Iterator[World]:
-    base = tmp_path_factory.mktemp("matrix")
-    files = base / "files"
-    # A real library behind /v1/library: its routes answer for real, not 503.
-    library = LibraryProcess(base, {"LEAFLAB_FILES_DIR": str(files)})
-    svc = Services(stack, base)
-    try:
-        library.wait_ready()
-        svc.env.update(
-            {
-                "LEAFLAB_LIBRARY_URL": library.url,
-                "LEAFLAB_INTERNAL_TOKEN": LIBRARY_TOKEN,
-                "LEAFLAB_FILES_DIR": str(files),
-            }
-        )
-        url = svc.api()
+    with api_with_library(stack, tmp_path_factory.mktemp("matrix")) as url:
         alice, bob = make_user(session_factory), make_user(session_factory)
         project = make_project(session_factory, alice)
         client = client_for(url, alice)
@@ -91,9 +76,6 @@ def world(
             "document_id": _upload(client, project, f"{marker}.pdf"),
         }
         yield World(url, alice, bob, ids, [marker, alice.email, job_id, session["id"]])
-    finally:
-        svc.stop()
-        library.stop()
 
 
 def _upload(client: httpx.Client, project: str, filename: str) -> str:

@@ -16,11 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 from sqlalchemy.orm import Session, sessionmaker
 
+from tests.api.live_library import api_with_library
 from tests.conftest import Stack
 from tests.fixtures.builders import TestUser, make_user
-from tests.fixtures.processes import Services
-from tests.library.conftest import TOKEN as LIBRARY_TOKEN
-from tests.library.conftest import LibraryProcess
 
 EXAMPLES_PER_OPERATION = 8
 # Operations whose schema-valid input may still be refused for what a schema
@@ -33,26 +31,8 @@ CONTENT_CHECKED = {"POST /v1/library/documents"}
 def contract_api(
     stack: Stack, tmp_path_factory: pytest.TempPathFactory, session_factory: sessionmaker[Session]
 ) -> Iterator[tuple[str, TestUser]]:
-    base = tmp_path_factory.mktemp("contract")
-    files = base / "files"
-    # The library service behind /v1/library, so its routes are fuzzed through the
-    # API like every other (not answered 503 "library unavailable").
-    library = LibraryProcess(base, {"LEAFLAB_FILES_DIR": str(files)})
-    svc = Services(stack, base)
-    try:
-        library.wait_ready()
-        svc.env.update(
-            {
-                "LEAFLAB_LIBRARY_URL": library.url,
-                "LEAFLAB_INTERNAL_TOKEN": LIBRARY_TOKEN,
-                "LEAFLAB_FILES_DIR": str(files),
-            }
-        )
-        url = svc.api()
+    with api_with_library(stack, tmp_path_factory.mktemp("contract")) as url:
         yield url, make_user(session_factory, admin=True)
-    finally:
-        svc.stop()
-        library.stop()
 
 
 @pytest.fixture(scope="module")
