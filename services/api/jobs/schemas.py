@@ -10,19 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from services.api.bodies import NOT_BLANK, RequestBody
 from services.common.models import Job
+from services.common.models.jobs import JobStatus
 
 JobKind = Literal["turn", "survey", "batch"]
-# Mirrors services.common.models.JOB_STATUSES (a test keeps the two equal).
-JobStatus = Literal[
-    "queued",
-    "running",
-    "waiting_approval",
-    "budget_exhausted",
-    "paused",
-    "succeeded",
-    "failed",
-    "cancelled",
-]
 
 
 class TurnInput(RequestBody):

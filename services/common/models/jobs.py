@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import (
     BigInteger,
@@ -26,7 +26,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from services.common.models.base import Base, Timestamped, new_id
 
-JOB_STATUSES = (
+JobStatus = Literal[
     "queued",
     "running",
     "waiting_approval",
@@ -35,7 +35,8 @@ JOB_STATUSES = (
     "succeeded",
     "failed",
     "cancelled",
-)
+]
+JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
 TERMINAL_STATUSES = ("succeeded", "failed", "cancelled")
 JOB_KINDS = ("turn", "survey", "batch")
 
