@@ -17,53 +17,16 @@ queue 256, batches of 64, 50 ms schedule delay):
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from opentelemetry.sdk.trace import TracerProvider
 
 from bench.otlp_sink import OtlpSinkProcess
 from bench.scratch_stack import scratch_stack
 from services.common.telemetry import TelemetrySettings, build_tracer_provider
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def black_hole() -> Iterator[int]:
-    """A TCP server that accepts connections and never answers."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield int(server.getsockname()[1])
-    finally:
-        stop.set()
-        thread.join()
-        for conn in held:
-            conn.close()
-        server.close()
+from tests.fixtures.dead_servers import black_hole, closed_port
 
 
 def _provider(database_url: str, otlp_url: str) -> TracerProvider:
@@ -108,8 +71,8 @@ def main() -> None:
     with scratch_stack("sinks", redis_db=False) as scratch, OtlpSinkProcess() as otlp:
         provider = _provider(scratch.database_url, otlp.url)
         measure("healthy", provider, args.spans, sinks_alive=True)
-    closed = f"postgresql+psycopg://postgres@127.0.0.1:{_closed_port()}/none"
-    measure("unreachable", _provider(closed, f"http://127.0.0.1:{_closed_port()}"), args.spans)
+    closed = f"postgresql+psycopg://postgres@127.0.0.1:{closed_port()}/none"
+    measure("unreachable", _provider(closed, f"http://127.0.0.1:{closed_port()}"), args.spans)
     with black_hole() as port:
         hung = f"postgresql+psycopg://postgres@127.0.0.1:{port}/none"
         measure("hung", _provider(hung, f"http://127.0.0.1:{port}"), args.spans)

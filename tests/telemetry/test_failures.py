@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import statistics
 import threading
 import time
@@ -13,41 +12,17 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from services.common.metrics import SPANS_DROPPED
 from services.common.telemetry import TelemetrySettings, build_tracer_provider
+from tests.fixtures.dead_servers import black_hole as hung_server
+from tests.fixtures.dead_servers import closed_port
 
 SPANS = 400
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
 def black_hole() -> Iterator[int]:
     """A TCP server that accepts connections and never answers (a hung DB/collector)."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield int(server.getsockname()[1])
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    server.close()
+    with hung_server() as port:
+        yield port
 
 
 def _dropped(sink: str, reason: str) -> float:
@@ -90,7 +65,7 @@ def _release(provider: TracerProvider) -> None:
 
 class TestSinksDown:
     def test_unreachable_db_and_collector(self) -> None:
-        provider = _provider(_closed_port(), _closed_port())
+        provider = _provider(closed_port(), closed_port())
         reasons = ("export_failed", "queue_full", "sink_down")
         before = sum(_dropped("postgres", r) for r in reasons)
         latencies = _end_latencies(provider)
