@@ -9,6 +9,7 @@ from services.cli.jobs_cmd import batch, cancel, jobs, submit, survey, watch
 from services.cli.library_cmd import library
 from services.cli.migrate_cmd import migrate
 from services.cli.sandbox_cmd import sandbox
+from services.cli.serve_cmd import serve
 from services.cli.trace_cmd import trace_cmd
 from services.cli.up.command import up
 from services.model_sim.command import model_sim
@@ -34,6 +35,7 @@ for command in (
     sandbox,
     trace_cmd,
     library,
+    serve,
 ):
     cli.add_command(command)
 

@@ -22,6 +22,10 @@ class SandboxSettings(CommonSettings):
     # Root filesystem for the bwrap backend; unset means the host's system dirs.
     sandbox_bwrap_rootfs: Path | None = None
 
+    # OCI runtime for sandbox containers (e.g. "runsc" for gVisor: a user-space
+    # kernel between model-written code and the host's). Unset: Docker's default.
+    sandbox_docker_runtime: str | None = None
+
     # Limits applied to every execution.
     sandbox_user: str = "10001:10001"
     sandbox_memory_mb: int = Field(default=512, ge=32)

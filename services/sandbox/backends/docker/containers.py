@@ -100,7 +100,7 @@ class ContainerFactory:
         s = self.settings
         mem = f"{s.sandbox_memory_mb}m"
         fsize = s.sandbox_file_size_mb * 1024 * 1024
-        return {
+        options: dict[str, Any] = {
             "network_mode": "bridge" if network else "none",
             "read_only": True,
             "cap_drop": ["ALL"],
@@ -121,6 +121,9 @@ class ContainerFactory:
             "labels": labels,
             "ipc_mode": "private",
         }
+        if s.sandbox_docker_runtime:
+            options["runtime"] = s.sandbox_docker_runtime
+        return options
 
     def _create_with_runner(
         self, mount_dir: Path, runner_dir: Path, network: bool, labels: dict[str, str]

@@ -1,0 +1,53 @@
+"""LEAFLAB_SANDBOX_DOCKER_RUNTIME picks the OCI runtime of every sandbox container.
+
+gVisor (`runsc`) is the recommended runtime on cluster sandbox nodes; it is not
+installed here, so the test names Docker's own `runc` explicitly and checks the
+container the daemon created, and that an unknown runtime is refused, not ignored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import docker
+import docker.errors
+import pytest
+
+from services.sandbox.backends.docker.containers import ContainerFactory
+from services.sandbox.settings import SandboxSettings
+
+
+def _factory(
+    client: docker.DockerClient, settings: SandboxSettings, image: str, runtime: str
+) -> ContainerFactory:
+    chosen = settings.model_copy(
+        update={"sandbox_docker_runtime": runtime, "sandbox_runner": False}
+    )
+    return ContainerFactory(client, chosen, image, owner="test-oci-runtime")
+
+
+def test_containers_run_under_the_configured_runtime(
+    docker_ready: docker.DockerClient,
+    sandbox_settings: SandboxSettings,
+    sandbox_image: str,
+    tmp_path: Path,
+) -> None:
+    slot = _factory(docker_ready, sandbox_settings, sandbox_image, "runc").create(
+        tmp_path, network=False, slot=False
+    )
+    try:
+        slot.container.reload()
+        assert slot.container.attrs["HostConfig"]["Runtime"] == "runc"
+    finally:
+        slot.container.remove(force=True)
+
+
+def test_an_unknown_runtime_is_refused(
+    docker_ready: docker.DockerClient,
+    sandbox_settings: SandboxSettings,
+    sandbox_image: str,
+    tmp_path: Path,
+) -> None:
+    factory = _factory(docker_ready, sandbox_settings, sandbox_image, "no-such-runtime")
+    with pytest.raises(docker.errors.APIError, match="no-such-runtime"):
+        factory.create(tmp_path, network=False, slot=False)
