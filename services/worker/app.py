@@ -29,6 +29,7 @@ from services.worker.llm.client import client_from_settings
 from services.worker.llm.pricing import PriceBook
 from services.worker.runtime.advance import advance
 from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.drain import start_draining
 from services.worker.runtime.lease import LeaseKeeper
 from services.worker.runtime.sweeper import Sweeper
 from services.worker.settings import WorkerSettings
@@ -94,6 +95,12 @@ def _start_sweeper(**_: Any) -> None:
         requeue_after_s=settings.requeue_after_s,
     )
     _sweeper.start()
+
+
+@signals.worker_shutting_down.connect
+def _drain(**_: Any) -> None:
+    # Sent as the warm shutdown begins (SIGTERM), before running tasks finish.
+    start_draining()
 
 
 @signals.worker_shutdown.connect

@@ -20,6 +20,7 @@ from services.common.telemetry.names import SPAN_JOB, TRACER_WORKER
 from services.worker.runtime.batch import BatchRunner
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.dispatch import send_advance
+from services.worker.runtime.drain import draining
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import commit_finish
 from services.worker.runtime.lease import Lease, LeaseLost, acquire, release
@@ -33,6 +34,10 @@ tracer = trace.get_tracer(TRACER_WORKER)
 def advance(deps: RuntimeDeps, job_id: uuid.UUID) -> Outcome | None:
     """Advance one job for at most one time slice; None when the lease was not ours."""
     settings = deps.settings
+    if draining():
+        # This worker is stopping: leave the job to one that is not.
+        enqueue(deps, job_id)
+        return None
     lease = acquire(
         deps.factory, job_id=job_id, owner=settings.worker_id, ttl_s=settings.lease_ttl_s
     )

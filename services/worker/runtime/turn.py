@@ -30,6 +30,7 @@ from services.worker.runtime.conversation import (
 )
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.dispatch import send_advance
+from services.worker.runtime.drain import draining
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import commit_finish
 from services.worker.runtime.lease import Lease
@@ -89,7 +90,7 @@ class TurnRunner:
         while True:
             if self.lease.lost.is_set():
                 return Outcome.LEASE_LOST
-            if not first and time.monotonic() >= deadline:
+            if not first and (time.monotonic() >= deadline or draining()):
                 return Outcome.SLICE_EXPIRED
             first = False
             if self.state.cancel_requested:

@@ -1,0 +1,106 @@
+"""SIGTERM (a rolling update) hands a worker's jobs on at once, not after the lease TTL.
+
+The worker's lease TTL and the sweeper's requeue delay are set to 60 s here: a
+job continued sooner than that was released and re-enqueued by the stopping
+worker itself. Without draining the job would sit until the lease expired.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.common.models import JobStep
+from tests.fixtures.builders import client_for, make_user, wait_job
+from tests.fixtures.processes import Proc, Services
+
+ROUNDS = 25
+LEASE_TTL_S = 60.0
+
+
+def _counting_script(latency_ms: int) -> dict:
+    """write then edit a counter: a step run twice would fail its exact-match edit."""
+    replies: list[dict] = [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.txt", "content": "0"}}]}
+    ]
+    for i in range(ROUNDS):
+        edit = {"path": "n.txt", "old_string": str(i), "new_string": str(i + 1)}
+        replies.append({"tool_calls": [{"name": "edit_file", "arguments": edit}]})
+    replies.append({"content": f"reached {ROUNDS}"})
+    return {"latency_ms": latency_ms, "replies": replies}
+
+
+def _succeeded_steps(factory: sessionmaker[Session], job_id: str) -> int:
+    with factory() as db:
+        return int(
+            db.scalar(
+                select(func.count())
+                .select_from(JobStep)
+                .where(JobStep.job_id == job_id, JobStep.status == "succeeded")
+            )
+            or 0
+        )
+
+
+def _wait_ready(worker: Proc, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while " ready." not in worker.log():
+        assert worker.popen.poll() is None, worker.log()[-3000:]
+        assert time.monotonic() < deadline, worker.log()[-3000:]
+        time.sleep(0.1)
+
+
+def test_sigterm_finishes_the_step_and_another_worker_continues_at_once(
+    services: Services, session_factory: sessionmaker[Session]
+) -> None:
+    services.env.update(
+        {
+            "LEAFLAB_LEASE_TTL_S": str(LEASE_TTL_S),
+            "LEAFLAB_REQUEUE_AFTER_S": str(LEASE_TTL_S),
+            "LEAFLAB_TIME_SLICE_S": "120",
+        }
+    )
+    sim = services.simulator()
+    url = services.api()
+    stopping = services.worker("stopping")
+    client = client_for(url, make_user(session_factory))
+    session = client.post("/v1/sessions", json={}).json()
+    sim.set_script(session["id"], _counting_script(latency_ms=1000))
+    job_id = client.post(
+        f"/v1/sessions/{session['id']}/messages", json={"content": "count"}
+    ).json()["job_id"]
+
+    deadline = time.monotonic() + 60
+    while _succeeded_steps(session_factory, job_id) < 4:
+        assert time.monotonic() < deadline, stopping.log()[-3000:]
+        time.sleep(0.05)
+    successor = services.worker("successor")
+    _wait_ready(successor)
+
+    terminated = time.monotonic()
+    os.killpg(stopping.popen.pid, signal.SIGTERM)
+    # Warm shutdown: the current step ends, the lease is released, the worker exits 0,
+    # long before the rest of the job (or its 120 s slice) could have run there.
+    assert stopping.popen.wait(timeout=40) == 0, stopping.log()[-3000:]
+    stopped_after = time.monotonic() - terminated
+    left = client.get(f"/v1/jobs/{job_id}").json()
+    assert left["status"] != "succeeded", (
+        f"ran the whole job in {stopped_after:.1f}s: {stopping.log()[-2500:]}"
+    )
+    assert stopped_after < 10, f"the worker took {stopped_after:.1f}s to stop"
+    job = wait_job(client, job_id, timeout_s=LEASE_TTL_S - 10)
+    took = time.monotonic() - terminated
+    assert job["status"] == "succeeded", job
+    assert took < LEASE_TTL_S - 10, f"job waited {took:.1f}s: it sat out the lease"
+
+    steps = client.get(f"/v1/jobs/{job_id}/steps").json()["items"]
+    tools = [s for s in steps if s["kind"] == "tool"]
+    assert len(tools) == ROUNDS + 1
+    assert all(s["status"] == "succeeded" and s["executions"] == 1 for s in tools), tools
+    workspace = Path(services.env["LEAFLAB_HOME"]) / "workspaces" / session["id"]
+    assert (workspace / "n.txt").read_text() == str(ROUNDS)
