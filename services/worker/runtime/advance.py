@@ -88,6 +88,8 @@ def _run_slice(deps: RuntimeDeps, lease: Lease) -> Outcome:
         )
         span.set_attribute("leaflab.job.kind", job.kind)
         span.set_attribute("leaflab.job.attempt", job.attempts)
+        # Which worker ran this slice: a job hops between workers and hosts.
+        span.set_attribute("leaflab.worker.id", deps.settings.worker_id)
         if job.kind == "batch":
             outcome = BatchRunner(deps, lease, job, events).run()
         else:
