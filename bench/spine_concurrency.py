@@ -7,6 +7,12 @@ achieved / ideal throughput (goal ≥ 0.9). Jobs are created directly in
 Postgres and enqueued in one burst, so submission speed is not measured here.
 
     .venv/bin/python -m bench.spine_concurrency [--jobs 200 --calls 5 --latency-ms 200]
+
+It also attributes CPU: seconds of CPU per ledger step for each process group
+(agent workers, the Postgres backends of the run's database, a private Redis,
+the simulator apart), next to three bare baselines measured in the same run —
+a Celery no-op task round trip, one HTTP call to the simulator, one Postgres
+insert — so each millisecond of Leaflab's cost per step can be placed.
 """
 
 from __future__ import annotations
@@ -18,19 +24,28 @@ import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 from celery import Celery
 from sqlalchemy import func, select
 
-from bench.scratch_stack import ScratchStack, scratch_stack
+from bench.cpu_accounting import CpuLedger, pids_of, postgres_backends
+from bench.cpu_baselines import (
+    _redis_pid,
+    celery_noop_baseline,
+    postgres_insert_baseline,
+    simulator_call_baseline,
+)
+from bench.scratch_stack import PG_ADMIN, ScratchStack, scratch_stack
 from services.cli.up.commands import celery_worker_argv, model_sim_argv
 from services.common.db import build_engine, build_sessionmaker
-from services.common.models import ChatSession, Job, User
+from services.common.models import ChatSession, Job, JobStep, User
 from services.common.task_names import ADVANCE_TASK, AGENT_QUEUE
 from services.worker.llm.client import ModelClient
 from services.worker.runtime.conversation import append_message
+from tests.faults.private_servers import PrivateRedis
 from tests.fixtures.processes import Proc, free_port, wait_http
 
 
@@ -66,8 +81,20 @@ def _wait_worker_ready(celery: Celery, processes: int, timeout_s: float = 120) -
     raise SystemExit("the worker did not start")
 
 
-def _run(scratch: ScratchStack, args: argparse.Namespace) -> tuple[float, int, float]:
-    """Enqueue every job in one burst; (makespan s, failed jobs, client-only makespan s)."""
+@dataclass
+class RunResult:
+    makespan: float
+    failed: int
+    floor: float
+    steps: int
+    cpu: dict[str, float]  # CPU seconds per process group during the run
+    baselines: dict[str, dict[str, float]]  # per baseline: CPU ms per operation and group
+
+
+def _run(
+    scratch: ScratchStack, redis_url: str, rds: PrivateRedis, args: argparse.Namespace
+) -> RunResult:
+    """Enqueue every job in one burst, measuring makespan and CPU; then the baselines."""
     logs = Path(tempfile.mkdtemp())
     tool = {"tool_calls": [{"name": "glob", "arguments": {"pattern": "*.md"}}]}
     script = {
@@ -78,7 +105,7 @@ def _run(scratch: ScratchStack, args: argparse.Namespace) -> tuple[float, int, f
     sim_port = free_port()
     env = {
         "LEAFLAB_DATABASE_URL": scratch.database_url,
-        "LEAFLAB_REDIS_URL": scratch.redis_url,
+        "LEAFLAB_REDIS_URL": redis_url,
         "LEAFLAB_LLM_BASE_URL": f"http://127.0.0.1:{sim_port}/v1",
         "LEAFLAB_HOME": str(logs),
         "LEAFLAB_DB_POOL_SIZE": "40",
@@ -106,9 +133,19 @@ def _run(scratch: ScratchStack, args: argparse.Namespace) -> tuple[float, int, f
         wait_http(f"http://127.0.0.1:{sim_port}/healthz", sim)
         os.environ.update(env)
         factory = build_sessionmaker(build_engine(scratch.database_url, pool_size=5))
-        celery = Celery("bench", broker=scratch.redis_url)
+        celery = Celery("bench", broker=redis_url)
         _wait_worker_ready(celery, args.processes)  # the clock starts only once the worker consumes
         ids = _create_jobs(factory, args.jobs)
+        ledger = CpuLedger(
+            {
+                "agent worker(s)": pids_of(*(w.popen.pid for w in workers)),
+                "postgres backends": postgres_backends(PG_ADMIN, scratch.database_name),
+                "redis": pids_of(_redis_pid(rds)),
+                "simulator (apart)": pids_of(sim.popen.pid),
+                "bench driver": pids_of(os.getpid()),
+            }
+        )
+        ledger.start()
         start = time.perf_counter()
         for job_id in ids:
             celery.send_task(ADVANCE_TASK, args=[str(job_id)], queue=AGENT_QUEUE)
@@ -128,6 +165,7 @@ def _run(scratch: ScratchStack, args: argparse.Namespace) -> tuple[float, int, f
                 raise SystemExit(f"timed out with {done}/{len(ids)} done; see {logs}")
             time.sleep(0.05)
         makespan = time.perf_counter() - start
+        cpu = ledger.stop()
         with factory() as db:
             failed = (
                 db.scalar(
@@ -137,14 +175,27 @@ def _run(scratch: ScratchStack, args: argparse.Namespace) -> tuple[float, int, f
                 )
                 or 0
             )
+            steps = (
+                db.scalar(select(func.count()).select_from(JobStep).where(JobStep.job_id.in_(ids)))
+                or 0
+            )
         for worker in workers:
-            worker.stop()  # the baseline gets the CPU the workers had
+            worker.stop()  # the baselines get the CPU the workers had
         floor = _client_floor(f"http://127.0.0.1:{sim_port}", args)
+        baselines = {
+            "celery no-op round trip": celery_noop_baseline(
+                redis_url, rds, logs, args.baseline_ops
+            ),
+            "http call to the simulator": simulator_call_baseline(
+                f"http://127.0.0.1:{sim_port}", sim, args.baseline_ops
+            ),
+            "postgres insert": postgres_insert_baseline(scratch, args.baseline_ops),
+        }
     finally:
         for worker in workers:
             worker.stop()
         sim.stop()
-    return makespan, failed, floor
+    return RunResult(makespan, failed, floor, int(steps), cpu, baselines)
 
 
 def _client_floor(sim_url: str, args: argparse.Namespace) -> float:
@@ -178,25 +229,54 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=250, help="threads per worker")
     parser.add_argument("--processes", type=int, default=1, help="worker processes")
+    parser.add_argument("--baseline-ops", type=int, default=1000, help="operations per baseline")
     args = parser.parse_args()
 
-    with scratch_stack("concurrency") as scratch:
-        makespan, failed, floor = _run(scratch, args)
+    redis_dir = Path(tempfile.mkdtemp(prefix="bench-redis-"))
+    # A private Redis: the machine's shared one serves other runs, whose CPU is not ours.
+    rds = PrivateRedis(redis_dir, free_port())
+    rds.start()
+    try:
+        with scratch_stack("concurrency", redis_db=False) as scratch:
+            result = _run(scratch, rds.url(), rds, args)
+    finally:
+        rds.stop()
+    _report(result, args)
+
+
+def _report(result: RunResult, args: argparse.Namespace) -> None:
     ideal = args.calls * args.latency_ms / 1000
+    makespan, floor = result.makespan, result.floor
     print(
         f"{args.jobs} jobs x {args.calls} model calls at {args.latency_ms} ms, "
-        f"{args.processes} worker process(es) x {args.concurrency} threads, {failed} failed"
+        f"{args.processes} worker process(es) x {args.concurrency} threads, "
+        f"{result.failed} failed"
     )
     print(
         f"ideal makespan {ideal:.2f} s (all waiting overlapped); "
         f"serialised model calls would take {args.jobs * ideal:.0f} s"
     )
-    print(f"achieved makespan {makespan:.2f} s -> achieved/ideal throughput {ideal / makespan:.3f}")
+    print(
+        f"achieved makespan {makespan:.2f} s -> achieved/ideal throughput {ideal / makespan:.3f}; "
+        f"{args.jobs * ideal / makespan:.1f}x faster than serial"
+    )
     print(
         f"baseline: the same calls from bare ModelClient threads (no Leaflab): {floor:.2f} s "
         f"-> achieved/ideal {ideal / floor:.3f}; "
         f"Leaflab / client-only makespan {makespan / floor:.2f}x"
     )
+    print(f"CPU per ledger step ({result.steps} steps: model calls and tool calls):")
+    platform = 0.0
+    for name, seconds in result.cpu.items():
+        per_step = 1000 * seconds / max(result.steps, 1)
+        print(f"  {name:22} {per_step:7.2f} ms  ({seconds:.2f} CPU-s)")
+        if name in ("agent worker(s)", "postgres backends", "redis"):
+            platform += per_step
+    print(f"  {'platform total':22} {platform:7.2f} ms  (workers + Postgres + Redis; goal <= 5)")
+    print(f"baselines in the same run (CPU ms per operation, {args.baseline_ops} each):")
+    for name, groups in result.baselines.items():
+        parts = ", ".join(f"{group} {ms:.3f}" for group, ms in groups.items())
+        print(f"  {name:28} total {sum(groups.values()):.3f} ms  ({parts})")
 
 
 if __name__ == "__main__":

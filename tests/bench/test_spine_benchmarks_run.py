@@ -47,7 +47,13 @@ def test_concurrency_benchmark_prints_its_figures(stack: Stack) -> None:
         "20",
         "--concurrency",
         "8",
+        "--baseline-ops",
+        "20",
     )
     assert "0 failed" in out
     assert "achieved/ideal throughput" in out
     assert "baseline: the same calls from bare ModelClient threads" in out
+    assert "CPU per ledger step (12 steps" in out
+    for line in ("agent worker(s)", "postgres backends", "celery no-op round trip"):
+        assert line in out
+    assert "http call to the simulator" in out and "postgres insert" in out
