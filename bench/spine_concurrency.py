@@ -20,6 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -145,6 +148,7 @@ def _run(
                 "bench driver": pids_of(os.getpid()),
             }
         )
+        profilers = [_profile(w, logs, args.profile) for w in workers] if args.profile else []
         ledger.start()
         start = time.perf_counter()
         for job_id in ids:
@@ -166,6 +170,9 @@ def _run(
             time.sleep(0.05)
         makespan = time.perf_counter() - start
         cpu = ledger.stop()
+        for profiler in profilers:
+            profiler.send_signal(signal.SIGINT)
+            profiler.wait(60)
         with factory() as db:
             failed = (
                 db.scalar(
@@ -196,6 +203,15 @@ def _run(
             worker.stop()
         sim.stop()
     return RunResult(makespan, failed, floor, int(steps), cpu, baselines)
+
+
+def _profile(worker: Proc, logs: Path, out_dir: Path) -> subprocess.Popen[bytes]:
+    """py-spy (collapsed stacks, every thread, idle excluded) on one worker for the run."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    py_spy = str(Path(sys.executable).parent / "py-spy")
+    argv = [py_spy, "record", "--pid", str(worker.popen.pid), "--rate", "250", "--gil",
+            "--format", "raw", "-o", str(out_dir / f"{worker.name}.txt")]  # fmt: skip
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(logs / "py-spy.log", "ab"))  # noqa: SIM115
 
 
 def _client_floor(sim_url: str, args: argparse.Namespace) -> float:
@@ -230,6 +246,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=250, help="threads per worker")
     parser.add_argument("--processes", type=int, default=1, help="worker processes")
     parser.add_argument("--baseline-ops", type=int, default=1000, help="operations per baseline")
+    parser.add_argument(
+        "--profile", type=Path, default=None, help="write py-spy profiles of the workers here"
+    )
     args = parser.parse_args()
 
     redis_dir = Path(tempfile.mkdtemp(prefix="bench-redis-"))
