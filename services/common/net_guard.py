@@ -45,6 +45,17 @@ _METADATA = frozenset(
     ipaddress.ip_address(a)
     for a in ("169.254.169.254", "169.254.170.2", "100.100.100.200", "192.0.0.192", "fd00:ec2::254")
 )
+# Metadata services also answer by name; refuse the names themselves, so a
+# resolver that maps them somewhere odd (split-horizon DNS) changes nothing.
+_METADATA_HOSTS = frozenset(
+    {
+        "metadata.google.internal",
+        "metadata.goog",
+        "metadata",
+        "instance-data",
+        "instance-data.ec2.internal",
+    }
+)
 # A host made only of digits, hex, "x" and dots is an IPv4 literal to
 # inet_aton (2130706433, 0x7f.1, 017700000001, 127.1); only dotted quads in
 # plain decimal are accepted, so the address checked is the one a reader sees.
@@ -56,6 +67,22 @@ _DOTTED_QUAD = re.compile(
 
 class AddressRefused(Exception):
     """The URL may not be fetched; ``str(exc)`` is a reason fit to show the user."""
+
+
+class FetchFailed(AddressRefused):
+    """The address was allowed but the fetch itself failed (timeout, network, status, size).
+
+    A subclass so callers that only care about "not fetched" keep catching
+    :class:`AddressRefused`; callers that retry read ``code`` and ``retryable``.
+    """
+
+    def __init__(
+        self, message: str, *, code: str, retryable: bool, status: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retryable = retryable
+        self.status = status
 
 
 def refusal_reason(address: IPAddress) -> str | None:
@@ -107,6 +134,8 @@ def check_host_literal(host: str) -> None:
     """Refuse non-canonical IPv4 literals and zone ids before anything resolves them."""
     if "%" in host:
         raise AddressRefused("IPv6 zone identifiers are not allowed in URLs")
+    if host.lower().rstrip(".") in _METADATA_HOSTS:
+        raise AddressRefused(f"{host!r} is a cloud metadata service")
     if _NUMERIC_HOST.match(host) and not _DOTTED_QUAD.match(host):
         raise AddressRefused(f"{host!r} is not a plain dotted-quad IPv4 address")
 
@@ -277,6 +306,7 @@ def fetch(
     max_bytes: int,
     timeout_s: float,
     max_redirects: int = 5,
+    headers: dict[str, str] | None = None,
 ) -> bytes:
     """GET ``url`` into memory; see :func:`fetch_to` (meant for small bodies)."""
     buffer = io.BytesIO()
@@ -287,6 +317,7 @@ def fetch(
         max_bytes=max_bytes,
         timeout_s=timeout_s,
         max_redirects=max_redirects,
+        headers=headers,
     )
     return buffer.getvalue()
 
@@ -303,7 +334,8 @@ def fetch_to(
 ) -> Fetched:
     """GET ``url`` through the guard into ``out``, re-checking every redirect hop.
 
-    Raises :class:`AddressRefused` for anything refused, unreachable, too large
+    Raises :class:`AddressRefused` for anything refused, and its subclass
+    :class:`FetchFailed` when an allowed address was unreachable, too large
     (over ``max_bytes``), too slow (over ``timeout_s`` in all) or not 200;
     ``out`` may then hold a partial body, which the caller discards.
     """
@@ -319,16 +351,32 @@ def fetch_to(
                         url = urljoin(url, response.headers.get("location", ""))
                         continue
                     if response.status_code != 200:
-                        raise AddressRefused(f"the server answered {response.status_code}")
+                        raise _status_failure(response.status_code)
                     size = _copy_capped(response, out, max_bytes, deadline)
                     return Fetched(
                         str(response.url), response.headers.get("content-type", ""), size
                     )
             except httpx.TimeoutException:
-                raise AddressRefused(f"no answer within {timeout_s:.0f} s") from None
-            except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                raise FetchFailed(
+                    f"no answer within {timeout_s:g} s", code="timeout", retryable=True
+                ) from None
+            except httpx.InvalidURL as exc:
                 raise AddressRefused(f"could not fetch the URL: {type(exc).__name__}") from None
+            except httpx.HTTPError as exc:
+                raise FetchFailed(
+                    f"could not fetch the URL: {type(exc).__name__}",
+                    code="unreachable",
+                    retryable=True,
+                ) from None
     raise AddressRefused(f"more than {max_redirects} redirects")
+
+
+def _status_failure(status: int) -> FetchFailed:
+    # Rate limits and server errors pass; anything else will answer the same again.
+    retryable = status == 429 or status >= 500
+    return FetchFailed(
+        f"the server answered {status}", code="http_status", retryable=retryable, status=status
+    )
 
 
 def _check_url(url: str) -> None:
@@ -343,13 +391,17 @@ def _check_url(url: str) -> None:
 def _copy_capped(response: httpx.Response, out: BinaryIO, max_bytes: int, deadline: float) -> int:
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
-        raise AddressRefused(f"the file is larger than {max_bytes} bytes")
+        raise FetchFailed(
+            f"the file is larger than {max_bytes} bytes", code="too_large", retryable=False
+        )
     size = 0
     for part in response.iter_bytes():
         size += len(part)
         if size > max_bytes:
-            raise AddressRefused(f"the file is larger than {max_bytes} bytes")
+            raise FetchFailed(
+                f"the file is larger than {max_bytes} bytes", code="too_large", retryable=False
+            )
         if time.monotonic() > deadline:
-            raise AddressRefused("the download took too long")
+            raise FetchFailed("the download took too long", code="timeout", retryable=True)
         out.write(part)
     return size
