@@ -16,9 +16,13 @@ from services.worker.tools.web.settings import ResearchToolSettings
 
 class PaperSearchArgs(BaseModel):
     query: str = Field(min_length=1, max_length=500, description="title words, topic or a DOI")
-    limit: int = Field(default=10, ge=1, le=50)
-    year_from: int | None = Field(default=None, ge=1500, le=2100)
-    year_to: int | None = Field(default=None, ge=1500, le=2100)
+    limit: int = Field(default=10, ge=1, le=50, description="how many works")
+    year_from: int | None = Field(
+        default=None, ge=1500, le=2100, description="published in or after this year"
+    )
+    year_to: int | None = Field(
+        default=None, ge=1500, le=2100, description="published in or before this year"
+    )
 
     @model_validator(mode="after")
     def _years_in_order(self) -> PaperSearchArgs:

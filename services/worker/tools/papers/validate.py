@@ -21,10 +21,12 @@ CANDIDATES = 5
 
 
 class PaperValidateArgs(BaseModel):
-    title: str | None = Field(default=None, max_length=1000)
+    title: str | None = Field(default=None, max_length=1000, description="the cited title")
     doi: str | None = Field(default=None, max_length=300, description="any spelling of a DOI")
-    authors: list[str] = Field(default_factory=list, max_length=100)
-    year: int | None = Field(default=None, ge=1500, le=2100)
+    authors: list[str] = Field(
+        default_factory=list, max_length=100, description="cited author names (any order)"
+    )
+    year: int | None = Field(default=None, ge=1500, le=2100, description="cited year")
 
     @field_validator("doi")
     @classmethod
