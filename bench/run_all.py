@@ -15,6 +15,7 @@ BENCHMARKS = [
     ["bench/spine_concurrency.py"],
     ["bench/llm_sim_latency.py"],
     ["bench/tools_files.py"],
+    ["bench/research_tools.py"],
     ["bench/tracing_overhead.py"],
     ["bench/tracing_sinks_down.py"],
     ["bench/sandbox_latency.py"],

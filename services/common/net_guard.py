@@ -1,9 +1,11 @@
 """The one outbound-address guard (SSRF) for every fetch of a user-chosen URL.
 
-Library URL ingestion uses it today and the agent's web tools will: a URL
-someone else chose must never reach loopback, the private network, link-local
-or carrier-grade NAT ranges, cloud metadata endpoints or any IPv6 form that
-embeds one of those (IPv4-mapped/compatible, NAT64, 6to4, Teredo).
+Library URL ingestion and the agent's research tools (services/worker/tools/web/)
+use it: a URL someone else chose must never reach loopback, the private
+network, link-local or carrier-grade NAT ranges, cloud metadata endpoints or
+any IPv6 form that embeds one of those (IPv4-mapped/compatible, NAT64, 6to4,
+Teredo). Which addresses and host spellings are refused is decided in
+services/common/net_addresses.py.
 
 The guarantee is about the address *actually connected to*: the host is
 resolved once inside the connection itself (an httpcore network backend), every
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import io
 import ipaddress
-import re
 import socket
 import ssl
 import time
@@ -32,83 +33,41 @@ from urllib.parse import urljoin, urlsplit
 import httpcore
 import httpx
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-# Ranges that ipaddress' is_global misses or that deserve their own reason.
-_CGNAT = ipaddress.ip_network("100.64.0.0/10")
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
-_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
-_SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
-_TEREDO = ipaddress.ip_network("2001::/32")
-# Cloud metadata endpoints, some of which sit in otherwise "global" space.
-_METADATA = frozenset(
-    ipaddress.ip_address(a)
-    for a in ("169.254.169.254", "169.254.170.2", "100.100.100.200", "192.0.0.192", "fd00:ec2::254")
-)
-# A host made only of digits, hex, "x" and dots is an IPv4 literal to
-# inet_aton (2130706433, 0x7f.1, 017700000001, 127.1); only dotted quads in
-# plain decimal are accepted, so the address checked is the one a reader sees.
-_NUMERIC_HOST = re.compile(r"^[0-9a-fx.]+$", re.IGNORECASE)
-_DOTTED_QUAD = re.compile(
-    r"^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$"
+from services.common.net_addresses import (
+    AddressRefused,
+    IPAddress,
+    check_host_literal,
+    refusal_reason,
 )
 
-
-class AddressRefused(Exception):
-    """The URL may not be fetched; ``str(exc)`` is a reason fit to show the user."""
-
-
-def refusal_reason(address: IPAddress) -> str | None:
-    """Why ``address`` must not be connected to, or ``None`` when it is public."""
-    if address in _METADATA:
-        return "a cloud metadata address"
-    if isinstance(address, ipaddress.IPv6Address):
-        embedded = _embedded_ipv4(address)
-        if embedded is not None:
-            inner = refusal_reason(embedded)
-            return f"an IPv6 form of {embedded}, {inner}" if inner else None
-        if address in _TEREDO:
-            return "a Teredo address (its IPv4 endpoint cannot be checked)"
-        if address in _NAT64_LOCAL:
-            return "a local-use NAT64 address"
-    if address.is_unspecified:
-        return "the unspecified address"
-    if address.is_loopback:
-        return "a loopback address"
-    if address.is_link_local:
-        return "a link-local address"
-    if address.is_multicast:
-        return "a multicast address"
-    if isinstance(address, ipaddress.IPv4Address) and address in _CGNAT:
-        return "a carrier-grade NAT address (100.64.0.0/10)"
-    if address.is_private:
-        return "a private address"
-    if address.is_reserved or not address.is_global:
-        return "a reserved or non-global address"
-    return None
+__all__ = [
+    "AddressRefused",
+    "FetchFailed",
+    "Fetched",
+    "GuardedTransport",
+    "NetGuard",
+    "check_host_literal",
+    "fetch",
+    "fetch_to",
+    "parse_allow_list",
+    "refusal_reason",
+]
 
 
-def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 transition form carries, if any."""
-    if address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    packed = address.packed
-    if address in _NAT64:
-        return ipaddress.IPv4Address(packed[12:])
-    if address in _SIX_TO_FOUR:
-        return ipaddress.IPv4Address(packed[2:6])
-    # IPv4-compatible (::a.b.c.d, deprecated but still routed by some stacks).
-    if packed[:12] == bytes(12) and int(address) > 1:
-        return ipaddress.IPv4Address(packed[12:])
-    return None
+class FetchFailed(AddressRefused):
+    """The address was allowed but the fetch itself failed (timeout, network, status, size).
 
+    A subclass so callers that only care about "not fetched" keep catching
+    :class:`AddressRefused`; callers that retry read ``code`` and ``retryable``.
+    """
 
-def check_host_literal(host: str) -> None:
-    """Refuse non-canonical IPv4 literals and zone ids before anything resolves them."""
-    if "%" in host:
-        raise AddressRefused("IPv6 zone identifiers are not allowed in URLs")
-    if _NUMERIC_HOST.match(host) and not _DOTTED_QUAD.match(host):
-        raise AddressRefused(f"{host!r} is not a plain dotted-quad IPv4 address")
+    def __init__(
+        self, message: str, *, code: str, retryable: bool, status: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retryable = retryable
+        self.status = status
 
 
 def parse_allow_list(text: str | None) -> frozenset[tuple[str, int]]:
@@ -277,6 +236,7 @@ def fetch(
     max_bytes: int,
     timeout_s: float,
     max_redirects: int = 5,
+    headers: dict[str, str] | None = None,
 ) -> bytes:
     """GET ``url`` into memory; see :func:`fetch_to` (meant for small bodies)."""
     buffer = io.BytesIO()
@@ -287,6 +247,7 @@ def fetch(
         max_bytes=max_bytes,
         timeout_s=timeout_s,
         max_redirects=max_redirects,
+        headers=headers,
     )
     return buffer.getvalue()
 
@@ -303,7 +264,8 @@ def fetch_to(
 ) -> Fetched:
     """GET ``url`` through the guard into ``out``, re-checking every redirect hop.
 
-    Raises :class:`AddressRefused` for anything refused, unreachable, too large
+    Raises :class:`AddressRefused` for anything refused, and its subclass
+    :class:`FetchFailed` when an allowed address was unreachable, too large
     (over ``max_bytes``), too slow (over ``timeout_s`` in all) or not 200;
     ``out`` may then hold a partial body, which the caller discards.
     """
@@ -319,16 +281,32 @@ def fetch_to(
                         url = urljoin(url, response.headers.get("location", ""))
                         continue
                     if response.status_code != 200:
-                        raise AddressRefused(f"the server answered {response.status_code}")
+                        raise _status_failure(response.status_code)
                     size = _copy_capped(response, out, max_bytes, deadline)
                     return Fetched(
                         str(response.url), response.headers.get("content-type", ""), size
                     )
             except httpx.TimeoutException:
-                raise AddressRefused(f"no answer within {timeout_s:.0f} s") from None
-            except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                raise FetchFailed(
+                    f"no answer within {timeout_s:g} s", code="timeout", retryable=True
+                ) from None
+            except httpx.InvalidURL as exc:
                 raise AddressRefused(f"could not fetch the URL: {type(exc).__name__}") from None
+            except httpx.HTTPError as exc:
+                raise FetchFailed(
+                    f"could not fetch the URL: {type(exc).__name__}",
+                    code="unreachable",
+                    retryable=True,
+                ) from None
     raise AddressRefused(f"more than {max_redirects} redirects")
+
+
+def _status_failure(status: int) -> FetchFailed:
+    # Rate limits and server errors pass; anything else will answer the same again.
+    retryable = status == 429 or status >= 500
+    return FetchFailed(
+        f"the server answered {status}", code="http_status", retryable=retryable, status=status
+    )
 
 
 def _check_url(url: str) -> None:
@@ -343,13 +321,17 @@ def _check_url(url: str) -> None:
 def _copy_capped(response: httpx.Response, out: BinaryIO, max_bytes: int, deadline: float) -> int:
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
-        raise AddressRefused(f"the file is larger than {max_bytes} bytes")
+        raise FetchFailed(
+            f"the file is larger than {max_bytes} bytes", code="too_large", retryable=False
+        )
     size = 0
     for part in response.iter_bytes():
         size += len(part)
         if size > max_bytes:
-            raise AddressRefused(f"the file is larger than {max_bytes} bytes")
+            raise FetchFailed(
+                f"the file is larger than {max_bytes} bytes", code="too_large", retryable=False
+            )
         if time.monotonic() > deadline:
-            raise AddressRefused("the download took too long")
+            raise FetchFailed("the download took too long", code="timeout", retryable=True)
         out.write(part)
     return size

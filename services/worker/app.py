@@ -33,6 +33,7 @@ from services.worker.runtime.drain import start_draining
 from services.worker.runtime.lease import LeaseKeeper
 from services.worker.runtime.sweeper import Sweeper
 from services.worker.settings import WorkerSettings
+from services.worker.tools.library_intake import CeleryIngestQueue
 from services.worker.tools.ports import LibraryEndpoint
 from services.worker.tools.sandbox_client import CelerySandbox
 from services.worker.toolset import build_registry
@@ -66,7 +67,7 @@ def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
         writer=engine.execution_options(isolation_level="AUTOCOMMIT"),
         model=client_from_settings(cfg),
         prices=PriceBook.from_settings(cfg),
-        registry=build_registry(),
+        registry=build_registry(ingest=CeleryIngestQueue(app)),
         publisher=EventPublisher(client),
         celery=app,
         keeper=LeaseKeeper(factory, ttl_s=cfg.lease_ttl_s),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import time
 import uuid
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from services.worker.runtime.lease import Lease, fenced_effect
 from services.worker.runtime.ledger import StepView, tool_key
 from services.worker.runtime.recorder import MessageWrite, StepWrite, record
 from services.worker.runtime.state import TurnState
+from services.worker.runtime.tool_attempts import run_attempts
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 
 log = logging.getLogger(__name__)
@@ -191,21 +191,13 @@ class ToolStepRunner:
         self._complete(round_no, call, key, status="succeeded", result=result, fresh=fresh)
 
     def _run_with_retries(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        attempts = self.deps.settings.tool_retry_attempts if tool.retry_safe else 1
-        for attempt in range(1, attempts + 1):
-            try:
-                return tool.run(args, ctx)
-            except ToolError as err:
-                if not err.retryable or attempt >= attempts:
-                    raise
-                base = self.deps.settings.tool_retry_base_s * (2 ** (attempt - 1))
-                time.sleep(base + random.uniform(0, base))
-            except Exception as exc:  # a tool bug must become a tool error, not a dead job
-                log.exception("tool %s crashed", tool.name)
-                raise ToolError(
-                    "tool_crashed", f"{tool.name} failed unexpectedly: {exc}", category="internal"
-                ) from exc
-        raise AssertionError("unreachable")
+        return run_attempts(
+            tool,
+            args,
+            ctx,
+            attempts=self.deps.settings.tool_retry_attempts,
+            base_s=self.deps.settings.tool_retry_base_s,
+        )
 
     def _record_unrun(self, round_no: int, call: ToolCallSpec, key: str, err: ToolError) -> None:
         fresh = {

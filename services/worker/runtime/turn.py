@@ -40,6 +40,7 @@ from services.worker.runtime.recorder import MessageWrite, StepWrite, UsageDelta
 from services.worker.runtime.state import TurnState
 from services.worker.runtime.survey_brief import ensure_brief
 from services.worker.runtime.tool_exec import JobIdentity, ToolCallSpec, ToolStepRunner
+from services.worker.runtime.tool_failures import consecutive_failures_reason
 from services.worker.tools.todo import todo_reminder, todo_reminder_due
 
 tracer = trace.get_tracer(TRACER_WORKER)
@@ -137,8 +138,7 @@ class TurnRunner:
                 round_no,
                 [],
                 {},
-                reason=f"stopped after {limit} consecutive "
-                "failed tool calls; see the job steps for each error",
+                reason=consecutive_failures_reason(steps, limit),
             )
         if round_no >= self.max_turns:
             return Plan("fail", round_no, [], {}, reason=f"max_turns ({self.max_turns}) reached")

@@ -92,7 +92,14 @@ class Tool(ABC):
     description: ClassVar[str]
     args_model: ClassVar[type[BaseModel]]
     effect: ClassVar[ToolEffect] = ToolEffect.READ_ONLY
+    # Retryable failures of a retry-safe tool are tried again with backoff and
+    # jitter (WorkerSettings.tool_retry_attempts); others fail on the first try.
     retry_safe: ClassVar[bool] = False
+    # Seconds one attempt may take; an overrun fails with the structured error
+    # ``timeout`` (retryable when the tool is retry-safe). The overrunning run is
+    # abandoned, not stopped, so only tools whose late finish is harmless (reads,
+    # network look-ups) set one; None means no limit beyond the tool's own.
+    timeout_s: ClassVar[float | None] = None
 
     def parse(self, raw: dict[str, Any]) -> BaseModel:
         """Validate raw model-supplied arguments; raise ToolError on any problem."""

@@ -41,3 +41,9 @@ class LibraryEndpoint:
 
     url: str
     internal_token: str
+
+
+class IngestQueue(Protocol):
+    def queue_ingest(self, document_id: str) -> None:
+        """Ask the library to ingest a registered document (after its row is committed)."""
+        ...

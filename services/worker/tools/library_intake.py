@@ -1,0 +1,86 @@
+"""A fetched PDF into the job's library: the API upload route's intake, from a tool.
+
+The bytes go into the shared content-addressed store, the document row is
+registered (queued) in the job's project collection — or the user's own when
+the job has no project — and committed before ``library.ingest`` is sent, so
+the task always finds its row. The same content in the same collection is the
+same document, so running this again (a retried or resumed tool call) adds
+nothing twice. Without an ingest queue the library's sweeper still picks the
+queued row up after its requeue delay.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from celery import Celery
+from sqlalchemy.exc import IntegrityError
+
+from services.common.documents.blobs import BlobStore
+from services.common.documents.collections import personal_collection, project_collection
+from services.common.documents.intake import register_document
+from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
+from services.worker.tools.base import ToolContext, ToolError
+from services.worker.tools.ports import IngestQueue
+
+
+class CeleryIngestQueue:
+    """Sends ``library.ingest`` by name to the library queue."""
+
+    def __init__(self, celery: Celery) -> None:
+        self._celery = celery
+
+    def queue_ingest(self, document_id: str) -> None:
+        self._celery.send_task(
+            LIBRARY_INGEST_TASK, args=[document_id], queue=LIBRARY_QUEUE, ignore_result=True
+        )
+
+
+@dataclass(frozen=True)
+class AddedDocument:
+    id: str
+    status: str
+    collection: str
+    duplicate: bool
+
+
+def add_pdf_to_library(
+    data: bytes,
+    *,
+    filename: str,
+    source_url: str,
+    ctx: ToolContext,
+    store: BlobStore,
+    queue: IngestQueue | None,
+) -> AddedDocument:
+    """Store, register and queue ``data`` (a PDF) in the job's collection."""
+    if ctx.db is None:
+        raise ToolError("library_unconfigured", "this worker has no database for the library")
+    if ctx.project_id:
+        collection = project_collection(uuid.UUID(ctx.project_id))
+    else:
+        collection = personal_collection(uuid.UUID(ctx.user_id))
+    key = store.put(data)
+    with ctx.db() as db:
+        try:
+            doc, created = register_document(
+                db,
+                content_hash=key,
+                filename=filename,
+                collection=collection,
+                owner_id=uuid.UUID(ctx.user_id),
+                project_id=uuid.UUID(ctx.project_id) if ctx.project_id else None,
+                source_url=source_url,
+            )
+            added = AddedDocument(str(doc.id), doc.status, collection, duplicate=not created)
+            db.commit()
+        except IntegrityError:
+            db.rollback()
+            # Another call registered the same file at this moment: the next try finds it.
+            raise ToolError(
+                "conflict", "the same document is being added; try again", retryable=True
+            ) from None
+    if created and queue is not None:  # after commit: the task must find the row
+        queue.queue_ingest(added.id)
+    return added
