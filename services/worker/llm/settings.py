@@ -34,7 +34,8 @@ class GpuPriceConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     usd_per_gpu_hour: float = Field(ge=0)
-    # Measured generation throughput of the deployment, per GPU.
+    # Measured generation throughput of the whole deployment (all its ``gpus``) at the
+    # concurrency it usually runs: the GPUs cost money whether a token is made or not.
     tokens_per_s: float = Field(gt=0)
     gpus: int = Field(default=1, ge=1)
     # Prefill is much faster than decoding; unmeasured, it is priced like output (safe side).

@@ -165,11 +165,14 @@ class ModelRouter:
         tier, why = self.tier_for(scene, tier_override)
         attempts: list[Attempt] = []
         last: ModelError | None = None
+        retry_after: float | None = None
         for pass_no in range(self.policy.max_retries + 1):
             if pass_no:
-                wait = self.policy.delay_s(pass_no, last.retry_after if last else None)
+                # The longest Retry-After of the pass (capped by the policy) is honoured.
+                wait = self.policy.delay_s(pass_no, retry_after)
                 log.warning("every %s candidate failed; next pass in %.2fs", tier, wait)
                 self._sleep(wait)
+                retry_after = None
             failed_profiles: set[str] = set()
             for index, candidate in enumerate(self.candidates[tier]):
                 if candidate.profile in failed_profiles:
@@ -187,6 +190,8 @@ class ModelRouter:
                 except ModelError as err:
                     attempts.append(Attempt(candidate, err.error_type, err.status, probe))
                     last = err
+                    if err.retry_after is not None:
+                        retry_after = max(retry_after or 0.0, err.retry_after)
                     if err.retryable:
                         self._report(candidate, ok=False, probe=probe)
                         continue
