@@ -54,6 +54,7 @@ class Calls:
 
     rows: list[tuple[float, float, str, str, str]] = field(default_factory=list)
     failed: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -82,9 +83,11 @@ def _caller(router: ModelRouter, calls: Calls, stop: threading.Event, n: int) ->
             routed = router.complete(
                 scene="agent_reasoning", messages=MESSAGES, max_tokens=32, conversation_key=key
             )
-        except Exception:  # noqa: BLE001 - counted: a call with no reply at all
+        except Exception as exc:  # noqa: BLE001 - counted: a call with no reply at all
             with calls.lock:
                 calls.failed += 1
+                calls.errors.setdefault(f"{type(exc).__name__}: {exc}"[:160], 0)
+                calls.errors[f"{type(exc).__name__}: {exc}"[:160]] += 1
             continue
         first = routed.attempts[0]
         with calls.lock:
@@ -180,6 +183,7 @@ def run(
             sum(1 for r in late if r[2] == "a" and r[3] != "skipped_open") / max(1, len(late)), 3
         ),
         "failed_calls": calls.failed,
+        "errors": dict(sorted(calls.errors.items(), key=lambda e: -e[1])[:3]),
     }
 
 
@@ -191,7 +195,7 @@ def main() -> None:
     )
     parser.add_argument("--healthy-s", type=float, default=2.0)
     parser.add_argument("--down-s", type=float, default=4.0)
-    parser.add_argument("--timeout-s", type=float, default=1.0)
+    parser.add_argument("--timeout-s", type=float, default=2.0)
     parser.add_argument("--latency-ms", type=int, default=20)
     parser.add_argument("--modes", default="refuse,hang")
     args = parser.parse_args()

@@ -169,3 +169,28 @@ def test_the_breaker_metric_is_exported(redis: Redis) -> None:
     assert gauge("h:2", model) == 0
     breaker.failure("h:2", model, probe=False)
     assert gauge("h:2", model) == 2
+
+
+def test_when_every_circuit_is_open_the_first_candidate_is_asked_anyway(
+    endpoints: Endpoints,  # noqa: F811
+    redis: Redis,
+) -> None:
+    model, key = unique_model(), fresh_key()
+    endpoints.script(endpoints.a, key, {"replies": [{"content": "A still answers"}]})
+    router = router_for(endpoints, model, redis, breaker_failure_threshold=1)
+    breaker = router.breaker
+    assert isinstance(breaker, RedisBreaker)
+    for sim in (endpoints.a, endpoints.b):
+        breaker.failure(sim.url.removeprefix("http://"), model, probe=False)
+    routed = router.complete(
+        scene="agent_reasoning", messages=USER, max_tokens=16, conversation_key=key
+    )
+    assert routed.response.content == "A still answers"
+    assert [str(a) for a in routed.attempts] == [
+        f"a:{model}=skipped_open",
+        f"b:{model}=skipped_open",
+        f"a:{model}=ok",
+    ]
+    assert "every circuit open" in routed.reason
+    # Only a granted probe closes a circuit.
+    assert breaker.state(endpoints.a.url.removeprefix("http://"), model) == "open"

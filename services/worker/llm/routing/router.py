@@ -6,6 +6,8 @@ Guarantees:
   *profile* (its key is wrong there, not the model); every other request error
   (400, context overflow, refusal) is raised at once: it would fail anywhere.
 - A candidate whose circuit is open is skipped without a request.
+- When every circuit of the tier is open, the first open candidate is asked anyway
+  (the call would fail for certain otherwise); that does not close its circuit.
 - When a whole pass over the candidates failed retryably, the router waits
   (exponential backoff with jitter; a Retry-After wins, up to a cap) and makes
   another pass, at most ``policy.max_retries`` more passes.
@@ -113,6 +115,23 @@ class RoutingFailed(ModelError):
         self.tier = tier
 
 
+@dataclass
+class _Call:
+    """One routed request and what happened to it so far."""
+
+    scene: str
+    tier: str
+    why: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    max_tokens: int
+    conversation_key: str | None
+    on_token: Callable[[str], None] | None
+    stream: bool
+    attempts: list[Attempt] = field(default_factory=list)
+    last: ModelError | None = None
+
+
 class ModelRouter:
     """Thread-safe: share one per worker process (its clients and breaker are)."""
 
@@ -163,8 +182,9 @@ class ModelRouter:
         """The first candidate's reply that succeeds; raises :class:`ModelError` for a
         request error and :class:`RoutingFailed` when no candidate answered."""
         tier, why = self.tier_for(scene, tier_override)
-        attempts: list[Attempt] = []
-        last: ModelError | None = None
+        call = _Call(
+            scene, tier, why, messages, tools, max_tokens, conversation_key, on_token, stream
+        )
         retry_after: float | None = None
         for pass_no in range(self.policy.max_retries + 1):
             if pass_no:
@@ -172,52 +192,93 @@ class ModelRouter:
                 wait = self.policy.delay_s(pass_no, retry_after)
                 log.warning("every %s candidate failed; next pass in %.2fs", tier, wait)
                 self._sleep(wait)
-                retry_after = None
-            failed_profiles: set[str] = set()
-            for index, candidate in enumerate(self.candidates[tier]):
-                if candidate.profile in failed_profiles:
-                    attempts.append(Attempt(candidate, "skipped_profile"))
-                    continue
-                decision = self._acquire(candidate)
-                if decision == "skip":
-                    attempts.append(Attempt(candidate, "skipped_open"))
-                    continue
-                probe = decision == "probe"
-                try:
-                    response = self._call(
-                        candidate, messages, tools, max_tokens, conversation_key, on_token, stream
-                    )
-                except ModelError as err:
-                    attempts.append(Attempt(candidate, err.error_type, err.status, probe))
-                    last = err
-                    if err.retry_after is not None:
-                        retry_after = max(retry_after or 0.0, err.retry_after)
-                    if err.retryable:
-                        self._report(candidate, ok=False, probe=probe)
-                        continue
-                    self._report(candidate, ok=True, probe=probe)  # it answered
-                    if err.status in AUTH_STATUSES:
-                        failed_profiles.add(candidate.profile)
-                        continue
-                    err.routed_attempts = attempts  # type: ignore[attr-defined]
-                    raise
-                self._report(candidate, ok=True, probe=probe)
-                attempts.append(Attempt(candidate, "ok", probe=probe))
-                place = "primary" if index == 0 else f"fallback #{index}"
-                reason = f"{why}; {place} {candidate}" + (" (half-open probe)" if probe else "")
-                return RoutedResponse(
-                    response=response,
-                    profile=candidate.profile,
-                    model=candidate.model,
-                    provider=self.endpoints[candidate.profile].provider,
-                    scene=scene,
-                    tier=tier,
-                    reason=reason,
-                    attempts=attempts,
-                )
-            if last is not None and not last.retryable:
+            routed, retry_after = self._pass(call)
+            if routed is not None:
+                return routed
+            if call.last is not None and not call.last.retryable:
                 break  # only auth failures this pass: another pass cannot help
-        raise RoutingFailed(last, attempts, tier)
+        raise RoutingFailed(call.last, call.attempts, tier)
+
+    def _pass(self, call: _Call) -> tuple[RoutedResponse | None, float | None]:
+        """One try over the tier's candidates: a reply, or None and the pass's longest
+        Retry-After. Raises a request error as it comes."""
+        failed_profiles: set[str] = set()
+        retry_after: float | None = None
+        first_open: tuple[int, Candidate] | None = None
+        tried = False
+        for index, candidate in enumerate(self.candidates[call.tier]):
+            if candidate.profile in failed_profiles:
+                call.attempts.append(Attempt(candidate, "skipped_profile"))
+                continue
+            decision = self._acquire(candidate)
+            if decision == "skip":
+                call.attempts.append(Attempt(candidate, "skipped_open"))
+                first_open = first_open or (index, candidate)
+                continue
+            tried = True
+            routed = self._try(call, index, candidate, probe=decision == "probe")
+            if routed is not None:
+                return routed, None
+            err = call.last
+            assert err is not None
+            if err.retry_after is not None:
+                retry_after = max(retry_after or 0.0, err.retry_after)
+            if err.status in AUTH_STATUSES:
+                failed_profiles.add(candidate.profile)
+        if not tried and first_open is not None:
+            # Every circuit is open: asking the first candidate anyway costs one request,
+            # while answering without one fails the call for certain. Its result does not
+            # move the open circuit (only a granted probe does).
+            index, candidate = first_open
+            routed = self._try(call, index, candidate, probe=False, forced=True)
+            if routed is not None:
+                return routed, None
+            assert call.last is not None
+            retry_after = call.last.retry_after
+        return None, retry_after
+
+    def _try(
+        self, call: _Call, index: int, candidate: Candidate, *, probe: bool, forced: bool = False
+    ) -> RoutedResponse | None:
+        try:
+            response = self._call(
+                candidate,
+                call.messages,
+                call.tools,
+                call.max_tokens,
+                call.conversation_key,
+                call.on_token,
+                call.stream,
+            )
+        except ModelError as err:
+            call.attempts.append(Attempt(candidate, err.error_type, err.status, probe))
+            call.last = err
+            if err.retryable:
+                self._report(candidate, ok=False, probe=probe)
+                return None
+            self._report(candidate, ok=True, probe=probe)  # it answered
+            if err.status in AUTH_STATUSES:
+                return None
+            err.routed_attempts = call.attempts  # type: ignore[attr-defined]
+            raise
+        self._report(candidate, ok=True, probe=probe)
+        call.attempts.append(Attempt(candidate, "ok", probe=probe))
+        place = "primary" if index == 0 else f"fallback #{index}"
+        reason = f"{call.why}; {place} {candidate}"
+        if probe:
+            reason += " (half-open probe)"
+        if forced:
+            reason += " (every circuit open: tried anyway)"
+        return RoutedResponse(
+            response=response,
+            profile=candidate.profile,
+            model=candidate.model,
+            provider=self.endpoints[candidate.profile].provider,
+            scene=call.scene,
+            tier=call.tier,
+            reason=reason,
+            attempts=call.attempts,
+        )
 
     def _call(
         self,
