@@ -163,6 +163,12 @@ def run(
     after = [r for r in calls.rows if r[0] >= t0]
     tried_a = [r for r in after if r[2] == "a" and r[3] != "skipped_open"]
     hit_a = [r[0] for r in tried_a]
+    # Calls in flight at t0 count too: a hung one leaves A only at its timeout.
+    left_a = [
+        r
+        for r in calls.rows
+        if r[1] >= t0 and r[2] == "a" and r[3] != "skipped_open" and r[4] == "b"
+    ]
     late = [r for r in after if r[0] >= t0 + 1.0]
     latencies = sorted(r[1] - r[0] for r in healthy)
     return {
@@ -175,7 +181,7 @@ def run(
         "to_all_fallback_s": round(max(hit_a) - t0, 3) if hit_a else 0.0,
         # A call that tried A is on B at the latest when it ends (a hung request first
         # waits for its timeout): the bound on when the last caller left A.
-        "all_on_b_by_s": round(max(r[1] for r in tried_a) - t0, 3) if tried_a else 0.0,
+        "all_on_b_by_s": round(max(r[1] for r in left_a) - t0, 3) if left_a else 0.0,
         "requests_to_a_after_down": len(hit_a),
         "breaker_open_after_s": round(opened[0] - t0, 3) if opened[0] is not None else None,
         "calls_after_down": len(after),
@@ -185,6 +191,25 @@ def run(
         "failed_calls": calls.failed,
         "errors": dict(sorted(calls.errors.items(), key=lambda e: -e[1])[:3]),
     }
+
+
+def breaker_cost_us(redis_url: str, n: int = 2000) -> dict[str, float]:
+    """CPU + Redis time the breaker adds to one healthy call (acquire + success), and
+    to a failing one (acquire + failure), single-threaded."""
+    breaker = RedisBreaker(Redis.from_url(redis_url))
+    endpoint, model = "bench:1", f"cost-{uuid.uuid4().hex[:8]}"
+    samples: dict[str, list[float]] = {"healthy_call_us": [], "failed_call_us": []}
+    for i in range(n):
+        started = time.perf_counter()
+        breaker.acquire(endpoint, model)
+        breaker.success(endpoint, model, probe=False)
+        samples["healthy_call_us"].append(time.perf_counter() - started)
+        if i % 2 == 0:  # stays below the threshold: failure, success, failure, ...
+            started = time.perf_counter()
+            breaker.acquire(endpoint, model)
+            breaker.failure(endpoint, model, probe=False)
+            samples["failed_call_us"].append(time.perf_counter() - started)
+    return {k: round(statistics.median(v) * 1e6, 1) for k, v in samples.items()}
 
 
 def main() -> None:
@@ -199,6 +224,8 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=int, default=20)
     parser.add_argument("--modes", default="refuse,hang")
     args = parser.parse_args()
+    cost = breaker_cost_us(args.redis)
+    print(f"breaker cost per call (p50, 1 thread): {cost}", flush=True)
     results = []
     for mode in args.modes.split(","):
         for with_breaker in (True, False):
@@ -225,7 +252,7 @@ def main() -> None:
                 f"failed calls {figures['failed_calls']}",
                 flush=True,
             )
-    print(json.dumps({"callers": args.callers, "runs": results}))
+    print(json.dumps({"callers": args.callers, "breaker_cost": cost, "runs": results}))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -36,9 +37,12 @@ _NOW = "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] /
 _ACQUIRE = (
     _NOW
     + """
-local s = redis.call('HMGET', KEYS[1], 'state', 'opened_at', 'probe_until')
+local s = redis.call('HMGET', KEYS[1], 'state', 'opened_at', 'probe_until', 'failures')
 local state = s[1] or 'closed'
-if state == 'closed' then return {'allow', 'closed'} end
+if state == 'closed' then
+  if s[4] and tonumber(s[4]) > 0 then return {'allow', 'closed'} end
+  return {'allow', 'clean'}
+end
 if state == 'open' and now < tonumber(s[2]) + tonumber(ARGV[1]) then
   return {'skip', 'open'}
 end
@@ -111,6 +115,9 @@ class RedisBreaker:
         self._acquire = redis.register_script(_ACQUIRE)
         self._failure = redis.register_script(_FAILURE)
         self._success = redis.register_script(_SUCCESS)
+        # Circuits this thread last saw closed with no failures counted: a success
+        # there changes nothing, so it costs no Redis round trip.
+        self._clean = threading.local()
 
     @staticmethod
     def key(endpoint: str, model: str) -> str:
@@ -120,15 +127,30 @@ class RedisBreaker:
         """May a call go to this candidate now: ``allow``, ``probe`` (the one half-open
         trial; report its result with ``probe=True``) or ``skip``."""
         cfg = self.config
+        key = self.key(endpoint, model)
         decision, state = self._acquire(
-            keys=[self.key(endpoint, model)],
+            keys=[key],
             args=[int(cfg.cooldown_s * 1000), int(cfg.probe_timeout_s * 1000), KEY_TTL_S],
         )
-        self._export(endpoint, model, _text(state))
+        state = _text(state)
+        clean = self._clean_keys()
+        if state == "clean":
+            clean.add(key)
+            state = "closed"
+        else:
+            clean.discard(key)
+        self._export(endpoint, model, state)
         return _text(decision)  # type: ignore[return-value]
+
+    def _clean_keys(self) -> set[str]:
+        keys: set[str] | None = getattr(self._clean, "keys", None)
+        if keys is None:
+            keys = self._clean.keys = set()
+        return keys
 
     def failure(self, endpoint: str, model: str, *, probe: bool) -> State:
         """A retryable failure (429, 5xx, timeout, disconnect) of a call."""
+        self._clean_keys().discard(self.key(endpoint, model))
         state = _text(
             self._failure(
                 keys=[self.key(endpoint, model)],
@@ -140,6 +162,8 @@ class RedisBreaker:
 
     def success(self, endpoint: str, model: str, *, probe: bool) -> State:
         """The endpoint answered (a reply, or a request error that is not its fault)."""
+        if not probe and self.key(endpoint, model) in self._clean_keys():
+            return "closed"
         state = _text(self._success(keys=[self.key(endpoint, model)], args=["1" if probe else "0"]))
         self._export(endpoint, model, state)
         return state  # type: ignore[return-value]
