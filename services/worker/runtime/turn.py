@@ -25,6 +25,7 @@ from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER, mod
 from services.worker.llm.errors import ModelError
 from services.worker.llm.routing.trace import (
     failed_route_attributes,
+    failed_route_request,
     route_request,
     routed_span_attributes,
 )
@@ -153,7 +154,7 @@ class TurnRunner:
         router = self.deps.router
         assert router is not None  # RuntimeDeps builds one
         scene = "agent_reasoning"
-        model = str(router.primary(scene))
+        model = router.primary(scene).model
         messages = to_model_messages(self.system_prompt, self.state.history)
         reminder = "todo" in self.deps.registry.names() and todo_reminder_due(
             _rounds_since_todo(steps)
@@ -177,6 +178,7 @@ class TurnRunner:
                 )
             except ModelError as err:
                 span.set_attributes(failed_route_attributes(err, scene))
+                request.update(failed_route_request(err))
                 span.set_attributes(
                     error_attributes(
                         provider=err.provider,

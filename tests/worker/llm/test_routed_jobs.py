@@ -62,3 +62,8 @@ def test_jobs_fall_back_on_503_and_not_on_400(
     assert failed["status"] == "failed"
     assert "400" in (failed["error"] or "") and "bad parameter" in failed["error"]
     assert _requests(a, bad) == 1 and _requests(b, bad) == 0
+    steps = client.get(f"/v1/jobs/{second['job_id']}/steps").json()["items"]
+    (llm,) = [s for s in steps if s["kind"] == "llm"]
+    assert (llm["name"], llm["arguments"]["model"]) == (MODEL, MODEL)
+    assert llm["status"] == "failed"
+    assert llm["arguments"]["attempts"] == [f"gpu-a:{MODEL}=bad_request 400"]

@@ -55,3 +55,9 @@ def route_request(routed: RoutedResponse) -> dict[str, Any]:
         "route_reason": routed.reason,
         "attempts": _attempt_texts(routed.attempts),
     }
+
+
+def failed_route_request(err: ModelError) -> dict[str, Any]:
+    """What a failed routed call adds to the llm step's arguments: each attempt."""
+    attempts: list[Attempt] = getattr(err, "routed_attempts", [])
+    return {"attempts": _attempt_texts(attempts)} if attempts else {}
