@@ -233,3 +233,25 @@ class TestConfig:
         twice = [{"name": "a", "base_url": "http://x/v1"}, {"name": "a", "base_url": "http://y/v1"}]
         with pytest.raises(ValidationError, match="unique"):
             LlmSettings(model_profiles=twice)
+
+
+def test_the_route_goes_on_the_model_call_span(endpoints: Endpoints) -> None:  # noqa: F811
+    from services.worker.llm.routing.trace import routed_span_attributes
+
+    key = fresh_key()
+    endpoints.script(endpoints.a, key, {"replies": [{"error": 503}, LATER]})
+    endpoints.script(endpoints.b, key, ANSWER)
+    routed = router_for(endpoints, MODEL).complete(
+        scene="agent_reasoning", messages=USER, max_tokens=64, conversation_key=key
+    )
+    attrs = routed_span_attributes(routed)
+    assert attrs["leaflab.route_reason"] == (
+        "scene agent_reasoning -> tier balanced; fallback #1 b:route-model"
+    )
+    assert attrs["leaflab.fallback"] is True
+    assert attrs["leaflab.route.tier"] == "balanced" and attrs["leaflab.route.profile"] == "b"
+    assert attrs["leaflab.route.attempts"] == [
+        "a:route-model=server_error 503",
+        "b:route-model=ok",
+    ]
+    assert attrs["gen_ai.request.model"] == MODEL
