@@ -255,3 +255,18 @@ def test_the_route_goes_on_the_model_call_span(endpoints: Endpoints) -> None:  #
         "b:route-model=ok",
     ]
     assert attrs["gen_ai.request.model"] == MODEL
+
+
+def test_every_profile_refusing_the_key_fails_without_retrying(
+    endpoints: Endpoints,  # noqa: F811
+) -> None:
+    key = fresh_key()
+    endpoints.script(endpoints.a, key, {"replies": [{"error": 401}, LATER]})
+    endpoints.script(endpoints.b, key, {"replies": [{"error": 403}, LATER]})
+    with pytest.raises(RoutingFailed) as caught:
+        router_for(endpoints, MODEL, llm_max_retries=2).complete(
+            scene="agent_reasoning", messages=USER, max_tokens=64, conversation_key=key
+        )
+    assert [a.outcome for a in caught.value.routed_attempts] == ["auth", "permission"]
+    assert not caught.value.retryable and caught.value.status == 403
+    assert endpoints.requests(endpoints.a, key) == 1  # no second pass

@@ -108,7 +108,8 @@ class RoutingFailed(ModelError):
             status=last.status if last is not None else None,
             error_type=last.error_type if last is not None else "circuit_open",
             request_id=last.request_id if last is not None else None,
-            retryable=True,
+            # Every profile refusing the key is not cured by waiting.
+            retryable=last.retryable if last is not None else True,
             retry_after=last.retry_after if last is not None else None,
         )
         self.routed_attempts = attempts
