@@ -46,6 +46,9 @@ CLIENT_ENTRY_POINTS = {
     # `leaflab up` creates the first admin before any key exists to authorise an
     # HTTP call (an open "create the first admin" route would be a takeover).
     "services.api.operator",
+    # `leaflab admin prices` prints the price table of this host's configuration
+    # (env prices, GPU-derived prices, routed models): a local computation.
+    "services.worker.operator",
 }
 
 # Modules that may spell a task name for another reason than Celery.

@@ -83,3 +83,13 @@ def project_add_member(name: str, email: str, role: str) -> None:
         "POST", f"/v1/admin/projects/{match[0]['id']}/members", json={"email": email, "role": role}
     )
     click.echo(f"{email} is now {role} of {name}")
+
+
+@admin.command("prices")
+def prices() -> None:
+    """The model price table of this host's configuration, with each price's source
+    (configured, gpu_derived, default)."""
+    from services.worker.operator import price_table, price_table_lines
+
+    for line in price_table_lines(price_table()):
+        click.echo(line)

@@ -27,6 +27,7 @@ from services.common.telemetry import TelemetrySettings, instrument_celery, setu
 from services.common.telemetry.names import SERVICE_WORKER
 from services.worker.llm.client import client_from_settings
 from services.worker.llm.pricing import PriceBook
+from services.worker.llm.routing.setup import router_from_settings
 from services.worker.runtime.advance import advance
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.drain import start_draining
@@ -73,6 +74,7 @@ def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
         keeper=LeaseKeeper(factory, ttl_s=cfg.lease_ttl_s),
         sandbox=CelerySandbox(app, queue=cfg.sandbox_queue),
         library=LibraryEndpoint(url=cfg.library_url, internal_token=cfg.internal_token),
+        router=router_from_settings(cfg, redis=client),
     )
 
 

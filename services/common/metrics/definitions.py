@@ -72,6 +72,13 @@ LLM_COST_USD: Final = Counter(
     "Dollar cost of model calls by model, user and project.",
     ["model", "user", "project"],
 )
+MODEL_BREAKER_STATE: Final = Gauge(
+    "leaflab_model_breaker_state",
+    "Circuit breaker state per model endpoint and model (0 closed, 1 half-open, 2 open), "
+    "as last seen by this process (the state itself is shared in Redis).",
+    ["endpoint", "model"],
+    multiprocess_mode="max",
+)
 SANDBOX_EXEC_DURATION: Final = Histogram(
     "leaflab_sandbox_exec_duration_seconds",
     "Sandbox execution time by backend (docker, bwrap) and outcome (ok, error, timeout).",

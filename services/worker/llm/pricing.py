@@ -3,25 +3,52 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
-from services.worker.llm.settings import DEFAULT_PRICE, LlmSettings
+from services.worker.llm.settings import DEFAULT_PRICE, GpuPriceConfig, LlmSettings
 from services.worker.llm.types import Usage
 
 PER_MTOK = 1_000_000
+SECONDS_PER_HOUR = 3600
+# configured: LEAFLAB_MODEL_PRICES; gpu_derived: LEAFLAB_GPU_PRICING; default: neither.
+PriceSource = Literal["configured", "gpu_derived", "default"]
 
 
 @dataclass(frozen=True)
 class ModelPrice:
-    """US$ per million tokens: fresh input, output, and input served from the prefix cache."""
+    """US$ per million tokens: fresh input, output, and input served from the prefix cache;
+    ``source`` says where the price came from (it does not take part in equality)."""
 
     input_per_mtok: float
     output_per_mtok: float
     cached_per_mtok: float
+    source: PriceSource = field(default="configured", compare=False)
 
     @classmethod
-    def from_triple(cls, triple: tuple[float, float, float]) -> ModelPrice:
-        return cls(*triple)
+    def from_triple(
+        cls, triple: tuple[float, float, float], source: PriceSource = "configured"
+    ) -> ModelPrice:
+        return cls(*triple, source=source)
+
+    @classmethod
+    def from_gpu(cls, gpu: GpuPriceConfig) -> ModelPrice:
+        """What the GPUs cost per token they make: the deployment's $/s over its tokens/s.
+        Output is priced at the measured generation rate, input at the prefill rate
+        (the generation rate when unmeasured), a cached prefix at ``cached_fraction``
+        of input."""
+        usd_per_s = gpu.usd_per_gpu_hour * gpu.gpus / SECONDS_PER_HOUR
+        output = usd_per_s / gpu.tokens_per_s * PER_MTOK
+        fresh = usd_per_s / (gpu.prefill_tokens_per_s or gpu.tokens_per_s) * PER_MTOK
+        return cls(fresh, output, fresh * gpu.cached_fraction, source="gpu_derived")
+
+
+@dataclass(frozen=True)
+class PriceRow:
+    """One line of the price table (``leaflab admin prices``)."""
+
+    model: str
+    price: ModelPrice
 
 
 def cost_usd(usage: Usage, price: ModelPrice) -> float:
@@ -50,13 +77,25 @@ class PriceBook:
         prices: Mapping[str, ModelPrice] | None = None,
         default: ModelPrice | None = None,
     ) -> None:
+        self._names = {name.lower(): name for name in (prices or {})}
         self._prices = {name.lower(): p for name, p in (prices or {}).items()}
-        self.default = default or ModelPrice.from_triple(DEFAULT_PRICE)
+        self.default = default or ModelPrice.from_triple(DEFAULT_PRICE, "default")
 
     @classmethod
     def from_settings(cls, settings: LlmSettings) -> PriceBook:
-        prices = {m: ModelPrice.from_triple(t) for m, t in settings.model_prices.items()}
-        return cls(prices, ModelPrice.from_triple(settings.default_model_price))
+        """Configured prices win over GPU-derived ones for the same model (an operator who
+        wrote a price meant it); every other model gets the default price."""
+        prices = {m: ModelPrice.from_gpu(g) for m, g in settings.gpu_pricing.items()}
+        prices.update({m: ModelPrice.from_triple(t) for m, t in settings.model_prices.items()})
+        return cls(prices, ModelPrice.from_triple(settings.default_model_price, "default"))
+
+    def table(self, models: list[str] | None = None) -> list[PriceRow]:
+        """Every priced model, plus ``models`` (e.g. the routed ones) at their effective
+        price, sorted by name."""
+        rows = {self._names[k]: p for k, p in self._prices.items()}
+        for model in models or []:
+            rows.setdefault(model, self.price_for(model))
+        return [PriceRow(m, rows[m]) for m in sorted(rows, key=str.lower)]
 
     def price_for(self, model: str) -> ModelPrice:
         """Exact name first (case-insensitive), then the name without an ``org/`` prefix."""

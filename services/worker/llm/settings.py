@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from services.common.settings import CommonSettings
 
@@ -11,6 +11,37 @@ from services.common.settings import CommonSettings
 DEFAULT_PRICE: tuple[float, float, float] = (0.20, 0.60, 0.05)
 
 PriceTriple = tuple[float, float, float]
+
+
+class ProfileConfig(BaseModel):
+    """One entry of ``LEAFLAB_MODEL_PROFILES``: an OpenAI-compatible endpoint and the
+    models it serves (an empty list serves any model)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    base_url: str = Field(min_length=1)
+    api_key: str = "sk-local"
+    models: list[str] = Field(default_factory=list)
+    # Models without native tool calling get the tools in the prompt (json_protocol.py).
+    json_tool_protocol: bool = False
+    timeout_s: float | None = Field(default=None, gt=0)
+
+
+class GpuPriceConfig(BaseModel):
+    """One entry of ``LEAFLAB_GPU_PRICING``: a self-hosted model priced from GPU cost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    usd_per_gpu_hour: float = Field(ge=0)
+    # Measured generation throughput of the whole deployment (all its ``gpus``) at the
+    # concurrency it usually runs: the GPUs cost money whether a token is made or not.
+    tokens_per_s: float = Field(gt=0)
+    gpus: int = Field(default=1, ge=1)
+    # Prefill is much faster than decoding; unmeasured, it is priced like output (safe side).
+    prefill_tokens_per_s: float | None = Field(default=None, gt=0)
+    # A prefix-cache hit skips most of the prefill work.
+    cached_fraction: float = Field(default=0.1, ge=0, le=1)
 
 
 class LlmSettings(CommonSettings):
@@ -24,6 +55,17 @@ class LlmSettings(CommonSettings):
     # Advertised tier names (INTERFACES.md); model routing will read them.
     model_fast: str | None = None
     model_flagship: str | None = None
+    model_long_context: str | None = None
+    # Routing (services/worker/llm/routing): endpoint profiles, tier candidates
+    # ("profile:model" or a bare model served by any profile), scene -> tier.
+    model_profiles: list[ProfileConfig] = Field(default_factory=list)
+    model_routes: dict[str, list[str]] = Field(default_factory=dict)
+    model_scenes: dict[str, str] = Field(default_factory=dict)
+    # Circuit breaker per (endpoint, model), shared through Redis.
+    breaker_failure_threshold: int = Field(default=3, ge=1)
+    breaker_cooldown_s: float = Field(default=10.0, gt=0)
+    breaker_probe_timeout_s: float = Field(default=30.0, gt=0)
+    gpu_pricing: dict[str, GpuPriceConfig] = Field(default_factory=dict)
     llm_timeout_s: float = 120.0
     llm_max_tokens: int = 2048
 
@@ -48,6 +90,15 @@ class LlmSettings(CommonSettings):
         if any(p < 0 for p in triple):
             raise ValueError(f"default model price must not be negative: {list(triple)}")
         return triple
+
+    @field_validator("model_profiles")
+    @classmethod
+    def _unique_profiles(cls, profiles: list[ProfileConfig]) -> list[ProfileConfig]:
+        names = [p.name for p in profiles]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"model profile names must be unique: {duplicates}")
+        return profiles
 
     @model_validator(mode="after")
     def _remote_endpoint_needs_key(self) -> LlmSettings:

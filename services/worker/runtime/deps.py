@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from celery import Celery
 from sqlalchemy import Engine
@@ -11,6 +11,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.events import EventPublisher
 from services.worker.llm.client import ModelClient
 from services.worker.llm.pricing import PriceBook
+from services.worker.llm.routing.router import ModelRouter
+from services.worker.llm.routing.setup import single_client_router
 from services.worker.runtime.lease import LeaseKeeper
 from services.worker.settings import WorkerSettings
 from services.worker.tools.ports import LibraryEndpoint, SandboxPort
@@ -32,3 +34,10 @@ class RuntimeDeps:
     # Ports offered to tools; None where this worker has no such service.
     sandbox: SandboxPort | None = None
     library: LibraryEndpoint | None = None
+    # Model calls go through the router (profiles, fallback, breaker); when deps are
+    # built by hand without one, every tier routes to ``model`` alone.
+    router: ModelRouter | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if self.router is None:
+            self.router = single_client_router(self.model, self.settings.model)

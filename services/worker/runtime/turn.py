@@ -23,6 +23,12 @@ from services.common.models import ChatSession, Job
 from services.common.telemetry import error_attributes, model_call_attributes
 from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER, model_call_span_name
 from services.worker.llm.errors import ModelError
+from services.worker.llm.routing.trace import (
+    failed_route_attributes,
+    failed_route_request,
+    route_request,
+    routed_span_attributes,
+)
 from services.worker.llm.types import ModelResponse
 from services.worker.runtime.conversation import (
     ordered_messages,
@@ -146,7 +152,10 @@ class TurnRunner:
 
     def _llm_round(self, round_no: int, steps: dict[str, StepView]) -> Outcome | None:
         settings = self.deps.settings
-        model = settings.model
+        router = self.deps.router
+        assert router is not None  # RuntimeDeps builds one
+        scene = "agent_reasoning"
+        model = router.primary(scene).model
         messages = to_model_messages(self.system_prompt, self.state.history)
         reminder = "todo" in self.deps.registry.names() and todo_reminder_due(
             _rounds_since_todo(steps)
@@ -158,12 +167,10 @@ class TurnRunner:
         request = {"model": model, "messages": len(messages), "todo_reminder": reminder}
         started = time.perf_counter()
         with tracer.start_as_current_span(model_call_span_name(model)) as span:
-            span.set_attributes(
-                model_call_attributes(request_model=model, provider=self.deps.model.provider)
-            )
+            span.set_attributes(model_call_attributes(request_model=model))
             try:
-                resp = self.deps.model.complete(
-                    model=model,
+                routed = router.complete(
+                    scene=scene,
                     messages=messages,
                     tools=self.deps.registry.schemas() or None,
                     max_tokens=settings.llm_max_tokens,
@@ -171,6 +178,8 @@ class TurnRunner:
                     on_token=self.events.token,
                 )
             except ModelError as err:
+                span.set_attributes(failed_route_attributes(err, scene))
+                request.update(failed_route_request(err))
                 span.set_attributes(
                     error_attributes(
                         provider=err.provider,
@@ -180,11 +189,14 @@ class TurnRunner:
                     )
                 )
                 span.set_status(trace.StatusCode.ERROR, str(err)[:500])
-                LLM_REQUEST_DURATION.labels(model, self.deps.model.provider, "error").observe(
+                LLM_REQUEST_DURATION.labels(model, err.provider, "error").observe(
                     time.perf_counter() - started
                 )
                 return self._model_failed(key, round_no, request, err)
+            resp, model = routed.response, routed.model
+            request.update(route_request(routed))
             cost = Decimal(str(round(self.deps.prices.cost_usd(model, resp.usage), 8)))
+            span.set_attributes(routed_span_attributes(routed))
             span.set_attributes(
                 model_call_attributes(
                     request_model=model,
@@ -194,18 +206,18 @@ class TurnRunner:
                     cached_tokens=resp.usage.cached_tokens,
                     finish_reasons=[resp.finish_reason or "unknown"],
                     cost_usd=float(cost),
-                    provider=self.deps.model.provider,
+                    provider=routed.provider,
                 )
             )
-        self._observe_model_call(model, resp, cost, time.perf_counter() - started)
+        self._observe_model_call(model, routed.provider, resp, cost, time.perf_counter() - started)
         self.events.flush_tokens()
         return self._record_reply(key, round_no, request, resp, cost)
 
     def _observe_model_call(
-        self, model: str, resp: ModelResponse, cost: Decimal, elapsed: float
+        self, model: str, provider: str, resp: ModelResponse, cost: Decimal, elapsed: float
     ) -> None:
         user, project = str(self.who.user_id), str(self.who.project_id or "")
-        LLM_REQUEST_DURATION.labels(model, self.deps.model.provider, "ok").observe(elapsed)
+        LLM_REQUEST_DURATION.labels(model, provider, "ok").observe(elapsed)
         STEP_DURATION.labels("llm", model).observe(elapsed)
         for kind, count in (
             ("input", resp.usage.input_tokens),

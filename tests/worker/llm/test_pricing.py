@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from services.worker.llm.pricing import ModelPrice, PriceBook, cost_usd, worst_case_usd
-from services.worker.llm.settings import LlmSettings
+from services.worker.llm.settings import GpuPriceConfig, LlmSettings
 from services.worker.llm.types import Usage
 
 PRICE = ModelPrice(input_per_mtok=2.0, output_per_mtok=8.0, cached_per_mtok=0.5)
@@ -50,4 +50,59 @@ class TestPriceBook:
     def test_bad_price_config_is_refused(self, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
         monkeypatch.setenv("LEAFLAB_MODEL_PRICES", value)
         with pytest.raises((ValidationError, ValueError)):
+            LlmSettings()
+
+
+class TestPriceSources:
+    def test_gpu_derived_price(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # 2 GPUs at $2.50/h make 1800 tokens/s together: $5/h / 3600 / 1800 per token.
+        monkeypatch.setenv(
+            "LEAFLAB_GPU_PRICING",
+            '{"qwen3-32b": {"usd_per_gpu_hour": 2.5, "tokens_per_s": 1800, "gpus": 2,'
+            ' "prefill_tokens_per_s": 18000}}',
+        )
+        price = PriceBook.from_settings(LlmSettings()).price_for("Qwen/Qwen3-32B")
+        per_mtok = 5.0 / 3600 / 1800 * 1e6  # ≈ $0.77 per million generated tokens
+        assert price.source == "gpu_derived"
+        assert price.output_per_mtok == pytest.approx(per_mtok)
+        assert price.input_per_mtok == pytest.approx(per_mtok / 10)
+        assert price.cached_per_mtok == pytest.approx(per_mtok / 100)
+
+    def test_a_self_hosted_call_costs_its_gpu_time(self) -> None:
+        gpu = GpuPriceConfig(usd_per_gpu_hour=3.6, tokens_per_s=1000)
+        # 1000 tokens out = 1 GPU-second = $0.001; input priced at the same rate.
+        usage = Usage(input_tokens=1000, output_tokens=1000)
+        assert cost_usd(usage, ModelPrice.from_gpu(gpu)) == pytest.approx(0.002)
+
+    def test_configured_price_wins_and_every_row_says_its_source(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("LEAFLAB_MODEL_PRICES", '{"both": [1, 2, 0.5], "cloud": [3, 9, 1]}')
+        monkeypatch.setenv(
+            "LEAFLAB_GPU_PRICING",
+            '{"both": {"usd_per_gpu_hour": 9, "tokens_per_s": 10}, '
+            '"local": {"usd_per_gpu_hour": 2, "tokens_per_s": 500}}',
+        )
+        book = PriceBook.from_settings(LlmSettings())
+        rows = {r.model: r.price for r in book.table(["unpriced-model"])}
+        assert {m: p.source for m, p in rows.items()} == {
+            "both": "configured",
+            "cloud": "configured",
+            "local": "gpu_derived",
+            "unpriced-model": "default",
+        }
+        assert rows["both"] == ModelPrice(1, 2, 0.5)
+
+    @pytest.mark.parametrize(
+        "value",
+        [
+            '{"m": {"usd_per_gpu_hour": 2}}',
+            '{"m": {"usd_per_gpu_hour": 2, "tokens_per_s": 0}}',
+            '{"m": {"usd_per_gpu_hour": -1, "tokens_per_s": 10}}',
+            '{"m": {"usd_per_gpu_hour": 2, "tokens_per_s": 10, "gpu": 4}}',
+        ],
+    )
+    def test_bad_gpu_pricing_is_refused(self, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+        monkeypatch.setenv("LEAFLAB_GPU_PRICING", value)
+        with pytest.raises(ValidationError):
             LlmSettings()

@@ -1,0 +1,42 @@
+"""What operators' tools (`leaflab admin prices`) may use of the worker.
+
+The price table is computed from the workers' own configuration (this host's
+environment: ``LEAFLAB_MODEL_PRICES``, ``LEAFLAB_GPU_PRICING``, the routed models),
+not asked of a running service, so the CLI reads it here, through this module.
+"""
+
+from __future__ import annotations
+
+from services.worker.llm.pricing import PriceBook, PriceRow
+from services.worker.llm.routing.profiles import (
+    build_candidates,
+    profiles_from_settings,
+)
+from services.worker.llm.settings import LlmSettings
+
+__all__ = ["PriceRow", "price_table", "price_table_lines"]
+
+
+def price_table(settings: LlmSettings | None = None) -> list[PriceRow]:
+    """Every priced model and every routed one, at the price a call would be charged."""
+    cfg = settings or LlmSettings()
+    routed = [
+        c.model
+        for tier in build_candidates(cfg, profiles_from_settings(cfg)).values()
+        for c in tier
+    ]
+    return PriceBook.from_settings(cfg).table(list(dict.fromkeys(routed)))
+
+
+def price_table_lines(rows: list[PriceRow]) -> list[str]:
+    """The table as text: US$ per million tokens and where each price came from."""
+    width = max([len("model"), *(len(r.model) for r in rows)])
+    lines = [f"{'model':<{width}}  {'input':>9}  {'cached':>9}  {'output':>9}  source"]
+    for row in rows:
+        p = row.price
+        lines.append(
+            f"{row.model:<{width}}  {p.input_per_mtok:>9.4f}  {p.cached_per_mtok:>9.4f}"
+            f"  {p.output_per_mtok:>9.4f}  {p.source}"
+        )
+    lines.append("(US$ per million tokens)")
+    return lines

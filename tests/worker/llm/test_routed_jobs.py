@@ -1,0 +1,69 @@
+"""A real worker routes jobs over two simulator endpoints: a 503 on the first lands
+the turn on the second and the job succeeds; a 400 fails the job without fallback.
+The ledger's llm step records the chosen profile and model, and every attempt."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+from sqlalchemy.orm import Session, sessionmaker
+
+from tests.fixtures.builders import client_for, make_user, wait_job
+from tests.fixtures.processes import Services, Simulator
+
+MODEL = "leaflab-sim"
+
+
+def _requests(sim: Simulator, key: str) -> int:
+    stats = httpx.get(f"{sim.url.removesuffix('/v1')}/_sim/stats", timeout=5).json()
+    conv = stats["conversations"].get(key)
+    return int(conv["requests"]) if conv else 0
+
+
+def test_jobs_fall_back_on_503_and_not_on_400(
+    services: Services, session_factory: sessionmaker[Session]
+) -> None:
+    a, b = services.simulator(), services.simulator()
+    services.env["LEAFLAB_MODEL_PROFILES"] = json.dumps(
+        [
+            {"name": "gpu-a", "base_url": a.url, "models": [MODEL]},
+            {"name": "gpu-b", "base_url": b.url, "models": [MODEL]},
+        ]
+    )
+    url = services.api()
+    services.worker()
+    client = client_for(url, make_user(session_factory))
+
+    down = client.post("/v1/sessions", json={}).json()["id"]
+    a.set_script(down, {"replies": [{"error": 503}, {"content": "from A"}]})
+    b.set_script(down, {"replies": [{"content": "from B"}]})
+    bad = client.post("/v1/sessions", json={}).json()["id"]
+    a.set_script(bad, {"replies": [{"error": 400, "message": "bad parameter"}, {"content": "A"}]})
+    b.set_script(bad, {"replies": [{"content": "from B"}]})
+
+    first = client.post(f"/v1/sessions/{down}/messages", json={"content": "hi"}).json()
+    second = client.post(f"/v1/sessions/{bad}/messages", json={"content": "hi"}).json()
+
+    job = wait_job(client, first["job_id"])
+    assert job["status"] == "succeeded", job
+    assert job["result"]["content"] == "from B"
+    steps = client.get(f"/v1/jobs/{first['job_id']}/steps").json()["items"]
+    llm = [s for s in steps if s["kind"] == "llm"]
+    assert len(llm) == 1 and llm[0]["name"] == MODEL
+    assert llm[0]["arguments"]["profile"] == "gpu-b"
+    assert llm[0]["arguments"]["attempts"] == [
+        f"gpu-a:{MODEL}=server_error 503",
+        f"gpu-b:{MODEL}=ok",
+    ]
+    assert "fallback #1" in llm[0]["arguments"]["route_reason"]
+
+    failed = wait_job(client, second["job_id"])
+    assert failed["status"] == "failed"
+    assert "400" in (failed["error"] or "") and "bad parameter" in failed["error"]
+    assert _requests(a, bad) == 1 and _requests(b, bad) == 0
+    steps = client.get(f"/v1/jobs/{second['job_id']}/steps").json()["items"]
+    (llm,) = [s for s in steps if s["kind"] == "llm"]
+    assert (llm["name"], llm["arguments"]["model"]) == (MODEL, MODEL)
+    assert llm["status"] == "failed"
+    assert llm["arguments"]["attempts"] == [f"gpu-a:{MODEL}=bad_request 400"]
