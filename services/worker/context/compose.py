@@ -17,7 +17,12 @@ from opentelemetry import trace
 
 from services.common.telemetry.names import TRACER_WORKER
 from services.worker.context.settings import ContextSettings
-from services.worker.context.summary import make_summary, recorded_summaries, summary_key
+from services.worker.context.summary import (
+    SLOT_SEPARATOR,
+    make_summary,
+    recorded_summaries,
+    summary_key,
+)
 from services.worker.context.view import Budget, ContextView, build_view, compact_requested
 from services.worker.runtime.conversation import to_model_messages
 from services.worker.runtime.deps import RuntimeDeps
@@ -26,9 +31,6 @@ from services.worker.runtime.lease import Lease
 from services.worker.runtime.state import TurnState
 
 tracer = trace.get_tracer(TRACER_WORKER)
-# Lets the simulator play the right scripted reply when a summary has removed
-# assistant messages from the view (it otherwise counts them to find its place).
-SLOT_SEPARATOR = "#slot="
 
 
 @dataclass
@@ -128,5 +130,6 @@ def _record(view: ContextView) -> dict[str, Any]:
         "tokens_after": view.tokens_after,
         "layers": [layer.layer for layer in view.layers],
         "summary": summary_key(view.summary_round) if view.summary_round is not None else None,
+        "view_messages": len(view.messages),
         "view_sha256": view.digest(),
     }

@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 tracer = trace.get_tracer(TRACER_WORKER)
 
 SUMMARY_KIND = "summary"
+# Lets the simulator play the right scripted reply when compression has removed
+# assistant messages from a view (it otherwise counts them to find its place).
+SLOT_SEPARATOR = "#slot="
 SUMMARISER_PROMPT = (
     "You compress an agent's working conversation. Summarise the transcript below for the "
     "agent itself: the user's goals and constraints, decisions taken, facts and numbers "
@@ -71,6 +74,7 @@ def make_summary(
 ) -> None:
     """Ask the model for the summary (local fallback on failure) and record it as a step."""
     model = deps.settings.model
+    done = len(recorded_summaries(state.steps))
     transcript = render_transcript(request.messages, previous=request.previous)
     usage = UsageDelta()
     source = "llm"
@@ -87,7 +91,8 @@ def make_summary(
                     {"role": "user", "content": transcript},
                 ],
                 max_tokens=max_tokens,
-                conversation_key=f"{session_id}:summary",
+                # The n-th summary of the job is the summariser's reply slot n.
+                conversation_key=f"{session_id}:summary{SLOT_SEPARATOR}{done}",
                 stream=False,
             )
             content = (resp.content or "").strip()
