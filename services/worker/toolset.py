@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from services.worker.memory.tool import memory_tool
 from services.worker.tools.base import Tool
 from services.worker.tools.code import code_tools
 from services.worker.tools.files import file_tools
@@ -11,5 +12,5 @@ from services.worker.tools.todo import todo_tool
 
 
 def build_registry() -> ToolRegistry:
-    tools: list[Tool] = [*file_tools(), todo_tool(), *code_tools(), *library_tools()]
+    tools: list[Tool] = [*file_tools(), todo_tool(), *code_tools(), *library_tools(), memory_tool()]
     return ToolRegistry(tools)

@@ -27,6 +27,11 @@ class ContextSettings(CommonSettings):
     # file (``<name>.md`` in a prompts folder) or, failing that, this literal text.
     prompt_switch_after_turn: int | None = Field(default=None, ge=0)
     prompt_switch_to: str | None = None
+    # Memory maintenance: a background job after this many turns of a session
+    # without a memory write (0 turns it off), capped in model calls and tokens.
+    memory_every_turns: int = Field(default=10, ge=0)
+    memory_max_steps: int = Field(default=6, ge=1, le=50)
+    memory_max_tokens: int = Field(default=20_000, ge=1_000)
 
     @model_validator(mode="after")
     def _reserve_leaves_room(self) -> ContextSettings:

@@ -25,6 +25,7 @@ from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER, mod
 from services.worker.context.compose import compose_view
 from services.worker.llm.errors import ModelError
 from services.worker.llm.types import ModelResponse
+from services.worker.memory.schedule import schedule_maintenance
 from services.worker.prompts.for_job import job_prompt
 from services.worker.prompts.skills import inject_skills
 from services.worker.runtime.conversation import ordered_messages
@@ -77,7 +78,7 @@ class TurnRunner:
             history = ordered_messages(db, session_id=self.who.session_id, upto_job=job)
             fresh = db.get(Job, self.job_id)
             cancel = bool(fresh and fresh.cancel_requested)
-            self.prompt = job_prompt(db, self.deps.settings, job, history)
+            self.prompt = job_prompt(db, self.deps.settings, job, history, steps)
             self.system_prompt = self.prompt.system.text
         return TurnState(steps=steps, history=history, cancel_requested=cancel)
 
@@ -171,6 +172,8 @@ class TurnRunner:
             "todo_reminder": reminder,
             "context": view.record,
         }
+        if round_no == 0:
+            request["memory"] = self.prompt.memory
         started = time.perf_counter()
         with tracer.start_as_current_span(model_call_span_name(model)) as span:
             span.set_attributes(
@@ -336,6 +339,8 @@ class TurnRunner:
         self.events.emit("final", {"status": status, "result": result, "error": error})
         for job_id in wake:
             send_advance(self.deps.celery, job_id)
+        if status == "succeeded" and self.kind == "turn":
+            schedule_maintenance(self.deps, job_id=self.job_id)
         return Outcome.FINISHED
 
 
