@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,7 +110,7 @@ class SimState:
                 self.recorded.popitem(last=False)
         else:
             self.recorded.move_to_end(key)
-        log.append({"slot": slot, "messages": messages})
+        log.append({"slot": slot, "received_at": time.time(), "messages": messages})
 
     def set_script(self, key: str, script: Script) -> None:
         """Install a script for one conversation; it starts afresh (counters cleared)."""

@@ -70,6 +70,14 @@ def received(sim_url: str, key: str) -> list[list[dict[str, Any]]]:
     return [item["messages"] for item in resp.json()["items"]]
 
 
+def received_at(sim_url: str, key: str) -> list[float]:
+    """When the simulator received each request of one conversation (unix time)."""
+    base = sim_url.removesuffix("/v1")
+    resp = httpx.get(f"{base}/_sim/requests", params={"key": key}, timeout=5)
+    resp.raise_for_status()
+    return [float(item["received_at"]) for item in resp.json()["items"]]
+
+
 def digest(messages: list[dict[str, Any]]) -> str:
     raw = json.dumps(messages, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(raw.encode()).hexdigest()
