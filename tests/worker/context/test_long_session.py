@@ -18,10 +18,19 @@ from tests.fixtures.processes import Services
 from tests.worker.context import session_script as script
 
 
-def _run_session(client: httpx.Client, services: Services, sim_url: str) -> tuple[str, str]:
+def _run_session(
+    client: httpx.Client,
+    services: Services,
+    sim_url: str,
+    summariser: dict[str, Any] | None = None,
+) -> tuple[str, str]:
     session_id = client.post("/v1/sessions", json={}).json()["id"]
     script.write_files(Path(services.env["LEAFLAB_HOME"]) / "workspaces" / session_id)
     script.install(sim_url, session_id)
+    if summariser is not None:
+        base = sim_url.removesuffix("/v1")
+        key = f"{session_id}:summary"
+        httpx.put(f"{base}/_sim/scripts/{key}", json=summariser, timeout=5).raise_for_status()
     job_id = client.post(
         f"/v1/sessions/{session_id}/messages", json={"content": "Read the files and report."}
     ).json()["job_id"]
@@ -122,3 +131,25 @@ class TestResumeAfterKill:
         # The summary was asked once per summary step, never again on resume.
         summaries = script.received(sim.url, f"{session_id}:summary")
         assert len(summaries) == len(script.received(sim.url, f"{ref_session}:summary")) >= 2
+
+
+class TestSummaryFallback:
+    def test_a_failing_summariser_gives_a_recorded_local_summary(
+        self, services: Services, session_factory: sessionmaker[Session]
+    ) -> None:
+        services.env.update(script.CONTEXT_ENV)
+        sim = services.simulator()
+        client = client_for(services.api(), make_user(session_factory))
+        services.worker()
+        # Every summary call is refused (400: not retried, no fallback model).
+        failing = {"replies": [e for _ in range(5) for e in ({"error": 400}, {"content": "-"})]}
+        session_id, job_id = _run_session(client, services, sim.url, failing)
+
+        job = wait_job(client, job_id, timeout_s=120)
+        assert job["status"] == "succeeded", job
+        steps = client.get(f"/v1/jobs/{job_id}/steps").json()["items"]
+        summaries = [s for s in steps if s["kind"] == "summary"]
+        assert summaries and all(s["result"]["source"] == "local" for s in summaries)
+        assert all("400" in s["result"]["error"] for s in summaries)
+        last = _main_requests(sim.url, session_id)[-1]
+        assert "(local summary; the summariser was unavailable)" in last[1]["content"]
