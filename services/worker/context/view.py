@@ -103,14 +103,15 @@ def build_view(
     if latest is not None:
         covered = latest.covers
         head = [_summary_message(latest.content), *_kept_users(base[:covered], budget)]
-    rest = [dict(m) for m in base[covered:]]
+    rest = list(base[covered:])  # layers replace the dicts they change, never edit them
     view = ContextView(messages=[], tokens_before=before, tokens_after=before)
+    fixed = message_tokens(system) + view_tokens(head)
+    costs = [message_tokens(m) for m in rest]
     if latest is not None:
-        after = message_tokens(system) + view_tokens(head) + view_tokens(rest)
+        after = fixed + sum(costs)
         view.layers.append(layers.LayerResult("summary", covered, before, after))
         view.summary_round = latest.round
-    _apply_layers(view, system, head, rest, budget)
-    tokens = message_tokens(system) + view_tokens(head) + view_tokens(rest)
+    tokens = fixed + _apply_layers(view, fixed, rest, costs, budget)
     already = any(s.round == round_no for s in usable)
     if not already and (force_summary or tokens >= budget.share(0.9)):
         split = _summary_split(rest)
@@ -127,12 +128,12 @@ def build_view(
 
 def _apply_layers(
     view: ContextView,
-    system: dict[str, Any],
-    head: list[dict[str, Any]],
+    fixed: int,
     rest: list[dict[str, Any]],
+    costs: list[int],
     budget: Budget,
-) -> None:
-    fixed = message_tokens(system) + view_tokens(head)
+) -> int:
+    """Run the layers whose threshold the view still reaches; the tokens of ``rest`` after."""
     limit = layers.protected_start(rest)
     truncated: set[int] = set()
     original = {i: len(m.get("content") or "") for i, m in enumerate(rest) if m["role"] == "tool"}
@@ -166,13 +167,23 @@ def _apply_layers(
             lambda: layers.placeholders(rest, truncated=truncated, original_chars=original),
         ),
     )
+    total = sum(costs)
     for share, name, apply in steps:
-        tokens = fixed + view_tokens(rest)
-        if tokens < budget.share(share):
+        before = fixed + total
+        if before < budget.share(share):
             break
+        previous = list(rest)
         changed = apply()
-        if changed:
-            view.layers.append(layers.LayerResult(name, changed, tokens, fixed + view_tokens(rest)))
+        if not changed:
+            continue
+        # Re-measure only the messages this layer replaced.
+        for i, m in enumerate(rest):
+            if m is not previous[i]:
+                cost = message_tokens(m)
+                total += cost - costs[i]
+                costs[i] = cost
+        view.layers.append(layers.LayerResult(name, changed, before, fixed + total))
+    return total
 
 
 def _summary_message(content: str) -> dict[str, Any]:
