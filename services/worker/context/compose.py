@@ -10,6 +10,7 @@ exact messages sent.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +59,7 @@ def compose_view(
     session_id: uuid.UUID,
     system_prompt: str,
     round_no: int,
-    inject: Any = None,
+    inject: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
 ) -> ComposedView:
     """Build (and if needed summarise, record, rebuild) the view for llm round ``round_no``.
 

@@ -149,7 +149,9 @@ class TestSkillsAndPromptSwitch:
         client = client_for(services.api(), make_user(session_factory))
         services.worker()
         session_id = client.post("/v1/sessions", json={}).json()["id"]
-        _put(sim.url, session_id, {"replies": [{"content": "one"}, {"content": "two"}]})
+        replies = [{"content": "one"}, {"content": "two"}, {"content": "three"}]
+        _put(sim.url, session_id, {"replies": replies})
+        _put(sim.url, f"{session_id}:summary", {"replies": [{"content": "We spoke of miles."}]})
 
         first = _turn(client, session_id, "/units convert 3 miles")
         assert wait_job(client, first)["status"] == "succeeded"
@@ -169,3 +171,21 @@ class TestSkillsAndPromptSwitch:
         assert [e["data"] for e in switches if e["type"] == "prompt_switch"] == [{"to": "text"}]
         first_events = redis.Redis.from_url(stack.redis_url).xrange(stream_key(first))
         assert all(decode_entry(i, f)["type"] != "prompt_switch" for i, f in first_events)
+
+        # /compact summarises the conversation so far on demand, below any threshold.
+        third = _turn(client, session_id, "/compact")
+        done = wait_job(client, third)
+        assert done["status"] == "succeeded" and done["result"]["content"] == "three"
+        steps = client.get(f"/v1/jobs/{third}/steps").json()["items"]
+        assert [s["kind"] for s in steps] == ["summary", "llm"]
+        assert steps[0]["result"]["covers"] == 4
+        request = received(sim.url, session_id)[2]
+        assert request[1]["content"].endswith("We spoke of miles.")
+        assert request[-1] == {"role": "user", "content": "/compact"}
+        events = redis.Redis.from_url(stack.redis_url).xrange(stream_key(third))
+        layers = [
+            decode_entry(i, f)["data"]["layer"]
+            for i, f in events
+            if decode_entry(i, f)["type"] == "compression"
+        ]
+        assert layers == ["summary"]
