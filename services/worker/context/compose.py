@@ -16,7 +16,7 @@ from typing import Any
 
 from opentelemetry import trace
 
-from services.common.telemetry.names import TRACER_WORKER
+from services.common.telemetry.names import SPAN_CONTEXT_COMPRESS, TRACER_WORKER
 from services.worker.context.settings import ContextSettings
 from services.worker.context.summary import (
     SLOT_SEPARATOR,
@@ -72,7 +72,7 @@ def compose_view(
     system, base = full[0], full[1:]
     budget = budget_of(settings)
     force = round_no == 0 and compact_requested(base)
-    with tracer.start_as_current_span("context.compress") as span:
+    with tracer.start_as_current_span(SPAN_CONTEXT_COMPRESS) as span:
         view = _build(state, system, base, round_no, budget, force)
         if view.wants_summary is not None:
             make_summary(

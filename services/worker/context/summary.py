@@ -15,7 +15,7 @@ from decimal import Decimal
 from opentelemetry import trace
 
 from services.common.failpoints import failpoint
-from services.common.telemetry.names import TRACER_WORKER
+from services.common.telemetry.names import SPAN_CONTEXT_SUMMARIZE, TRACER_WORKER
 from services.worker.context.view import (
     RecordedSummary,
     SummaryRequest,
@@ -79,7 +79,7 @@ def make_summary(
     usage = UsageDelta()
     source = "llm"
     error: str | None = None
-    with tracer.start_as_current_span("context.summarize") as span:
+    with tracer.start_as_current_span(SPAN_CONTEXT_SUMMARIZE) as span:
         span.set_attribute("leaflab.round", round_no)
         span.set_attribute("leaflab.context.summary_covers", request.covers)
         try:

@@ -84,6 +84,24 @@ class TestLongSession:
             assert script.digest(sent[: ctx["view_messages"]]) == ctx["view_sha256"]
         assert [s["kind"] for s in steps].count("summary") == len(asked)
 
+        # Every compression is also a span with before/after tokens, in the job's trace.
+        names = {"context.compress", "context.summarize"}
+        spans: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            trace = client.get(f"/v1/traces/{job['trace_id']}").json()
+            spans = [s for s in trace.get("spans", []) if s["name"] in names]
+            if len([s for s in spans if s["name"] == "context.compress"]) == len(requests):
+                break
+            time.sleep(0.5)
+        compress = [s["attributes"] for s in spans if s["name"] == "context.compress"]
+        assert len(compress) == len(requests)
+        assert any(
+            a["leaflab.context.tokens_after"] < a["leaflab.context.tokens_before"] for a in compress
+        )
+        summarize = [s for s in spans if s["name"] == "context.summarize"]
+        assert len(summarize) == len(asked)
+
         # The stored history is whole: every tool result is the full file.
         messages = client.get(f"/v1/sessions/{session_id}/messages").json()["items"]
         tools = [m for m in messages if m["role"] == "tool"]
