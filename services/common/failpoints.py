@@ -27,6 +27,8 @@ ledger boundary:
 - ``job.before_finish`` / ``job.after_finish``: the terminal status is about
   to be / has been committed (events and wake-ups not yet sent).
 - ``survey.after_brief``: a survey's opening message has been written.
+- ``context.after_summary``: a rolling context summary's ledger step has been
+  written (the model call that uses it not yet made).
 """
 
 from __future__ import annotations

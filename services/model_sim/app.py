@@ -22,7 +22,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.model_sim import openai_format as fmt
 from services.model_sim.script import Script, ScriptError, parse_script
-from services.model_sim.state import Decision, SimState, estimate_tokens, message_text
+from services.model_sim.state import (
+    Decision,
+    SimState,
+    estimate_tokens,
+    message_text,
+    split_slot,
+)
 
 CONVERSATION_HEADER = "x-leaflab-conversation"
 DEFAULT_MODEL = "leaflab-sim"
@@ -147,8 +153,9 @@ def create_app(config: SimConfig | None = None) -> FastAPI:
             state.counters.bad_requests += 1
             raise SimHTTPError(400, _validation_message(exc)) from exc
         messages: list[dict[str, Any]] = body["messages"]
-        key = conversation_key(request, messages)
-        slot = sum(1 for m in messages if m.get("role") == "assistant")
+        key, slot_hint = split_slot(conversation_key(request, messages))
+        slot = slot_hint if slot_hint is not None else _assistant_count(messages)
+        state.record_request(key, slot=slot, messages=messages)
         decision = state.decide(key, slot)
         tool_names = [str(t.get("function", {}).get("name")) for t in chat.tools or []]
         state.note_request(key, tools=tool_names, messages=len(messages))
@@ -167,6 +174,10 @@ def create_app(config: SimConfig | None = None) -> FastAPI:
 
     app.add_middleware(RequestIdMiddleware)
     return app
+
+
+def _assistant_count(messages: list[dict[str, Any]]) -> int:
+    return sum(1 for m in messages if m.get("role") == "assistant")
 
 
 def _answer(
@@ -244,6 +255,10 @@ def _install_control_routes(app: FastAPI, state: SimState, config: SimConfig) ->
         if not state.delete_script(key):
             raise SimHTTPError(404, f"no script for conversation {key!r}")
         return Response(status_code=204)
+
+    @app.get("/_sim/requests")
+    async def requests(key: str) -> dict[str, Any]:
+        return {"key": key, "items": list(state.recorded.get(key, ()))}
 
     @app.get("/_sim/stats")
     async def stats() -> dict[str, Any]:

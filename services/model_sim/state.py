@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import OrderedDict
+import time
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,21 @@ FALLBACK_REPLY = "Hello from the Leaflab model simulator."
 EXHAUSTED_REPLY = "The scripted conversation has ended."
 # Bounds memory when a long-running simulator sees many conversations.
 MAX_CONVERSATIONS = 10_000
+# What tests may read back of the requests received (``GET /_sim/requests``):
+# the newest requests of the newest conversations only, so memory stays bounded.
+RECORDED_CONVERSATIONS = 32
+RECORDED_REQUESTS = 64
+# A conversation key may end in ``#slot=<n>``: the reply slot, for a client whose
+# view has lost assistant messages to compression (the count would be wrong).
+SLOT_SEPARATOR = "#slot="
+
+
+def split_slot(key: str) -> tuple[str, int | None]:
+    """The conversation key without a ``#slot=<n>`` suffix, and n if it was there."""
+    base, sep, tail = key.rpartition(SLOT_SEPARATOR)
+    if sep and base and tail.isdigit():
+        return base, int(tail)
+    return key, None
 
 
 def estimate_tokens(chars: int) -> int:
@@ -83,6 +99,18 @@ class SimState:
         self.scripts: dict[str, Script] = {}
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
         self.counters = Counters()
+        self.recorded: OrderedDict[str, deque[dict[str, Any]]] = OrderedDict()
+
+    def record_request(self, key: str, *, slot: int, messages: list[dict[str, Any]]) -> None:
+        """Keep what this request asked (bounded), for tests comparing model views."""
+        log = self.recorded.get(key)
+        if log is None:
+            log = self.recorded[key] = deque(maxlen=RECORDED_REQUESTS)
+            while len(self.recorded) > RECORDED_CONVERSATIONS:
+                self.recorded.popitem(last=False)
+        else:
+            self.recorded.move_to_end(key)
+        log.append({"slot": slot, "received_at": time.time(), "messages": messages})
 
     def set_script(self, key: str, script: Script) -> None:
         """Install a script for one conversation; it starts afresh (counters cleared)."""
@@ -97,6 +125,7 @@ class SimState:
         """Forget per-conversation scripts, counters and the prefix cache."""
         self.scripts.clear()
         self.conversations.clear()
+        self.recorded.clear()
         self.counters = Counters()
 
     def _conversation(self, key: str) -> Conversation:

@@ -8,6 +8,7 @@ import socket
 from pydantic import Field, model_validator
 
 from services.common.task_names import SANDBOX_QUEUE
+from services.worker.context.settings import ContextSettings
 from services.worker.llm.settings import LlmSettings
 
 
@@ -15,7 +16,7 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-class WorkerSettings(LlmSettings):
+class WorkerSettings(ContextSettings, LlmSettings):
     worker_id: str = Field(default_factory=default_worker_id)
     # Durable job runtime: the lease, the time slice, the sweeper.
     lease_ttl_s: float = 30.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from services.worker.memory.tool import memory_tool
 from services.worker.tools.base import Tool
 from services.worker.tools.code import code_tools
 from services.worker.tools.files import file_tools
@@ -26,5 +27,6 @@ def build_registry(
         *library_tools(),
         *web_tools(research, ingest=ingest),
         *paper_tools(research),
+        memory_tool(),
     ]
     return ToolRegistry(tools)

@@ -12,7 +12,8 @@ from services.api.bodies import NOT_BLANK, RequestBody
 from services.common.models import Job
 from services.common.models.jobs import JobStatus
 
-JobKind = Literal["turn", "survey", "batch"]
+# "memory": the background memory maintenance job (started by the worker, not submittable).
+JobKind = Literal["turn", "survey", "batch", "memory"]
 
 
 class TurnInput(RequestBody):

@@ -11,6 +11,7 @@ from services.common.models.jobs import (
     JobStep,
 )
 from services.common.models.library import DOCUMENT_STATUSES, Document
+from services.common.models.memory import MEMORY_KINDS, MEMORY_SCOPES, MemoryDocument
 from services.common.models.sandbox import SandboxExecution
 from services.common.models.telemetry import SpanRecord
 from services.common.models.users import ApiKey, Project, ProjectMember, User
@@ -19,6 +20,8 @@ __all__ = [
     "DOCUMENT_STATUSES",
     "JOB_KINDS",
     "JOB_STATUSES",
+    "MEMORY_KINDS",
+    "MEMORY_SCOPES",
     "TERMINAL_STATUSES",
     "ApiKey",
     "Artifact",
@@ -27,6 +30,7 @@ __all__ = [
     "Document",
     "Job",
     "JobStep",
+    "MemoryDocument",
     "Message",
     "Project",
     "ProjectMember",

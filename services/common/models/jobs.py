@@ -38,7 +38,7 @@ JobStatus = Literal[
 ]
 JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
 TERMINAL_STATUSES = ("succeeded", "failed", "cancelled")
-JOB_KINDS = ("turn", "survey", "batch")
+JOB_KINDS = ("turn", "survey", "batch", "memory")
 
 
 class Job(Timestamped, Base):

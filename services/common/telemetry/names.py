@@ -27,6 +27,9 @@ SERVICE_LIBRARY: Final = "leaflab-library"
 SPAN_JOB: Final = "job"
 SPAN_JOB_SUBMIT: Final = "job.submit"
 SPAN_AGENT_ROUND: Final = "agent.round"
+# Building the model's compressed view; asking for a rolling summary.
+SPAN_CONTEXT_COMPRESS: Final = "context.compress"
+SPAN_CONTEXT_SUMMARIZE: Final = "context.summarize"
 
 # Sandbox lifecycle.
 SPAN_SANDBOX_EXEC: Final = "sandbox.exec"

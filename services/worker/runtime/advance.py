@@ -17,6 +17,7 @@ from sqlalchemy import text
 from services.common.models import Job
 from services.common.telemetry import attached_context, job_attributes
 from services.common.telemetry.names import SPAN_JOB, TRACER_WORKER
+from services.worker.memory.maintenance import MaintenanceRunner
 from services.worker.runtime.batch import BatchRunner
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.dispatch import send_advance
@@ -92,6 +93,8 @@ def _run_slice(deps: RuntimeDeps, lease: Lease) -> Outcome:
         span.set_attribute("leaflab.worker.id", deps.settings.worker_id)
         if job.kind == "batch":
             outcome = BatchRunner(deps, lease, job, events).run()
+        elif job.kind == "memory":
+            outcome = MaintenanceRunner(deps, lease, job, events).run(deadline)
         else:
             outcome = TurnRunner(deps, lease, job, events).run(deadline)
         span.set_attribute("leaflab.job.outcome", outcome.value)

@@ -22,6 +22,7 @@ from services.common.metrics import LLM_COST_USD, LLM_REQUEST_DURATION, LLM_TOKE
 from services.common.models import ChatSession, Job
 from services.common.telemetry import error_attributes, model_call_attributes
 from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER, model_call_span_name
+from services.worker.context.compose import compose_view
 from services.worker.llm.errors import ModelError
 from services.worker.llm.routing.trace import (
     failed_route_attributes,
@@ -30,10 +31,10 @@ from services.worker.llm.routing.trace import (
     routed_span_attributes,
 )
 from services.worker.llm.types import ModelResponse
-from services.worker.runtime.conversation import (
-    ordered_messages,
-    to_model_messages,
-)
+from services.worker.memory.schedule import schedule_maintenance
+from services.worker.prompts.for_job import job_prompt
+from services.worker.prompts.skills import inject_skills
+from services.worker.runtime.conversation import ordered_messages
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.dispatch import send_advance
 from services.worker.runtime.drain import draining
@@ -85,9 +86,8 @@ class TurnRunner:
             history = ordered_messages(db, session_id=self.who.session_id, upto_job=job)
             fresh = db.get(Job, self.job_id)
             cancel = bool(fresh and fresh.cancel_requested)
-            session = db.get(ChatSession, self.who.session_id)
-            if session is not None and session.system_prompt:
-                self.system_prompt = session.system_prompt
+            self.prompt = job_prompt(db, self.deps.settings, job, history, steps)
+            self.system_prompt = self.prompt.system.text
         return TurnState(steps=steps, history=history, cancel_requested=cancel)
 
     def run(self, deadline: float) -> Outcome:
@@ -156,7 +156,19 @@ class TurnRunner:
         assert router is not None  # RuntimeDeps builds one
         scene = "agent_reasoning"
         model = router.primary(scene).model
-        messages = to_model_messages(self.system_prompt, self.state.history)
+        view = compose_view(
+            deps=self.deps,
+            lease=self.lease,
+            state=self.state,
+            events=self.events,
+            session_id=self.who.session_id,
+            system_prompt=self.system_prompt,
+            round_no=round_no,
+            inject=lambda full: inject_skills(full, self.prompt.skills),
+        )
+        if round_no == 0 and self.prompt.system.switch_starts:
+            self.events.emit("prompt_switch", {"to": self.prompt.system.switched_to})
+        messages = view.messages
         reminder = "todo" in self.deps.registry.names() and todo_reminder_due(
             _rounds_since_todo(steps)
         )
@@ -164,7 +176,14 @@ class TurnRunner:
             todos = self._current_todos()
             messages.append({"role": "user", "content": todo_reminder(todos)})
         key = llm_key(round_no)
-        request = {"model": model, "messages": len(messages), "todo_reminder": reminder}
+        request = {
+            "model": model,
+            "messages": len(messages),
+            "todo_reminder": reminder,
+            "context": view.record,
+        }
+        if round_no == 0:
+            request["memory"] = self.prompt.memory
         started = time.perf_counter()
         with tracer.start_as_current_span(model_call_span_name(model)) as span:
             span.set_attributes(model_call_attributes(request_model=model))
@@ -174,7 +193,7 @@ class TurnRunner:
                     messages=messages,
                     tools=self.deps.registry.schemas() or None,
                     max_tokens=settings.llm_max_tokens,
-                    conversation_key=str(self.who.session_id),
+                    conversation_key=view.conversation_key,
                     on_token=self.events.token,
                 )
             except ModelError as err:
@@ -333,6 +352,8 @@ class TurnRunner:
         self.events.emit("final", {"status": status, "result": result, "error": error})
         for job_id in wake:
             send_advance(self.deps.celery, job_id)
+        if status == "succeeded" and self.kind == "turn":
+            schedule_maintenance(self.deps, job_id=self.job_id)
         return Outcome.FINISHED
 
 

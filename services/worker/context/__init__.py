@@ -1,0 +1,1 @@
+"""What the model sees: token accounting, compression layers, the view builder."""

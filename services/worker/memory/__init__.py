@@ -1,0 +1,1 @@
+"""Long-term memory: documents per user and project, the memory tool, maintenance."""

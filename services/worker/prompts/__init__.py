@@ -1,0 +1,1 @@
+"""The system prompt: pieces from files, the skills index, memory, the environment."""

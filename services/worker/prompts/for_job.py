@@ -1,0 +1,58 @@
+"""The prompt and skills of one job, read from its rows (called once per slice)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from services.common.models import ChatSession, Job, Message, Project
+from services.worker.memory.documents import read_documents, render_memory
+from services.worker.prompts.assembly import (
+    PromptContext,
+    SystemPrompt,
+    assemble,
+    skill_folders,
+)
+from services.worker.prompts.skills import Skill, load_skills, skills_index
+from services.worker.runtime.ledger import StepView, llm_key
+from services.worker.settings import WorkerSettings
+
+
+@dataclass(frozen=True)
+class JobPrompt:
+    system: SystemPrompt
+    skills: dict[str, Skill]
+    # The memory section as the job first saw it (recorded with its first model call).
+    memory: str
+
+
+def job_prompt(
+    db: Session,
+    settings: WorkerSettings,
+    job: Job,
+    history: list[Message],
+    steps: dict[str, StepView],
+) -> JobPrompt:
+    """The job's prompt; the same on every resume, memory included: the agent may
+    rewrite memory during the job, so after the first model call the memory text
+    comes from that call's ledger step, not from the (changed) documents."""
+    session = db.get(ChatSession, job.session_id) if job.session_id else None
+    project = db.get(Project, job.project_id) if job.project_id else None
+    skills = load_skills(skill_folders(settings, job.project_id))
+    first = steps.get(llm_key(0))
+    if first is not None and isinstance(first.arguments, dict) and "memory" in first.arguments:
+        memory = str(first.arguments["memory"])
+    else:
+        memory = render_memory(read_documents(db, user_id=job.user_id, project_id=job.project_id))
+    ctx = PromptContext(
+        project_id=job.project_id,
+        project_name=project.name if project else None,
+        date=job.created_at.date(),
+        session_prompt=session.system_prompt if session else None,
+        default_persona=settings.system_prompt,
+        user_turns=sum(1 for m in history if m.role == "user"),
+        skills_index=skills_index(skills),
+        memory=memory,
+    )
+    return JobPrompt(system=assemble(settings, ctx), skills=skills, memory=memory)
