@@ -72,7 +72,7 @@ def project_create(name: str, allow_network: bool) -> None:
 @project.command("add-member")
 @click.argument("name")
 @click.argument("email")
-@click.option("--role", type=click.Choice(["member", "admin"]), default="member")
+@click.option("--role", type=click.Choice(["member", "owner"]), default="member")
 def project_add_member(name: str, email: str, role: str) -> None:
     client = LeaflabClient()
     projects = client.request("GET", "/v1/admin/projects")["items"]
