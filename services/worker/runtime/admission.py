@@ -20,7 +20,9 @@ workers can never both admit the last free slot. A refused job simply stays
 ``queued`` and holds no worker; nothing is lost, because it is picked up
 again when one of its user's jobs finishes (``finish.jobs_to_wake``) and by
 the sweeper, which dispatches queued jobs round-robin by user within each
-user's free slots (``sweeper.DUE_SQL``).
+user's free slots (``sweeper.DUE_SQL``). A refused job's ``enqueued_at`` is
+cleared (no message of it is in flight any more), so the sweeper can tell
+jobs waiting for a slot from jobs already sent to take one.
 """
 
 from __future__ import annotations
@@ -75,6 +77,10 @@ PRECHECK_SQL = text(
     + " AS running FROM jobs j WHERE j.id = :job_id"
 )
 
+NOT_IN_FLIGHT_SQL = text(
+    "UPDATE jobs SET enqueued_at = NULL WHERE id = :job_id AND status = 'queued'"
+)
+
 # Two-key advisory lock: a namespace of our own, then the user.
 USER_LOCK_SQL = text("SELECT pg_advisory_xact_lock(:namespace, hashtext(CAST(:user_id AS text)))")
 LOCK_NAMESPACE = 0x1EAF
@@ -93,6 +99,9 @@ def admit(db: Session, *, job_id: uuid.UUID, cap: int) -> bool:
     if row is None or row.status != "queued" or not row.capped:
         return True
     if int(row.running) >= cap:
+        # Its message is spent: say so, so the sweeper counts it as waiting for
+        # a slot rather than as already on its way to one.
+        db.execute(NOT_IN_FLIGHT_SQL, {"job_id": job_id})
         return False
     db.execute(USER_LOCK_SQL, {"namespace": LOCK_NAMESPACE, "user_id": str(row.user_id)})
     return True

@@ -24,16 +24,20 @@ log = logging.getLogger(__name__)
 
 # Due: queued or running, no live lease, no advance sent recently. Queued jobs
 # that may not start (an earlier session job is active) are left alone, and
-# capped queued jobs are sent only into their user's free slots, picked
+# capped queued jobs are sent only into their user's free slots — the cap less
+# the user's running jobs and the queued ones already sent (in flight) — picked
 # round-robin by user: every user's oldest first, then every user's second…
-# (``place``), so one user's long backlog cannot push another user's job
-# past the LIMIT.
+# (``place``), so one user's long backlog cannot push another user's job past
+# the LIMIT.
 DUE_SQL = text(
     """
-    WITH running AS (
-        SELECT r.user_id, count(*) AS n FROM jobs r
-         WHERE r.status = 'running' AND {capped_r}
-         GROUP BY r.user_id
+    WITH holding AS (
+        SELECT h.user_id, count(*) AS n FROM jobs h
+         WHERE {capped_h}
+           AND (h.status = 'running'
+                OR (h.status = 'queued'
+                    AND h.enqueued_at >= now() - make_interval(secs => :after)))
+         GROUP BY h.user_id
     ), due AS (
         SELECT j.id, j.user_id, j.created_at, q.queued_capped,
                row_number() OVER (PARTITION BY j.user_id, q.queued_capped
@@ -45,12 +49,12 @@ DUE_SQL = text(
            AND (j.enqueued_at IS NULL OR j.enqueued_at < now() - make_interval(secs => :after))
            AND NOT (j.status = 'queued' AND {earlier_j})
     )
-    SELECT d.id FROM due d LEFT JOIN running r ON r.user_id = d.user_id
-     WHERE NOT d.queued_capped OR :cap <= 0 OR d.place <= :cap - COALESCE(r.n, 0)
+    SELECT d.id FROM due d LEFT JOIN holding h ON h.user_id = d.user_id
+     WHERE NOT d.queued_capped OR :cap <= 0 OR d.place <= :cap - COALESCE(h.n, 0)
      ORDER BY CASE WHEN d.queued_capped THEN d.place ELSE 0 END, d.created_at
      LIMIT :limit
     """.format(
-        capped_r=CAPPED.format(j="r"),
+        capped_h=CAPPED.format(j="h"),
         capped_j=CAPPED.format(j="j"),
         earlier_j=EARLIER_IN_SESSION.format(j="j"),
     )
