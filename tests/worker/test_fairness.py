@@ -246,8 +246,9 @@ def test_one_users_backlog_does_not_starve_another_users_turn(
         print(
             f"bob waited {waited:.2f}s; alice's median job {one_slice:.2f}s; queued {still_queued}"
         )
-        assert still_queued and still_queued > BACKLOG // 2, "Alice's backlog was not there"
         assert waited < 2 * one_slice + 1.5, (waited, one_slice)
+        # ... although most of Alice's backlog was still waiting ahead of it.
+        assert still_queued and still_queued > BACKLOG // 2, "Alice's backlog was not there"
         # Nothing is lost while waiting queued: every job finishes.
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
