@@ -16,8 +16,9 @@ import httpx
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.api.admin.service import create_api_key
 from services.common.db import transaction
-from services.common.models import ApiKey, Artifact, Job, Project
+from services.common.models import ApiKey, Artifact, Job, Project, User
 from tests.api.authz_matrix import PUBLIC_ROUTES, probes, send
 from tests.api.live_library import api_with_library
 from tests.conftest import Stack
@@ -157,6 +158,30 @@ class TestAuthorisationMatrix:
             job = db.get(Job, uuid.UUID(world.ids["job_id"]))
             assert job is not None and not job.cancel_requested
 
+    def test_a_key_scoped_to_another_project_sees_none_of_it(
+        self, world: World, session_factory: sessionmaker[Session]
+    ) -> None:
+        elsewhere = make_project(session_factory, world.alice)
+        with transaction(session_factory) as db:
+            alice = db.get(User, world.alice.id)
+            assert alice is not None
+            home = db.get(Project, uuid.UUID(world.ids["project_id"]))
+            away = db.query(Project).filter(Project.name == elsewhere).one()
+            _, home_key = create_api_key(db, user=alice, project=home)
+            _, away_key = create_api_key(db, user=alice, project=away)
+        doc = f"/v1/library/documents/{world.ids['document_id']}"
+        job = f"/v1/jobs/{world.ids['job_id']}"
+        at_home = httpx.Client(base_url=world.url, headers=_bearer(home_key), timeout=30)
+        away_from_home = httpx.Client(base_url=world.url, headers=_bearer(away_key), timeout=30)
+        assert at_home.get(doc).status_code == 200
+        assert at_home.get(job).status_code == 200
+        listed = at_home.get("/v1/library/documents").json()["items"]
+        assert world.ids["document_id"] in [d["id"] for d in listed]
+        assert away_from_home.get(doc).status_code == 404
+        assert away_from_home.get(job).status_code == 404
+        listed = away_from_home.get("/v1/library/documents").json()["items"]
+        assert world.ids["document_id"] not in [d["id"] for d in listed]
+
     def test_every_non_public_route_refuses_a_missing_or_bad_key(self, world: World) -> None:
         anonymous = httpx.Client(base_url=world.url, timeout=30)
         forged = httpx.Client(
@@ -170,3 +195,7 @@ class TestAuthorisationMatrix:
                 where = f"{probe.method} {probe.template} -> {resp.status_code}"
                 assert resp.status_code == 401, where
                 assert resp.json()["error"]["code"] == "unauthorized", where
+
+
+def _bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
