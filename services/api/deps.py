@@ -102,10 +102,13 @@ def current_user(caller: CurrentCaller) -> User:
 CurrentUser = Annotated[User, Depends(current_user)]
 
 
-def admin_user(user: CurrentUser) -> User:
-    if not user.is_admin:
+def admin_user(caller: CurrentCaller) -> User:
+    """An admin using an unscoped key: a key limited to one project is never global."""
+    if not caller.user.is_admin:
         raise ApiError(403, "forbidden", "admin only")
-    return user
+    if caller.project_id is not None:
+        raise ApiError(403, "forbidden", "a key scoped to a project cannot use admin routes")
+    return caller.user
 
 
 AdminUser = Annotated[User, Depends(admin_user)]

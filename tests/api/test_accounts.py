@@ -288,6 +288,16 @@ class TestKeys:
         session = scoped.post("/v1/sessions", json={}).json()
         assert session["project_id"] == lab.project_id
 
+    def test_an_admins_scoped_key_is_not_an_admin_key(
+        self, lab: Lab, session_factory: sessionmaker[Session]
+    ) -> None:
+        boss = make_user(session_factory, admin=True)
+        lab.admin.post(f"/v1/admin/projects/{lab.project_id}/members", json={"email": boss.email})
+        made = lab.admin.post(f"/v1/admin/users/{boss.id}/keys", json={"project": lab.project})
+        scoped = httpx.Client(base_url=lab.url, headers=_bearer(made.json()["key"]), timeout=30)
+        assert scoped.get("/v1/admin/users").status_code == 403
+        assert client_for(lab.url, boss).get("/v1/admin/users").status_code == 200
+
     def test_a_scope_needs_membership_and_ends_with_it(
         self, lab: Lab, session_factory: sessionmaker[Session]
     ) -> None:
