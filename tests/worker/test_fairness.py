@@ -158,6 +158,34 @@ class TestSweeperDispatch:
         again = sweep_once(session_factory, celery, requeue_after_s=5, per_user_cap=CAP)
         assert not {*alices, bobs} & set(again)
 
+    def test_a_refused_job_is_not_lost_when_its_slot_frees_without_a_finish(
+        self,
+        session_factory: sessionmaker[Session],
+        isolated_redis_url: str,
+        cleanup: list[uuid.UUID],
+    ) -> None:
+        alice = make_user(session_factory)
+        cleanup.append(alice.id)
+        first, waiting = _queued(session_factory, alice, 2)
+        lease = acquire(session_factory, job_id=first, owner="w", ttl_s=30, per_user_cap=1)
+        assert lease is not None
+        assert acquire(session_factory, job_id=waiting, owner="w", ttl_s=30, per_user_cap=1) is None
+        celery = build_celery(get_settings().model_copy(update={"redis_url": isolated_redis_url}))
+        # Still at the cap: the sweeper leaves it waiting.
+        assert waiting not in sweep_once(
+            session_factory, celery, requeue_after_s=30, per_user_cap=1
+        )
+        # The running job stops holding its slot without finishing (it waits
+        # for approval): no finish wakes anyone, the sweeper hands the slot on.
+        with session_factory() as db, db.begin():
+            db.execute(
+                update(Job)
+                .where(Job.id == first)
+                .values(status="waiting_approval", lease_until=None, lease_owner=None)
+            )
+        assert waiting in sweep_once(session_factory, celery, requeue_after_s=30, per_user_cap=1)
+        assert acquire(session_factory, job_id=waiting, owner="w", ttl_s=30, per_user_cap=1)
+
 
 # --- the user-visible scenario, with real processes --------------------------------
 
