@@ -104,6 +104,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory, redis_dbs: RedisDbs) -> Iter
             "LEAFLAB_DATABASE_URL": database_url,
             "LEAFLAB_REDIS_URL": redis_url,
             "LEAFLAB_HOME": str(home),
+            # Suites hammer the API with one key; tests/api/test_rate_limits.py
+            # turns the per-key limit on for its own apps.
+            "LEAFLAB_RATE_LIMIT_PER_S": "0",
         }
     )
     get_settings.cache_clear()

@@ -1,4 +1,19 @@
-"""Ownership checks: another user's object is reported as missing (404)."""
+"""Who may see and change which object.
+
+- **Read** (a job, its steps, events, artifacts and trace; a session and its
+  messages): the object's owner, an admin, or any member of the object's
+  project.
+- **Change** (cancel a job; rename or delete a session): the owner, an
+  admin, or an ``owner`` of the object's project. A project member who can
+  read but not change an object gets 403 (they already know it exists).
+- **Add turns** to a session: its owner only (a turn runs as, and is billed
+  to, the session's owner).
+- A key **scoped** to a project sees and creates only that project's objects,
+  whoever the user is.
+
+Anything the caller may not read is reported as missing (404), exactly like
+an id that does not exist.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +22,10 @@ import uuid
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from services.api.api_keys import CALLER_INFO, Caller
 from services.api.errors import ApiError, not_found
 from services.common.models import ChatSession, Job, Project, ProjectMember, User
+from services.common.models.users import PROJECT_ROLES
 
 
 def parse_id(raw: str, what: str) -> uuid.UUID:
@@ -18,29 +35,105 @@ def parse_id(raw: str, what: str) -> uuid.UUID:
         raise not_found(what) from None
 
 
-def owned_session(db: Session, user: User, session_id: str, *, lock: bool = False) -> ChatSession:
+def key_scope(db: Session) -> uuid.UUID | None:
+    """The project the request's API key is limited to, if any (set by ``deps``)."""
+    caller: Caller | None = db.info.get(CALLER_INFO)
+    return caller.project_id if caller is not None else None
+
+
+def project_role(db: Session, *, user_id: uuid.UUID, project_id: uuid.UUID) -> str | None:
+    role: str | None = db.scalar(
+        select(ProjectMember.role).where(
+            ProjectMember.project_id == project_id, ProjectMember.user_id == user_id
+        )
+    )
+    return role
+
+
+def may_read(db: Session, user: User, *, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> bool:
+    """Owner, admin, or any member of the object's project (within the key's scope)."""
+    scope = key_scope(db)
+    if scope is not None and project_id != scope:
+        return False
+    if user.is_admin or owner_id == user.id:
+        return True
+    return project_id is not None and project_role(db, user_id=user.id, project_id=project_id) in (
+        PROJECT_ROLES
+    )
+
+
+def may_change(
+    db: Session, user: User, *, owner_id: uuid.UUID, project_id: uuid.UUID | None
+) -> bool:
+    """Owner, admin, or an ``owner`` of the object's project (within the key's scope)."""
+    scope = key_scope(db)
+    if scope is not None and project_id != scope:
+        return False
+    if user.is_admin or owner_id == user.id:
+        return True
+    return (
+        project_id is not None
+        and project_role(db, user_id=user.id, project_id=project_id) == "owner"
+    )
+
+
+def _session(db: Session, session_id: str, *, lock: bool) -> ChatSession | None:
     stmt = select(ChatSession).where(
-        ChatSession.id == parse_id(session_id, "session"),
-        ChatSession.user_id == user.id,
-        ChatSession.deleted_at.is_(None),
+        ChatSession.id == parse_id(session_id, "session"), ChatSession.deleted_at.is_(None)
     )
     if lock:
         stmt = stmt.with_for_update()
-    session = db.scalar(stmt)
-    if session is None:
+    found: ChatSession | None = db.scalar(stmt)
+    return found
+
+
+def owned_session(db: Session, user: User, session_id: str, *, lock: bool = False) -> ChatSession:
+    """A session the caller may add turns to: only its owner (within the key's scope)."""
+    session = _session(db, session_id, lock=lock)
+    scope = key_scope(db)
+    if (
+        session is None
+        or session.user_id != user.id
+        or (scope is not None and session.project_id != scope)
+    ):
         raise not_found("session")
+    return session
+
+
+def visible_session(db: Session, user: User, session_id: str) -> ChatSession:
+    session = _session(db, session_id, lock=False)
+    if session is None or not may_read(
+        db, user, owner_id=session.user_id, project_id=session.project_id
+    ):
+        raise not_found("session")
+    return session
+
+
+def changeable_session(db: Session, user: User, session_id: str) -> ChatSession:
+    """A session the caller may rename or delete; one they may only read answers 403."""
+    session = visible_session(db, user, session_id)
+    if not may_change(db, user, owner_id=session.user_id, project_id=session.project_id):
+        raise ApiError(403, "forbidden", "only its owner or a project owner may change this")
     return session
 
 
 def visible_job(db: Session, user: User, job_id: str) -> Job:
     job = db.get(Job, parse_id(job_id, "job"))
-    if job is None or (job.user_id != user.id and not user.is_admin):
+    if job is None or not may_read(db, user, owner_id=job.user_id, project_id=job.project_id):
         raise not_found("job")
     return job
 
 
+def changeable_job(db: Session, user: User, job_id: str) -> Job:
+    """A job the caller may cancel or answer; one they may only read answers 403."""
+    job = visible_job(db, user, job_id)
+    if not may_change(db, user, owner_id=job.user_id, project_id=job.project_id):
+        raise ApiError(403, "forbidden", "only its owner or a project owner may change this job")
+    return job
+
+
 def member_project(db: Session, user: User, ref: str) -> Project:
-    """A project by name or id that the user belongs to (admins: any)."""
+    """A project by name or id that the user belongs to (admins: any), within the key's scope."""
     conditions = [Project.name == ref]
     try:
         conditions.append(Project.id == uuid.UUID(ref))
@@ -49,15 +142,20 @@ def member_project(db: Session, user: User, ref: str) -> Project:
     project = db.scalar(select(Project).where(or_(*conditions)))
     if project is None:
         raise not_found("project")
-    if not user.is_admin:
-        member = db.scalar(
-            select(ProjectMember.id).where(
-                ProjectMember.project_id == project.id, ProjectMember.user_id == user.id
-            )
-        )
-        if member is None:
-            raise not_found("project")
+    scope = key_scope(db)
+    if scope is not None and project.id != scope:
+        raise not_found("project")
+    if not user.is_admin and project_role(db, user_id=user.id, project_id=project.id) is None:
+        raise not_found("project")
     return project
+
+
+def target_project(db: Session, user: User, ref: str | None) -> Project | None:
+    """The project a new object goes into: the one named, else the key's scope, else none."""
+    if ref:
+        return member_project(db, user, ref)
+    scope = key_scope(db)
+    return db.get(Project, scope) if scope is not None else None
 
 
 def require_text(value: str, *, limit: int, what: str) -> str:

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from services.api.admin.router import router as admin_router
-from services.api.errors import install_error_handlers
+from services.api.errors import error_responses, install_error_handlers
 from services.api.events.router import router as events_router
 from services.api.health.router import router as health_router
 from services.api.jobs.artifacts import router as artifacts_router
@@ -98,7 +98,9 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         library_router,
     )
     for router in routers:
-        app.include_router(router)
+        # Every authenticated route may answer 429 (the per-key rate limit).
+        limited = error_responses(429) if router is not health_router else None
+        app.include_router(router, responses=limited)
     mount_metrics(app)
     app.add_middleware(BodySizeLimit, max_bytes=cfg.max_request_bytes, caps=BODY_CAPS)
     # Outermost, so the server span covers everything including size refusals.

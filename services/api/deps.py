@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from services.api.api_keys import CALLER_INFO, Caller, KeyRefused, authenticate, legacy_hash
 from services.api.errors import ApiError
+from services.api.rate_limits import TokenBucket
 from services.api.state import AppState
 from services.api.transaction import discard_after_commit, run_after_commit
-from services.common.models import ApiKey, User
+from services.common.models import User
 
 
 def get_state(request: Request) -> AppState:
@@ -51,41 +50,65 @@ DbSession = Annotated[Session, Depends(get_db, scope="function")]
 
 
 def hash_key(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
+    """The unsalted hash of keys stored before salts existed (see ``api_keys``)."""
+    return legacy_hash(key)
 
 
 # Declares the bearer scheme in OpenAPI; errors stay ours (auto_error=False).
 bearer_scheme = HTTPBearer(auto_error=False, description="An API key: `Bearer lf_…`")
 
 
-def current_user(
+def current_caller(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
     db: DbSession,
-) -> User:
+    state: StateDep,
+) -> Caller:
+    """The authenticated caller, after the key's rate limit; 401 or 429 otherwise.
+
+    The caller is also kept in ``db.info`` so the ownership rules
+    (``services.api.access``) see the key's project scope with every lookup.
+    """
     token = credentials.credentials.strip() if credentials else ""
     if not token:
         raise ApiError(401, "unauthorized", "missing API key: send 'Authorization: Bearer lf_…'")
-    row = db.execute(
-        select(ApiKey, User)
-        .join(User, User.id == ApiKey.user_id)
-        .where(ApiKey.key_hash == hash_key(token))
-    ).first()
-    if row is None or row.ApiKey.revoked_at is not None or row.User.disabled:
-        raise ApiError(401, "unauthorized", "invalid or revoked API key")
-    db.execute(
-        update(ApiKey).where(ApiKey.id == row.ApiKey.id).values(last_used_at=datetime.now(UTC))
+    try:
+        caller = authenticate(db, key=token)
+    except KeyRefused as refused:
+        raise ApiError(401, "unauthorized", str(refused)) from None
+    bucket = TokenBucket(
+        state.redis,
+        rate_per_s=state.settings.rate_limit_per_s,
+        burst=state.settings.rate_limit_burst,
     )
-    user: User = row.User
-    return user
+    decision = bucket.take(caller.key_id)
+    if not decision.allowed:
+        raise ApiError(
+            429,
+            "rate_limited",
+            f"too many requests with this API key; retry in {decision.retry_after_s} s",
+            headers={"Retry-After": str(decision.retry_after_s)},
+        )
+    db.info[CALLER_INFO] = caller
+    return caller
+
+
+CurrentCaller = Annotated[Caller, Depends(current_caller)]
+
+
+def current_user(caller: CurrentCaller) -> User:
+    return caller.user
 
 
 CurrentUser = Annotated[User, Depends(current_user)]
 
 
-def admin_user(user: CurrentUser) -> User:
-    if not user.is_admin:
+def admin_user(caller: CurrentCaller) -> User:
+    """An admin using an unscoped key: a key limited to one project is never global."""
+    if not caller.user.is_admin:
         raise ApiError(403, "forbidden", "admin only")
-    return user
+    if caller.project_id is not None:
+        raise ApiError(403, "forbidden", "a key scoped to a project cannot use admin routes")
+    return caller.user
 
 
 AdminUser = Annotated[User, Depends(admin_user)]

@@ -17,3 +17,7 @@ class ApiSettings(CommonSettings):
     # Every Redis call of the API fails after this long rather than hang; SSE
     # reads block for less (services.common.redis_client.max_block_ms).
     redis_socket_timeout_s: float = 5.0
+    # Per-key token bucket in Redis, shared by every API process: on average
+    # this many requests per second, up to ``rate_limit_burst`` at once (0: off).
+    rate_limit_per_s: float = 20.0
+    rate_limit_burst: int = 200

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import click
 
 from services.cli.client import LeaflabClient
@@ -41,15 +43,54 @@ def key() -> None:
 @key.command("create")
 @click.argument("email")
 @click.option("--name", help="a label for the key")
-def key_create(email: str, name: str | None) -> None:
+@click.option("--project", help="limit the key to this project (name or id)")
+@click.option("--expires-days", type=click.IntRange(min=1), help="the key stops working after")
+def key_create(email: str, name: str | None, project: str | None, expires_days: int | None) -> None:
     """Create a key for EMAIL; it is printed once and never shown again."""
     client = LeaflabClient()
+    body: dict[str, object] = {"name": name, "project": project}
+    if expires_days is not None:
+        body["expires_at"] = (datetime.now(UTC) + timedelta(days=expires_days)).isoformat()
+    created = client.request("POST", f"/v1/admin/users/{_user_id(client, email)}/keys", json=body)
+    click.echo(created["key"])
+
+
+@key.command("list")
+@click.argument("email")
+def key_list(email: str) -> None:
+    """EMAIL's keys: prefix, scope, expiry, last use (never the key itself)."""
+    client = LeaflabClient()
+    for k in client.request("GET", f"/v1/admin/users/{_user_id(client, email)}/keys")["items"]:
+        state = "revoked" if k["revoked_at"] else f"expires {k['expires_at'] or 'never'}"
+        click.echo(
+            f"{k['id']}  {k['prefix']}…  {k['name'] or '-'}  project={k['project_id'] or '-'}"
+            f"  {state}  last used {k['last_used_at'] or 'never'}"
+        )
+
+
+@key.command("revoke")
+@click.argument("email")
+@click.argument("key_id")
+def key_revoke(email: str, key_id: str) -> None:
+    client = LeaflabClient()
+    client.request("DELETE", f"/v1/admin/users/{_user_id(client, email)}/keys/{key_id}")
+    click.echo(f"revoked {key_id}")
+
+
+def _user_id(client: LeaflabClient, email: str) -> str:
     users = client.request("GET", "/v1/admin/users")["items"]
     match = [u for u in users if u["email"] == email.strip().lower()]
     if not match:
         raise click.ClickException(f"no user {email}")
-    created = client.request("POST", f"/v1/admin/users/{match[0]['id']}/keys", json={"name": name})
-    click.echo(created["key"])
+    return str(match[0]["id"])
+
+
+def _project_id(client: LeaflabClient, name: str) -> str:
+    projects = client.request("GET", "/v1/admin/projects")["items"]
+    match = [p for p in projects if name in (p["name"], p["id"])]
+    if not match:
+        raise click.ClickException(f"no project {name}")
+    return str(match[0]["id"])
 
 
 @admin.group()
@@ -72,15 +113,14 @@ def project_create(name: str, allow_network: bool) -> None:
 @project.command("add-member")
 @click.argument("name")
 @click.argument("email")
-@click.option("--role", type=click.Choice(["member", "admin"]), default="member")
+@click.option("--role", type=click.Choice(["member", "owner"]), default="member")
 def project_add_member(name: str, email: str, role: str) -> None:
+    """Add EMAIL to NAME as member (reads its jobs) or owner (also changes them)."""
     client = LeaflabClient()
-    projects = client.request("GET", "/v1/admin/projects")["items"]
-    match = [p for p in projects if p["name"] == name]
-    if not match:
-        raise click.ClickException(f"no project {name}")
     client.request(
-        "POST", f"/v1/admin/projects/{match[0]['id']}/members", json={"email": email, "role": role}
+        "POST",
+        f"/v1/admin/projects/{_project_id(client, name)}/members",
+        json={"email": email, "role": role},
     )
     click.echo(f"{email} is now {role} of {name}")
 
@@ -93,3 +133,24 @@ def prices() -> None:
 
     for line in price_table_lines(price_table()):
         click.echo(line)
+
+
+@project.command("remove-member")
+@click.argument("name")
+@click.argument("email")
+def project_remove_member(name: str, email: str) -> None:
+    """Remove EMAIL from project NAME; their keys scoped to it are revoked."""
+    client = LeaflabClient()
+    pid, uid = _project_id(client, name), _user_id(client, email)
+    client.request("DELETE", f"/v1/admin/projects/{pid}/members/{uid}")
+    click.echo(f"{email} is no longer in {name}")
+
+
+@project.command("members")
+@click.argument("name")
+def project_members(name: str) -> None:
+    client = LeaflabClient()
+    for m in client.request("GET", f"/v1/admin/projects/{_project_id(client, name)}/members")[
+        "items"
+    ]:
+        click.echo(f"{m['email']}  {m['role']}")

@@ -96,6 +96,7 @@ def _start_sweeper(**_: Any) -> None:
         build_redis(settings.require_redis_url()),
         interval_s=settings.sweep_interval_s,
         requeue_after_s=settings.requeue_after_s,
+        per_user_cap=settings.max_running_jobs_per_user,
     )
     _sweeper.start()
 

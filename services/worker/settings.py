@@ -24,6 +24,9 @@ class WorkerSettings(ContextSettings, LlmSettings):
     sweep_interval_s: float = 5.0
     requeue_after_s: float = 30.0
     worker_concurrency: int = 64
+    # Fair dispatch: at most this many running jobs per user (batch parents and
+    # subagents excluded); the rest wait queued, holding no worker (0: no cap).
+    max_running_jobs_per_user: int = 8
     # The Celery queue the agent's python/bash tools send to: a deployment can
     # give a group of workers (or a test) its own sandbox pool.
     sandbox_queue: str = SANDBOX_QUEUE

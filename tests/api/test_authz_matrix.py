@@ -16,8 +16,9 @@ import httpx
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.api.admin.service import create_api_key
 from services.common.db import transaction
-from services.common.models import ApiKey, Artifact, Job, Project
+from services.common.models import ApiKey, Artifact, Job, Project, User
 from tests.api.authz_matrix import PUBLIC_ROUTES, probes, send
 from tests.api.live_library import api_with_library
 from tests.conftest import Stack
@@ -31,7 +32,8 @@ ARTIFACT = "out/report.html"
 class World:
     url: str
     alice: TestUser
-    bob: TestUser
+    bob: TestUser  # in none of Alice's projects
+    carol: TestUser  # a member of Alice's project
     ids: dict[str, str]
     secrets_of_alice: list[str]
 
@@ -42,7 +44,8 @@ def world(
 ) -> Iterator[World]:
     with api_with_library(stack, tmp_path_factory.mktemp("matrix")) as url:
         alice, bob = make_user(session_factory), make_user(session_factory)
-        project = make_project(session_factory, alice)
+        carol = make_user(session_factory)
+        project = make_project(session_factory, alice, carol)
         client = client_for(url, alice)
         marker = "alice-secret-" + secrets.token_hex(6)
         session = client.post(
@@ -75,7 +78,7 @@ def world(
             "project_id": project_id,
             "document_id": _upload(client, project, f"{marker}.pdf"),
         }
-        yield World(url, alice, bob, ids, [marker, alice.email, job_id, session["id"]])
+        yield World(url, alice, bob, carol, ids, [marker, alice.email, job_id, session["id"]])
 
 
 def _upload(client: httpx.Client, project: str, filename: str) -> str:
@@ -105,8 +108,11 @@ class TestAuthorisationMatrix:
                 continue
             resp = send(bob, probe)
             where = f"{probe.method} {probe.template} -> {resp.status_code}: {resp.text[:200]}"
-            if "{" in probe.template or probe.template.startswith("/v1/admin/"):
-                assert resp.status_code in (403, 404), where
+            if probe.template.startswith("/v1/admin/"):
+                assert resp.status_code == 403, where  # members: every admin route
+            elif "{" in probe.template:
+                # Alice's objects, project-shared ones included: as if missing.
+                assert resp.status_code == 404, where
             else:
                 assert resp.status_code < 500, where
             for secret in world.secrets_of_alice:
@@ -121,6 +127,61 @@ class TestAuthorisationMatrix:
             assert job is not None and not job.cancel_requested
         assert alice.get(f"/v1/jobs/{world.ids['job_id']}/artifacts").json()["items"]
 
+    def test_a_project_member_reads_alices_project_objects_but_changes_none(
+        self, world: World, session_factory: sessionmaker[Session]
+    ) -> None:
+        carol = client_for(world.url, world.carol)
+        read = 0
+        for probe in probes(_document(world), world.ids):
+            if "{" not in probe.template or probe.template.startswith("/v1/admin/"):
+                continue
+            if probe.template.endswith("/events"):
+                # A live stream (the job is queued): the status is all we read.
+                with carol.stream("GET", probe.path) as stream:
+                    assert stream.status_code == 200, probe.template
+                read += 1
+                continue
+            resp = send(carol, probe)
+            where = f"{probe.method} {probe.template} -> {resp.status_code}: {resp.text[:200]}"
+            if probe.method == "GET":
+                assert resp.status_code in (200, 404), where
+                read += resp.status_code == 200
+            else:
+                # Seen but not hers to change (403), or not hers to add turns to (404).
+                assert resp.status_code in (403, 404), where
+        # The job, its steps, events, artifacts, trace, the session and its messages.
+        assert read >= 6
+        alice = client_for(world.url, world.alice)
+        session = alice.get(f"/v1/sessions/{world.ids['session_id']}")
+        assert session.status_code == 200 and session.json()["title"] in world.secrets_of_alice
+        with session_factory() as db:
+            job = db.get(Job, uuid.UUID(world.ids["job_id"]))
+            assert job is not None and not job.cancel_requested
+
+    def test_a_key_scoped_to_another_project_sees_none_of_it(
+        self, world: World, session_factory: sessionmaker[Session]
+    ) -> None:
+        elsewhere = make_project(session_factory, world.alice)
+        with transaction(session_factory) as db:
+            alice = db.get(User, world.alice.id)
+            assert alice is not None
+            home = db.get(Project, uuid.UUID(world.ids["project_id"]))
+            away = db.query(Project).filter(Project.name == elsewhere).one()
+            _, home_key = create_api_key(db, user=alice, project=home)
+            _, away_key = create_api_key(db, user=alice, project=away)
+        doc = f"/v1/library/documents/{world.ids['document_id']}"
+        job = f"/v1/jobs/{world.ids['job_id']}"
+        at_home = httpx.Client(base_url=world.url, headers=_bearer(home_key), timeout=30)
+        away_from_home = httpx.Client(base_url=world.url, headers=_bearer(away_key), timeout=30)
+        assert at_home.get(doc).status_code == 200
+        assert at_home.get(job).status_code == 200
+        listed = at_home.get("/v1/library/documents").json()["items"]
+        assert world.ids["document_id"] in [d["id"] for d in listed]
+        assert away_from_home.get(doc).status_code == 404
+        assert away_from_home.get(job).status_code == 404
+        listed = away_from_home.get("/v1/library/documents").json()["items"]
+        assert world.ids["document_id"] not in [d["id"] for d in listed]
+
     def test_every_non_public_route_refuses_a_missing_or_bad_key(self, world: World) -> None:
         anonymous = httpx.Client(base_url=world.url, timeout=30)
         forged = httpx.Client(
@@ -134,3 +195,7 @@ class TestAuthorisationMatrix:
                 where = f"{probe.method} {probe.template} -> {resp.status_code}"
                 assert resp.status_code == 401, where
                 assert resp.json()["error"]["code"] == "unauthorized", where
+
+
+def _bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}

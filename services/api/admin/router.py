@@ -15,6 +15,7 @@ from services.api.admin.schemas import (
     KeyList,
     KeyOut,
     MemberAdd,
+    MemberList,
     MemberOut,
     ProjectCreate,
     ProjectList,
@@ -52,11 +53,25 @@ def list_users(db: DbSession, _: AdminUser) -> UserList:
 def create_key(
     user_id: uuid.UUID, db: DbSession, _: AdminUser, body: KeyCreate | None = None
 ) -> KeyCreated:
+    """A new key, returned once here and never again (listings show its prefix)."""
     user = db.get(User, user_id)
     if user is None:
         raise not_found("user")
-    row, key = service.create_api_key(db, user=user, name=body.name if body else None)
-    return KeyCreated(id=row.id, key=key, prefix=row.prefix)
+    body = body or KeyCreate()
+    project = None
+    if body.project is not None:
+        project = service.find_project(db, ref=body.project)
+        if project is None:
+            raise not_found("project")
+    try:
+        row, key = service.create_api_key(
+            db, user=user, name=body.name, project=project, expires_at=body.expires_at
+        )
+    except service.NotAMember as refused:
+        raise ApiError(422, "invalid_request", str(refused)) from None
+    return KeyCreated(
+        id=row.id, key=key, prefix=row.prefix, project_id=row.project_id, expires_at=row.expires_at
+    )
 
 
 @router.get("/users/{user_id}/keys", response_model=KeyList)
@@ -103,4 +118,29 @@ def add_member(project_id: uuid.UUID, body: MemberAdd, db: DbSession, _: AdminUs
     if user is None:
         raise not_found("user")
     member = service.add_member(db, project=project, user=user, role=body.role)
-    return MemberOut(project_id=project.id, user_id=user.id, role=member.role)
+    return MemberOut(project_id=project.id, user_id=user.id, email=user.email, role=member.role)
+
+
+@router.get(
+    "/projects/{project_id}/members", response_model=MemberList, responses=error_responses(404)
+)
+def list_members(project_id: uuid.UUID, db: DbSession, _: AdminUser) -> MemberList:
+    project = db.get(Project, project_id)
+    if project is None:
+        raise not_found("project")
+    return MemberList(
+        items=[
+            MemberOut(project_id=project.id, user_id=u.id, email=u.email, role=m.role)
+            for m, u in service.project_members(db, project=project)
+        ]
+    )
+
+
+@router.delete(
+    "/projects/{project_id}/members/{user_id}", status_code=204, responses=error_responses(404)
+)
+def remove_member(project_id: uuid.UUID, user_id: uuid.UUID, db: DbSession, _: AdminUser) -> None:
+    """Remove a member; their keys scoped to this project are revoked with it."""
+    project = db.get(Project, project_id)
+    if project is None or not service.remove_member(db, project=project, user_id=user_id):
+        raise not_found("member")

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from services.api.bodies import RequestBody
 
@@ -29,12 +29,22 @@ class UserOut(BaseModel):
 
 class KeyCreate(RequestBody):
     name: str | None = Field(default=None, max_length=200)
+    project: str | None = Field(
+        default=None,
+        max_length=200,
+        description="limit the key to this project (name or id); the user must be a member",
+    )
+    expires_at: AwareDatetime | None = Field(default=None, description="the key stops working then")
 
 
 class KeyCreated(BaseModel):
+    """The only response that ever contains the key itself."""
+
     id: uuid.UUID
     key: str
     prefix: str
+    project_id: uuid.UUID | None = None
+    expires_at: datetime | None = None
 
 
 class KeyOut(BaseModel):
@@ -45,6 +55,8 @@ class KeyOut(BaseModel):
     created_at: datetime
     revoked_at: datetime | None
     last_used_at: datetime | None
+    expires_at: datetime | None
+    project_id: uuid.UUID | None
 
 
 class ProjectCreate(RequestBody):
@@ -62,7 +74,7 @@ class ProjectOut(BaseModel):
 
 class MemberAdd(RequestBody):
     email: str = Field(pattern=EMAIL_PATTERN, max_length=320)
-    role: Literal["admin", "member"] = "member"
+    role: Literal["owner", "member"] = "member"
 
 
 class UserList(BaseModel):
@@ -80,4 +92,9 @@ class ProjectList(BaseModel):
 class MemberOut(BaseModel):
     project_id: uuid.UUID
     user_id: uuid.UUID
+    email: str
     role: str
+
+
+class MemberList(BaseModel):
+    items: list[MemberOut]

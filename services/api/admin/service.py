@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import secrets
 import uuid
 from datetime import UTC, datetime
 
-from sqlalchemy import select
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
-from services.api.deps import hash_key
+from services.api.api_keys import issue_key
 from services.common.models import ApiKey, Project, ProjectMember, User
-
-KEY_PREFIX = "lf_"
-
-
-def new_api_key() -> str:
-    # 32 random bytes = 256 bits, URL-safe.
-    return KEY_PREFIX + secrets.token_urlsafe(32)
 
 
 def create_user(db: Session, *, email: str, is_admin: bool = False) -> User:
@@ -31,13 +23,41 @@ def find_user(db: Session, *, email: str) -> User | None:
     return db.scalar(select(User).where(User.email == email.strip().lower()))
 
 
-def create_api_key(db: Session, *, user: User, name: str | None = None) -> tuple[ApiKey, str]:
-    """Returns the row and the plaintext key, which is never stored and shown only once."""
-    key = new_api_key()
-    row = ApiKey(user_id=user.id, key_hash=hash_key(key), prefix=key[:10], name=name)
-    db.add(row)
-    db.flush()
-    return row, key
+def create_api_key(
+    db: Session,
+    *,
+    user: User,
+    name: str | None = None,
+    project: Project | None = None,
+    expires_at: datetime | None = None,
+) -> tuple[ApiKey, str]:
+    """Returns the row and the plaintext key, which is never stored and shown only once.
+
+    A key limited to ``project`` requires the user to be a member of it
+    (:class:`NotAMember` otherwise): a scope must never widen what a user sees.
+    """
+    if project is not None and member_role(db, project=project, user=user) is None:
+        raise NotAMember(f"{user.email} is not a member of project {project.name}")
+    return issue_key(
+        db,
+        user=user,
+        name=name,
+        project_id=project.id if project else None,
+        expires_at=expires_at,
+    )
+
+
+class NotAMember(Exception):
+    """The user does not belong to the project named."""
+
+
+def member_role(db: Session, *, project: Project, user: User) -> str | None:
+    role: str | None = db.scalar(
+        select(ProjectMember.role).where(
+            ProjectMember.project_id == project.id, ProjectMember.user_id == user.id
+        )
+    )
+    return role
 
 
 def revoke_api_key(db: Session, *, user_id: uuid.UUID, key_id: uuid.UUID) -> bool:
@@ -69,6 +89,50 @@ def add_member(db: Session, *, project: Project, user: User, role: str) -> Proje
     db.add(member)
     db.flush()
     return member
+
+
+def remove_member(db: Session, *, project: Project, user_id: uuid.UUID) -> bool:
+    """Remove a membership; keys of that user scoped to the project stop working
+    (they are revoked), since a scope must never outlive the membership."""
+    member = db.scalar(
+        select(ProjectMember).where(
+            ProjectMember.project_id == project.id, ProjectMember.user_id == user_id
+        )
+    )
+    if member is None:
+        return False
+    db.delete(member)
+    db.execute(
+        update(ApiKey)
+        .where(
+            ApiKey.user_id == user_id,
+            ApiKey.project_id == project.id,
+            ApiKey.revoked_at.is_(None),
+        )
+        .values(revoked_at=datetime.now(UTC))
+    )
+    db.flush()
+    return True
+
+
+def project_members(db: Session, *, project: Project) -> list[tuple[ProjectMember, User]]:
+    rows = db.execute(
+        select(ProjectMember, User)
+        .join(User, User.id == ProjectMember.user_id)
+        .where(ProjectMember.project_id == project.id)
+        .order_by(User.email)
+    ).all()
+    return [(r.ProjectMember, r.User) for r in rows]
+
+
+def find_project(db: Session, *, ref: str) -> Project | None:
+    """A project by name or id."""
+    conditions = [Project.name == ref.strip()]
+    try:
+        conditions.append(Project.id == uuid.UUID(ref))
+    except ValueError:
+        pass
+    return db.scalar(select(Project).where(or_(*conditions)))
 
 
 def ensure_admin(db: Session, *, email: str) -> tuple[User, str | None]:

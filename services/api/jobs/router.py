@@ -11,7 +11,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Query
 from sqlalchemy import select
 
-from services.api.access import member_project, owned_session, require_text, visible_job
+from services.api.access import (
+    changeable_job,
+    key_scope,
+    member_project,
+    owned_session,
+    require_text,
+    target_project,
+    visible_job,
+)
+from services.api.bodies import NO_NUL
 from services.api.deps import CurrentUser, DbSession, StateDep
 from services.api.errors import error_responses
 from services.api.jobs import service
@@ -38,7 +47,7 @@ def submit_job(
     job_input = body.input.model_dump()
     for text_value in _texts(body.kind, job_input):
         require_text(text_value, limit=state.settings.max_message_chars, what="content")
-    project = member_project(db, user, body.project) if body.project else None
+    project = target_project(db, user, body.project)
     session = owned_session(db, user, body.session_id, lock=True) if body.session_id else None
     job = service.submit_job(
         db,
@@ -61,18 +70,27 @@ def _texts(kind: str, job_input: dict[str, Any]) -> list[str]:
     return []
 
 
-@router.get("", response_model=JobList)
+@router.get("", response_model=JobList, responses=error_responses(404))
 def list_jobs(
     db: DbSession,
     user: CurrentUser,
     status: JobStatus | None = Query(None),
     kind: JobKind | None = Query(None),
     all_users: bool = Query(False, alias="all", description="admins: every user's jobs"),
+    project: str | None = Query(
+        None, max_length=200, pattern=NO_NUL, description="every member's jobs in this project"
+    ),
     limit: int = Query(50, ge=1, le=500),
 ) -> JobList:
+    """The caller's own jobs; with ``project``, every job in that project (members only)."""
     stmt = select(Job).order_by(Job.created_at.desc()).limit(limit)
-    if not (user.is_admin and all_users):
+    if project is not None:
+        stmt = stmt.where(Job.project_id == member_project(db, user, project).id)
+    elif not (user.is_admin and all_users):
         stmt = stmt.where(Job.user_id == user.id)
+    scope = key_scope(db)
+    if scope is not None:
+        stmt = stmt.where(Job.project_id == scope)
     if status is not None:
         stmt = stmt.where(Job.status == status)
     if kind is not None:
@@ -93,9 +111,16 @@ def get_steps(job_id: str, db: DbSession, user: CurrentUser) -> StepList:
 
 
 @router.post(
-    "/{job_id}/cancel", status_code=202, response_model=JobOut, responses=error_responses(404, 409)
+    "/{job_id}/cancel",
+    status_code=202,
+    response_model=JobOut,
+    responses=error_responses(403, 404, 409),
 )
 def cancel_job(job_id: str, db: DbSession, user: CurrentUser, state: StateDep) -> JobOut:
-    """Cancel a job: at once while queued, at the next step boundary while running."""
-    job = visible_job(db, user, job_id)
+    """Cancel a job: at once while queued, at the next step boundary while running.
+
+    Its owner, an admin or an owner of its project may cancel; other project
+    members see the job but get 403.
+    """
+    job = changeable_job(db, user, job_id)
     return JobOut.of(service.cancel_job(db, celery=state.celery, job=job))

@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy.exc import IntegrityError
 
+from services.api.access import key_scope
 from services.api.bodies import NO_NUL, NOT_BLANK
 from services.api.deps import CurrentUser, DbSession, StateDep
 from services.api.errors import ApiError, error_responses
@@ -104,18 +105,37 @@ IntakeDep = Annotated[IntakeSettings, Depends(intake_settings)]
 
 
 class LibraryAccess:
-    """The acting user and the projects they belong to (for naming a target project)."""
+    """The acting user and the projects they belong to (for naming a target project).
 
-    def __init__(self, user_id: uuid.UUID, projects: dict[str, uuid.UUID], token: str) -> None:
+    With a key scoped to a project (``scope``), that project's collection is
+    the only one: uploads go there, and lists, reads and searches see only it.
+    """
+
+    def __init__(
+        self,
+        user_id: uuid.UUID,
+        projects: dict[str, uuid.UUID],
+        token: str,
+        scope: uuid.UUID | None = None,
+    ) -> None:
         self.user_id = user_id
+        self.scope = scope
+        if scope is not None:
+            projects = {ref: pid for ref, pid in projects.items() if pid == scope}
         self.projects = projects  # name and id (as text) -> project id
         self.token = token
+
+    def scoped_collections(self) -> list[str] | None:
+        """The collections a scoped key is limited to (None: no limit)."""
+        return None if self.scope is None else [project_collection(self.scope)]
 
     def headers(self) -> dict[str, str]:
         # No collections: the library derives them from the user, never from us.
         return {"X-Leaflab-Internal": self.token, "X-Leaflab-User": str(self.user_id)}
 
     def collection_for(self, project: Any) -> str:
+        if (project is None or project == "") and self.scope is not None:
+            return project_collection(self.scope)
         if project is None or project == "":
             return personal_collection(self.user_id)
         if not isinstance(project, str):
@@ -127,7 +147,9 @@ class LibraryAccess:
 
 
 def library_access(user: CurrentUser, db: DbSession, state: StateDep) -> LibraryAccess:
-    return LibraryAccess(user.id, member_projects(db, user.id), state.settings.internal_token)
+    return LibraryAccess(
+        user.id, member_projects(db, user.id), state.settings.internal_token, key_scope(db)
+    )
 
 
 AccessDep = Annotated[LibraryAccess, Depends(library_access)]
@@ -250,7 +272,10 @@ def _register_and_queue(
 
 @router.get("/documents", response_model=LibraryDocumentList, responses=error_responses(400))
 async def list_documents(access: AccessDep, state: StateDep) -> Any:
-    return await _forward(state, "GET", "/documents", LibraryDocumentList, headers=access.headers())
+    params = {"collection": access.scoped_collections()} if access.scope else None
+    return await _forward(
+        state, "GET", "/documents", LibraryDocumentList, headers=access.headers(), params=params
+    )
 
 
 @router.get(
@@ -264,7 +289,12 @@ async def get_document(document_id: str, access: AccessDep, state: StateDep) -> 
     except ValueError:
         raise ApiError(404, "not_found", "document not found") from None
     path = internal_path("documents", ident)
-    return await _forward(state, "GET", path, LibraryDocumentDetail, headers=access.headers())
+    found = await _forward(state, "GET", path, LibraryDocumentDetail, headers=access.headers())
+    scoped = access.scoped_collections()
+    if scoped is not None and isinstance(found, LibraryDocumentDetail):
+        if found.collection not in scoped:
+            raise ApiError(404, "not_found", "document not found")
+    return found
 
 
 @router.get("/search", response_model=LibrarySearchResults, responses=error_responses(400, 404))
@@ -280,6 +310,8 @@ async def search(
     params: dict[str, Any] = {"q": q, "mode": mode, "k": k}
     if project:
         params["collection"] = access.collection_for(project)
+    elif access.scope is not None:
+        params["collection"] = access.scoped_collections()
     return await _forward(
         state, "GET", "/search", LibrarySearchResults, headers=access.headers(), params=params
     )

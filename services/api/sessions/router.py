@@ -5,7 +5,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 from sqlalchemy import select
 
-from services.api.access import member_project, owned_session, require_text
+from services.api.access import (
+    changeable_session,
+    key_scope,
+    owned_session,
+    require_text,
+    target_project,
+    visible_session,
+)
 from services.api.deps import CurrentUser, DbSession, StateDep
 from services.api.errors import error_responses
 from services.api.jobs import service as jobs
@@ -30,7 +37,7 @@ MAX_OFFSET = 2**63 - 1
 
 @router.post("", status_code=201, response_model=SessionOut, responses=error_responses(404, 413))
 def create_session(body: SessionCreate, db: DbSession, user: CurrentUser) -> ChatSession:
-    project = member_project(db, user, body.project) if body.project else None
+    project = target_project(db, user, body.project)
     return service.create_session(
         db, user=user, project=project, title=body.title, system_prompt=body.system_prompt
     )
@@ -40,31 +47,32 @@ def create_session(body: SessionCreate, db: DbSession, user: CurrentUser) -> Cha
 def list_sessions(
     db: DbSession, user: CurrentUser, limit: int = Query(50, ge=1, le=500)
 ) -> SessionList:
-    rows = db.scalars(
-        select(ChatSession)
-        .where(ChatSession.user_id == user.id, ChatSession.deleted_at.is_(None))
-        .order_by(ChatSession.updated_at.desc())
-        .limit(limit)
+    stmt = select(ChatSession).where(
+        ChatSession.user_id == user.id, ChatSession.deleted_at.is_(None)
     )
+    scope = key_scope(db)
+    if scope is not None:
+        stmt = stmt.where(ChatSession.project_id == scope)
+    rows = db.scalars(stmt.order_by(ChatSession.updated_at.desc()).limit(limit))
     return SessionList(items=[SessionOut.model_validate(s) for s in rows])
 
 
 @router.get("/{session_id}", response_model=SessionOut, responses=error_responses(404))
 def get_session(session_id: str, db: DbSession, user: CurrentUser) -> ChatSession:
-    return owned_session(db, user, session_id)
+    return visible_session(db, user, session_id)
 
 
-@router.patch("/{session_id}", response_model=SessionOut, responses=error_responses(404, 413))
+@router.patch("/{session_id}", response_model=SessionOut, responses=error_responses(403, 404, 413))
 def patch_session(
     session_id: str, body: SessionPatch, db: DbSession, user: CurrentUser
 ) -> ChatSession:
-    session = owned_session(db, user, session_id)
+    session = changeable_session(db, user, session_id)
     return service.update_session(session, title=body.title, system_prompt=body.system_prompt)
 
 
-@router.delete("/{session_id}", status_code=204, responses=error_responses(404))
+@router.delete("/{session_id}", status_code=204, responses=error_responses(403, 404))
 def delete_session(session_id: str, db: DbSession, user: CurrentUser) -> None:
-    service.delete_session(owned_session(db, user, session_id))
+    service.delete_session(changeable_session(db, user, session_id))
 
 
 @router.get("/{session_id}/messages", response_model=MessageList, responses=error_responses(404))
@@ -75,7 +83,7 @@ def list_messages(
     offset: int = Query(0, ge=0, le=MAX_OFFSET),
     limit: int = Query(200, ge=1, le=1000),
 ) -> MessageList:
-    session = owned_session(db, user, session_id)
+    session = visible_session(db, user, session_id)
     rows = db.scalars(
         select(Message)
         .join(Job, Job.id == Message.job_id)

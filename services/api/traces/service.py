@@ -7,6 +7,7 @@ import re
 from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
+from services.api.access import key_scope, may_read
 from services.api.traces.schemas import SpanOut, TraceOut
 from services.common.models import Job, SpanRecord, User
 
@@ -15,7 +16,8 @@ MAX_SPANS = 20_000
 
 
 def may_read_trace(db: Session, *, user: User, trace_id: str) -> bool:
-    """Admins read any trace; members the trace of a job they own.
+    """Whoever may read the job that started the trace (``access.may_read``):
+    its owner, an admin, or a member of its project, within the key's scope.
 
     A trace belongs to the job that started it: the first job created with
     that trace id (a batch's children share their parent's). Trace ids are
@@ -24,15 +26,15 @@ def may_read_trace(db: Session, *, user: User, trace_id: str) -> bool:
     job decides for them too, so a later job carrying a copied id grants
     nothing.
     """
-    if user.is_admin:
-        return True
-    owner = db.scalar(
-        select(Job.user_id)
+    first = db.execute(
+        select(Job.user_id, Job.project_id)
         .where(Job.trace_id == trace_id)
         .order_by(Job.created_at, Job.id)
         .limit(1)
-    )
-    return owner is not None and owner == user.id
+    ).first()
+    if first is None:
+        return user.is_admin and key_scope(db) is None
+    return may_read(db, user, owner_id=first.user_id, project_id=first.project_id)
 
 
 def load_trace(db: Session, *, trace_id: str) -> TraceOut:

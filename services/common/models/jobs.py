@@ -20,6 +20,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
@@ -43,7 +44,16 @@ JOB_KINDS = ("turn", "survey", "batch", "memory")
 
 class Job(Timestamped, Base):
     __tablename__ = "jobs"
-    __table_args__ = (Index("ix_jobs_status_lease", "status", "lease_until"),)
+    __table_args__ = (
+        Index("ix_jobs_status_lease", "status", "lease_until"),
+        # Dispatch: a user's running count (the per-user cap), oldest queued first.
+        Index(
+            "ix_jobs_user_active",
+            "user_id",
+            "created_at",
+            postgresql_where=text("status IN ('queued', 'running')"),
+        ),
+    )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
     user_id: Mapped[uuid.UUID] = mapped_column(

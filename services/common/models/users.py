@@ -21,10 +21,15 @@ class User(Timestamped, Base):
 
 
 class ApiKey(Timestamped, Base):
-    """An API key, stored as a SHA-256 hash.
+    """An API key, stored as a salted SHA-256 hash and found by its visible prefix.
 
-    Keys carry ≥ 128 random bits, so a fast unsalted hash is enough to make a
-    leaked table useless while keeping lookup a single indexed equality.
+    Keys carry 256 random bits, so one salted SHA-256 makes a leaked table
+    useless (no precomputed tables, nothing shared between rows) while checking
+    stays cheap: the lookup is one indexed query on ``prefix``, then a
+    constant-time comparison of each candidate's hash. Rows written before salts
+    existed (``salt`` NULL, plain SHA-256) keep working and are re-hashed with a
+    salt the first time they are used. A key may be limited to one project
+    (``project_id``) and may expire (``expires_at``).
     """
 
     __tablename__ = "api_keys"
@@ -34,8 +39,13 @@ class ApiKey(Timestamped, Base):
         ForeignKey("users.id", ondelete="CASCADE"), index=True, nullable=False
     )
     key_hash: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
-    prefix: Mapped[str] = mapped_column(String(16), nullable=False)
+    salt: Mapped[str | None] = mapped_column(String(32))
+    prefix: Mapped[str] = mapped_column(String(16), index=True, nullable=False)
     name: Mapped[str | None] = mapped_column(String(200))
+    project_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), index=True
+    )
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -48,7 +58,13 @@ class Project(Timestamped, Base):
     allow_network: Mapped[bool] = mapped_column(Boolean, default=False, nullable=False)
 
 
+PROJECT_ROLES = ("owner", "member")
+
+
 class ProjectMember(Timestamped, Base):
+    """A user's place in a project: ``owner`` (may also change the project's
+    objects made by others) or ``member`` (reads them, writes only their own)."""
+
     __tablename__ = "project_members"
     __table_args__ = (UniqueConstraint("project_id", "user_id"),)
 

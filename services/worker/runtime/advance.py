@@ -40,7 +40,11 @@ def advance(deps: RuntimeDeps, job_id: uuid.UUID) -> Outcome | None:
         enqueue(deps, job_id)
         return None
     lease = acquire(
-        deps.factory, job_id=job_id, owner=settings.worker_id, ttl_s=settings.lease_ttl_s
+        deps.factory,
+        job_id=job_id,
+        owner=settings.worker_id,
+        ttl_s=settings.lease_ttl_s,
+        per_user_cap=settings.max_running_jobs_per_user,
     )
     if lease is None:
         return None

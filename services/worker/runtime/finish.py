@@ -13,6 +13,7 @@ from services.common.failpoints import failpoint
 from services.common.metrics import JOB_DURATION
 from services.common.models import Job
 from services.common.turns import next_queued_turn
+from services.worker.runtime.admission import next_queued_for_user
 from services.worker.runtime.lease import Lease, check_fence
 
 
@@ -72,6 +73,12 @@ def jobs_to_wake(db: Session, job_id: uuid.UUID) -> list[uuid.UUID]:
         wake.append(job.parent_job_id)
     if job.session_id is not None:
         nxt = next_queued_turn(db, session_id=job.session_id, after=job.id)
+        if nxt is not None:
+            wake.append(nxt)
+    if not wake or wake == [job.parent_job_id]:
+        # The slot this job held under its user's cap is free: the user's next
+        # queued job takes it (admission re-checks; the sweeper is the backstop).
+        nxt = next_queued_for_user(db, user_id=job.user_id, exclude=[job.id])
         if nxt is not None:
             wake.append(nxt)
     return wake

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.worker.runtime.admission import ADMISSIBLE, admit
+
 log = logging.getLogger(__name__)
 
 
@@ -42,7 +44,7 @@ class Lease:
 
 
 ACQUIRE_SQL = text(
-    """
+    f"""
     UPDATE jobs
        SET lease_owner = :owner,
            lease_until = now() + make_interval(secs => :ttl),
@@ -54,17 +56,29 @@ ACQUIRE_SQL = text(
      WHERE id = :job_id
        AND status IN ('queued', 'running')
        AND (lease_until IS NULL OR lease_until < now())
+       AND {ADMISSIBLE}
     RETURNING fence, attempts
     """
 )
 
 
 def acquire(
-    factory: sessionmaker[Session], *, job_id: uuid.UUID, owner: str, ttl_s: float
+    factory: sessionmaker[Session],
+    *,
+    job_id: uuid.UUID,
+    owner: str,
+    ttl_s: float,
+    per_user_cap: int = 0,
 ) -> Lease | None:
-    """Take the job's lease if it is free; None when another worker holds it or it is done."""
+    """Take the job's lease if it is free; None when another worker holds it, it is
+    done, or (queued) it may not start yet (``admission``: the per-user cap, its
+    session's order)."""
     with factory() as db, db.begin():
-        row = db.execute(ACQUIRE_SQL, {"owner": owner, "ttl": ttl_s, "job_id": job_id}).first()
+        if not admit(db, job_id=job_id, cap=per_user_cap):
+            return None
+        row = db.execute(
+            ACQUIRE_SQL, {"owner": owner, "ttl": ttl_s, "job_id": job_id, "cap": per_user_cap}
+        ).first()
     if row is None:
         return None
     return Lease(job_id=job_id, fence=int(row[0]), owner=owner, attempts=int(row[1]))

@@ -17,21 +17,52 @@ from celery import Celery
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.worker.runtime.admission import CAPPED, EARLIER_IN_SESSION
 from services.worker.runtime.dispatch import send_advance
 
 log = logging.getLogger(__name__)
 
+# Due: queued or running, no live lease, no advance sent recently. Queued jobs
+# that may not start (an earlier session job is active) are left alone, and
+# capped queued jobs are sent only into their user's free slots — the cap less
+# the user's running jobs and the queued ones already sent (in flight) — picked
+# round-robin by user: every user's oldest first, then every user's second…
+# (``place``), so one user's long backlog cannot push another user's job past
+# the LIMIT.
 DUE_SQL = text(
     """
+    WITH holding AS (
+        SELECT h.user_id, count(*) AS n FROM jobs h
+         WHERE {capped_h}
+           AND (h.status = 'running'
+                OR (h.status = 'queued'
+                    AND h.enqueued_at >= now() - make_interval(secs => :after)))
+         GROUP BY h.user_id
+    ), due AS (
+        SELECT j.id, j.user_id, j.created_at, q.queued_capped,
+               row_number() OVER (PARTITION BY j.user_id, q.queued_capped
+                                  ORDER BY j.created_at) AS place
+          FROM jobs j
+          CROSS JOIN LATERAL (SELECT j.status = 'queued' AND {capped_j} AS queued_capped) q
+         WHERE j.status IN ('queued', 'running')
+           AND (j.lease_until IS NULL OR j.lease_until < now())
+           AND (j.enqueued_at IS NULL OR j.enqueued_at < now() - make_interval(secs => :after))
+           AND NOT (j.status = 'queued' AND {earlier_j})
+    )
+    SELECT d.id FROM due d LEFT JOIN holding h ON h.user_id = d.user_id
+     WHERE NOT d.queued_capped OR :cap <= 0 OR d.place <= :cap - COALESCE(h.n, 0)
+     ORDER BY CASE WHEN d.queued_capped THEN d.place ELSE 0 END, d.created_at
+     LIMIT :limit
+    """.format(
+        capped_h=CAPPED.format(j="h"),
+        capped_j=CAPPED.format(j="j"),
+        earlier_j=EARLIER_IN_SESSION.format(j="j"),
+    )
+)
+MARK_SENT_SQL = text(
+    """
     UPDATE jobs SET enqueued_at = now()
-     WHERE id IN (
-        SELECT id FROM jobs
-         WHERE status IN ('queued', 'running')
-           AND (lease_until IS NULL OR lease_until < now())
-           AND (enqueued_at IS NULL OR enqueued_at < now() - make_interval(secs => :after))
-         ORDER BY created_at
-         LIMIT :limit
-         FOR UPDATE SKIP LOCKED)
+     WHERE id = ANY(CAST(:ids AS uuid[])) AND (lease_until IS NULL OR lease_until < now())
     RETURNING id
     """
 )
@@ -39,10 +70,19 @@ LOCK_KEY = "leaflab:sweeper:lock"
 
 
 def sweep_once(
-    factory: sessionmaker[Session], celery: Celery, *, requeue_after_s: float, limit: int = 500
+    factory: sessionmaker[Session],
+    celery: Celery,
+    *,
+    requeue_after_s: float,
+    per_user_cap: int = 0,
+    limit: int = 500,
 ) -> list[uuid.UUID]:
+    """Send an advance for every due job, in round-robin order by user; returns them."""
+    params = {"after": requeue_after_s, "limit": limit, "cap": per_user_cap}
     with factory() as db, db.begin():
-        due = [row[0] for row in db.execute(DUE_SQL, {"after": requeue_after_s, "limit": limit})]
+        ordered = [row[0] for row in db.execute(DUE_SQL, params)]
+        marked = {row[0] for row in db.execute(MARK_SENT_SQL, {"ids": ordered})}
+    due = [job_id for job_id in ordered if job_id in marked]
     for job_id in due:
         send_advance(celery, job_id)
     if due:
@@ -61,12 +101,14 @@ class Sweeper:
         *,
         interval_s: float,
         requeue_after_s: float,
+        per_user_cap: int = 0,
     ) -> None:
         self._factory = factory
         self._celery = celery
         self._redis = client
         self._interval = interval_s
         self._requeue_after = requeue_after_s
+        self._per_user_cap = per_user_cap
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="sweeper", daemon=True)
 
@@ -81,6 +123,11 @@ class Sweeper:
             try:
                 lock_ms = max(1, int(self._interval * 900))
                 if self._redis.set(LOCK_KEY, "1", nx=True, px=lock_ms):
-                    sweep_once(self._factory, self._celery, requeue_after_s=self._requeue_after)
+                    sweep_once(
+                        self._factory,
+                        self._celery,
+                        requeue_after_s=self._requeue_after,
+                        per_user_cap=self._per_user_cap,
+                    )
             except Exception:  # a DB or Redis blip: try again next period
                 log.exception("sweep failed")

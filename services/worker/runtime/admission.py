@@ -1,0 +1,123 @@
+"""Admission: when a queued job may start, so one user cannot crowd out the others.
+
+A queued job becomes ``running`` only by taking its lease, and a queued job is
+admitted only when
+
+- its user has fewer than ``max_running_jobs_per_user`` *counted* running jobs,
+  and
+- no earlier job of its session is still active (turns of a session run in
+  order; the earlier one wakes it when it finishes).
+
+Counted are running jobs that do work of their own: a batch parent (a
+coordinator that holds no worker between its children's finishes) is not
+counted and never capped, and neither is a subagent child (it runs inside its
+parent's slot; capping it could deadlock a parent waiting for it). A batch's
+children are ordinary capped jobs.
+
+The cap is exact under concurrency: admission takes a per-user advisory lock
+(held until the acquiring transaction commits) and re-counts under it, so two
+workers can never both admit the last free slot. A refused job simply stays
+``queued`` and holds no worker; nothing is lost, because it is picked up
+again when one of its user's jobs finishes (``finish.jobs_to_wake``) and by
+the sweeper, which dispatches queued jobs round-robin by user within each
+user's free slots (``sweeper.DUE_SQL``). A refused job's ``enqueued_at`` is
+cleared (no message of it is in flight any more), so the sweeper can tell
+jobs waiting for a slot from jobs already sent to take one.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+# Is job ``j`` subject to the cap (and counted while running)?
+CAPPED = """(
+    {j}.kind <> 'batch'
+    AND NOT EXISTS (SELECT 1 FROM jobs sub_p
+                     WHERE sub_p.id = {j}.parent_job_id AND sub_p.kind <> 'batch')
+)"""
+
+# How many counted jobs the user of job ``j`` has running.
+RUNNING_COUNT = (
+    """(
+    SELECT count(*) FROM jobs cnt
+     WHERE cnt.user_id = {j}.user_id AND cnt.status = 'running'
+       AND """
+    + CAPPED.format(j="cnt")
+    + """
+)"""
+)
+
+# Does an earlier job of the same session still have to finish first?
+EARLIER_IN_SESSION = """EXISTS (
+    SELECT 1 FROM jobs e
+     WHERE e.session_id = {j}.session_id AND e.created_at < {j}.created_at
+       AND e.status IN ('queued', 'running', 'waiting_approval', 'paused', 'budget_exhausted')
+)"""
+
+# Appended to the lease's UPDATE: a queued job must be admissible; re-slices
+# of running jobs pass unchanged. ``:cap`` ≤ 0 switches the cap off.
+ADMISSIBLE = (
+    "(jobs.status <> 'queued' OR ((:cap <= 0 OR NOT "
+    + CAPPED.format(j="jobs")
+    + " OR "
+    + RUNNING_COUNT.format(j="jobs")
+    + " < :cap) AND NOT "
+    + EARLIER_IN_SESSION.format(j="jobs")
+    + "))"
+)
+
+PRECHECK_SQL = text(
+    "SELECT j.status, j.user_id, "
+    + CAPPED.format(j="j")
+    + " AS capped, "
+    + RUNNING_COUNT.format(j="j")
+    + " AS running FROM jobs j WHERE j.id = :job_id"
+)
+
+NOT_IN_FLIGHT_SQL = text(
+    "UPDATE jobs SET enqueued_at = NULL WHERE id = :job_id AND status = 'queued'"
+)
+
+# Two-key advisory lock: a namespace of our own, then the user.
+USER_LOCK_SQL = text("SELECT pg_advisory_xact_lock(:namespace, hashtext(CAST(:user_id AS text)))")
+LOCK_NAMESPACE = 0x1EAF
+
+
+def admit(db: Session, *, job_id: uuid.UUID, cap: int) -> bool:
+    """Whether taking ``job_id``'s lease may go ahead, serialising admission per user.
+
+    Cheap refusals first: a queued job of a user already at the cap is refused
+    without any lock. Otherwise the user's advisory lock is taken (until this
+    transaction ends) and the lease UPDATE re-checks :data:`ADMISSIBLE` under it.
+    """
+    if cap <= 0:
+        return True
+    row = db.execute(PRECHECK_SQL, {"job_id": job_id}).first()
+    if row is None or row.status != "queued" or not row.capped:
+        return True
+    if int(row.running) >= cap:
+        # Its message is spent: say so, so the sweeper counts it as waiting for
+        # a slot rather than as already on its way to one.
+        db.execute(NOT_IN_FLIGHT_SQL, {"job_id": job_id})
+        return False
+    db.execute(USER_LOCK_SQL, {"namespace": LOCK_NAMESPACE, "user_id": str(row.user_id)})
+    return True
+
+
+def next_queued_for_user(
+    db: Session, *, user_id: uuid.UUID, exclude: list[uuid.UUID]
+) -> uuid.UUID | None:
+    """The user's oldest queued job that could start now (not waiting on its session)."""
+    found: uuid.UUID | None = db.scalar(
+        text(
+            "SELECT j.id FROM jobs j WHERE j.user_id = :user_id AND j.status = 'queued' "
+            "AND j.id <> ALL(CAST(:exclude AS uuid[])) AND NOT "
+            + EARLIER_IN_SESSION.format(j="j")
+            + " ORDER BY j.created_at LIMIT 1"
+        ),
+        {"user_id": user_id, "exclude": exclude},
+    )
+    return found
