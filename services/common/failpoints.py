@@ -27,6 +27,10 @@ ledger boundary:
 - ``job.before_finish`` / ``job.after_finish``: the terminal status is about
   to be / has been committed (events and wake-ups not yet sent).
 - ``survey.after_brief``: a survey's opening message has been written.
+- ``subagent.after_spawn``: a subagent's child job and the parent's waiting
+  step are committed (the child's advance message not yet sent).
+- ``approval.after_request``: an approval row and ``waiting_approval`` are
+  committed (its event not yet published).
 """
 
 from __future__ import annotations

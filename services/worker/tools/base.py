@@ -26,6 +26,7 @@ class ToolEffect(StrEnum):
     IDEMPOTENT = "idempotent"  # full-state replacement (todo): running again is harmless
     WORKSPACE_EDIT = "workspace_edit"  # exactly-once via a recorded post-state (intent)
     SANDBOX = "sandbox"  # may have half-run: reported as interrupted, never repeated
+    CHILD_JOB = "child_job"  # runs as a child job (runtime/child_jobs.py): spawned once
 
 
 class ToolError(Exception):
