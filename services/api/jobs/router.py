@@ -6,6 +6,7 @@ boundary (``deps.get_db``) commits and then sends the planned Celery messages.
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query
@@ -68,6 +69,7 @@ def list_jobs(
     status: JobStatus | None = Query(None),
     kind: JobKind | None = Query(None),
     all_users: bool = Query(False, alias="all", description="admins: every user's jobs"),
+    parent: uuid.UUID | None = Query(None, description="only the children of this job"),
     limit: int = Query(50, ge=1, le=500),
 ) -> JobList:
     stmt = select(Job).order_by(Job.created_at.desc()).limit(limit)
@@ -77,6 +79,8 @@ def list_jobs(
         stmt = stmt.where(Job.status == status)
     if kind is not None:
         stmt = stmt.where(Job.kind == kind)
+    if parent is not None:  # the job tree: a batch's tasks, a turn's subagents
+        stmt = stmt.where(Job.parent_job_id == parent)
     return JobList(items=[JobOut.of(j) for j in db.scalars(stmt)])
 
 

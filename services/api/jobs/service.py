@@ -97,6 +97,13 @@ def cancel_job(db: Session, *, celery: Celery, job: Job) -> Job:
     if job.status in TERMINAL_STATUSES:
         raise ApiError(409, "conflict", f"job is already {job.status}")
     db.execute(update(Job).where(Job.id == job.id).values(cancel_requested=True))
+    # A job waiting for approval holds no lease and is not runnable: make it so,
+    # and its worker ends it as cancelled at once.
+    db.execute(
+        update(Job)
+        .where(Job.id == job.id, Job.status == "waiting_approval")
+        .values(status="running")
+    )
     db.execute(
         update(Job)
         .where(Job.id == job.id, Job.status == "queued", Job.lease_until.is_(None))
