@@ -32,7 +32,7 @@ def list_approvals(job_id: str, db: DbSession, user: CurrentUser) -> ApprovalLis
 @router.post(
     "/{job_id}/approvals/{approval_id}",
     response_model=ApprovalOut,
-    responses=error_responses(404, 409),
+    responses=error_responses(404, 409, 413),
 )
 def decide_approval(
     job_id: str,
