@@ -1,0 +1,164 @@
+"""The ``agent`` tool: a child job whose answer is the parent's tool result.
+
+Real processes: model simulator, API, agent worker(s). The parent's session
+has a script that calls ``agent``; the child (its own, new session) plays the
+simulator's default script.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import httpx
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.common.models import Job
+from tests.fixtures.builders import client_for, make_user, wait_job
+from tests.fixtures.processes import Services
+
+CHILD_ANSWER = "the child found 42"
+
+
+def _parent_script(task: str = "find the answer", tools: list[str] | None = None) -> dict:
+    args: dict[str, Any] = {"task": task}
+    if tools is not None:
+        args["tools"] = tools
+    return {
+        "latency_ms": 50,
+        "replies": [
+            {"tool_calls": [{"name": "agent", "arguments": args}]},
+            {"content": "parent done"},
+        ],
+    }
+
+
+def _children(factory: sessionmaker[Session], parent_id: str) -> list[Job]:
+    with factory() as db:
+        return list(db.scalars(select(Job).where(Job.parent_job_id == uuid.UUID(parent_id))))
+
+
+def _start_turn(client: httpx.Client, sim: Any, script: dict) -> tuple[str, str]:
+    session = client.post("/v1/sessions", json={}).json()
+    sim.set_script(session["id"], script)
+    job_id = client.post(
+        f"/v1/sessions/{session['id']}/messages", json={"content": "delegate it"}
+    ).json()["job_id"]
+    return session["id"], job_id
+
+
+def _wait_child_running(factory: sessionmaker[Session], parent_id: str) -> Job:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        kids = _children(factory, parent_id)
+        if kids and kids[0].status == "running":
+            return kids[0]
+        time.sleep(0.1)
+    raise AssertionError("the subagent never started running")
+
+
+class TestSubagentRoundTrip:
+    def test_child_answer_becomes_the_tool_result_and_the_child_is_in_the_tree(
+        self, services: Services, session_factory: sessionmaker[Session]
+    ) -> None:
+        sim = services.simulator({"latency_ms": 1500, "replies": [{"content": CHILD_ANSWER}]})
+        url = services.api()
+        services.worker()
+        client = client_for(url, make_user(session_factory))
+        session_id, job_id = _start_turn(client, sim, _parent_script(tools=["read_file", "glob"]))
+
+        # While the child thinks, the parent waits without a lease (no worker thread).
+        child = _wait_child_running(session_factory, job_id)
+        with session_factory() as db:
+            parent = db.get(Job, uuid.UUID(job_id))
+            assert parent is not None
+            assert parent.status == "running" and parent.lease_owner is None
+
+        job = wait_job(client, job_id, timeout_s=60)
+        assert job["status"] == "succeeded", job
+        assert job["result"]["content"] == "parent done"
+        steps = client.get(f"/v1/jobs/{job_id}/steps").json()["items"]
+        (agent_step,) = [s for s in steps if s["name"] == "agent"]
+        assert agent_step["status"] == "succeeded"
+        assert agent_step["result"]["content"] == CHILD_ANSWER
+        assert agent_step["result"]["data"]["job_id"] == str(child.id)
+        messages = client.get(f"/v1/sessions/{session_id}/messages").json()["items"]
+        assert any(m["role"] == "tool" and m["content"] == CHILD_ANSWER for m in messages)
+
+        # The job tree: the child names its parent, and the parent lists it.
+        (listed,) = client.get("/v1/jobs", params={"parent": job_id}).json()["items"]
+        assert listed["id"] == str(child.id)
+        assert listed["parent_job_id"] == job_id and listed["status"] == "succeeded"
+        assert listed["input"]["tools"] == ["glob", "read_file"]
+        assert listed["input"]["content"] == "find the answer"
+        assert listed["trace_id"] == job["trace_id"]
+        # Its own context: the child's session holds only its task and its answer.
+        child_messages = client.get(f"/v1/sessions/{listed['session_id']}/messages").json()
+        assert [m["role"] for m in child_messages["items"]] == ["user", "assistant"]
+        # The child was offered only the tools it was given.
+        stats = httpx.get(sim.url.removesuffix("/v1") + "/_sim/stats").json()
+        assert sorted(stats["conversations"][listed["session_id"]]["last_tools"]) == [
+            "glob",
+            "read_file",
+        ]
+
+    def test_unknown_tool_for_the_child_is_a_tool_error_and_no_child(
+        self, services: Services, session_factory: sessionmaker[Session]
+    ) -> None:
+        sim = services.simulator()
+        url = services.api()
+        services.worker()
+        client = client_for(url, make_user(session_factory))
+        _, job_id = _start_turn(client, sim, _parent_script(tools=["agent"]))
+        job = wait_job(client, job_id, timeout_s=60)
+        assert job["status"] == "succeeded", job
+        steps = client.get(f"/v1/jobs/{job_id}/steps").json()["items"]
+        (agent_step,) = [s for s in steps if s["name"] == "agent"]
+        assert agent_step["status"] == "failed"
+        assert "cannot use agent" in agent_step["error"]["message"]
+        assert _children(session_factory, job_id) == []
+
+
+class TestSubagentCrash:
+    def test_kill_9_while_the_child_runs_one_child_parent_completes(
+        self, services: Services, session_factory: sessionmaker[Session]
+    ) -> None:
+        sim = services.simulator({"latency_ms": 2500, "replies": [{"content": CHILD_ANSWER}]})
+        url = services.api()
+        worker = services.worker("victim")
+        client = client_for(url, make_user(session_factory))
+        _, job_id = _start_turn(client, sim, _parent_script())
+
+        _wait_child_running(session_factory, job_id)
+        worker.kill9()
+        services.worker("survivor")
+
+        job = wait_job(client, job_id, timeout_s=90)
+        assert job["status"] == "succeeded", job
+        kids = _children(session_factory, job_id)
+        assert len(kids) == 1, kids
+        assert kids[0].status == "succeeded" and kids[0].attempts >= 2
+        steps = client.get(f"/v1/jobs/{job_id}/steps").json()["items"]
+        (agent_step,) = [s for s in steps if s["name"] == "agent"]
+        assert agent_step["executions"] == 1
+        assert agent_step["result"]["content"] == CHILD_ANSWER
+
+    def test_kill_9_right_after_the_spawn_commit_loses_nothing(
+        self, services: Services, session_factory: sessionmaker[Session]
+    ) -> None:
+        sim = services.simulator({"replies": [{"content": CHILD_ANSWER}]})
+        url = services.api()
+        services.env["LEAFLAB_FAILPOINTS"] = "subagent.after_spawn=kill"
+        victim = services.worker("victim")
+        client = client_for(url, make_user(session_factory))
+        _, job_id = _start_turn(client, sim, _parent_script())
+        victim.popen.wait(60)  # died between the commit and sending the child's message
+        del services.env["LEAFLAB_FAILPOINTS"]
+        services.worker("survivor")
+
+        job = wait_job(client, job_id, timeout_s=90)
+        assert job["status"] == "succeeded", job
+        kids = _children(session_factory, job_id)
+        assert len(kids) == 1 and kids[0].status == "succeeded"
