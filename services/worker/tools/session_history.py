@@ -33,7 +33,9 @@ class SessionHistoryArgs(BaseModel):
         default=None, max_length=100, description="Show this one message in full."
     )
     offset: int = Field(default=0, ge=0, description="Skip this many matches (oldest first).")
-    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+    limit: int = Field(
+        default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="At most this many messages."
+    )
 
 
 def _like(query: str) -> str:
