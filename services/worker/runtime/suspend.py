@@ -8,6 +8,10 @@ finish) can take the lease at once and the wait survives any restart.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from opentelemetry import trace
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
@@ -32,3 +36,18 @@ def suspend_job(db: Session, lease: Lease, *, status: str) -> None:
         ),
         {"status": status, "id": lease.job_id, "fence": lease.fence},
     )
+
+
+@contextmanager
+def noting_suspension(span: trace.Span) -> Iterator[None]:
+    """Inside a span opened with exception recording off: a suspension is noted
+    as an attribute (the step did not fail), any other exception as an error."""
+    try:
+        yield
+    except StepSuspended as waiting:
+        span.set_attribute("leaflab.suspended", waiting.reason)
+        raise
+    except BaseException as exc:
+        span.record_exception(exc)
+        span.set_status(trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:500])
+        raise

@@ -25,6 +25,7 @@ from services.worker.runtime.lease import Lease, fenced_effect
 from services.worker.runtime.ledger import StepView, tool_key
 from services.worker.runtime.recorder import MessageWrite, StepWrite, record
 from services.worker.runtime.state import TurnState
+from services.worker.runtime.suspend import noting_suspension
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 from services.worker.tools.subagent import AgentTool
 
@@ -80,7 +81,14 @@ class ToolStepRunner:
     def run(self, round_no: int, call: ToolCallSpec, existing: StepView | None) -> None:
         key = tool_key(round_no, call.id)
         started = time.perf_counter()
-        with tracer.start_as_current_span(tool_call_span_name(call.name)) as span:
+        with (
+            tracer.start_as_current_span(
+                tool_call_span_name(call.name),
+                record_exception=False,
+                set_status_on_exception=False,
+            ) as span,
+            noting_suspension(span),
+        ):
             span.set_attributes(tool_call_attributes(tool_name=call.name, call_id=call.id))
             try:
                 tool = self._tool(call.name)

@@ -59,6 +59,26 @@ def _wait_child_running(factory: sessionmaker[Session], parent_id: str) -> Job:
     raise AssertionError("the subagent never started running")
 
 
+def _child_span_and_agent_tool_spans(
+    client: httpx.Client, trace_id: str, child_id: str
+) -> tuple[dict[str, Any], set[str]]:
+    deadline = time.monotonic() + 20
+    while True:
+        spans = client.get(f"/v1/traces/{trace_id}").json()["spans"]
+        jobs = [
+            s
+            for s in spans
+            if s["name"] == "job" and s["attributes"].get("leaflab.job.id") == child_id
+        ]
+        tools = {s["span_id"] for s in spans if s["name"] == "execute_tool agent"}
+        if jobs and tools:
+            first = min(jobs, key=lambda s: str(s["start"]))
+            assert all(s["status"] != "ERROR" for s in spans if s["name"] == "execute_tool agent")
+            return first, tools
+        assert time.monotonic() < deadline, f"child spans never recorded: {spans}"
+        time.sleep(0.5)
+
+
 class TestSubagentRoundTrip:
     def test_child_answer_becomes_the_tool_result_and_the_child_is_in_the_tree(
         self, services: Services, session_factory: sessionmaker[Session]
@@ -97,6 +117,11 @@ class TestSubagentRoundTrip:
         # Its own context: the child's session holds only its task and its answer.
         child_messages = client.get(f"/v1/sessions/{listed['session_id']}/messages").json()
         assert [m["role"] for m in child_messages["items"]] == ["user", "assistant"]
+        # The trace: the child's job span hangs under the parent's `agent` tool span.
+        child_span, tool_span_ids = _child_span_and_agent_tool_spans(
+            client, job["trace_id"], str(child.id)
+        )
+        assert child_span["parent_span_id"] in tool_span_ids
         # The child was offered only the tools it was given.
         stats = httpx.get(sim.url.removesuffix("/v1") + "/_sim/stats").json()
         assert sorted(stats["conversations"][listed["session_id"]]["last_tools"]) == [
