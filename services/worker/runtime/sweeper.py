@@ -1,8 +1,8 @@
 """Recovers jobs whose worker died or whose Celery message was lost.
 
-A job is due when it is queued or running, nobody holds a live lease, and no
-advance message was sent recently. One sweeper runs cluster-wide at a time
-(a Redis lock), and re-sending is safe: a duplicate message finds the lease
+A job is due when it is queued or running, nobody holds a live lease, no
+advance message was sent recently, and it does not wait on an active child.
+One sweeper runs cluster-wide at a time (a Redis lock), and re-sending is safe: a duplicate message finds the lease
 taken, or the job done, and does nothing.
 """
 
@@ -29,6 +29,12 @@ DUE_SQL = text(
          WHERE status IN ('queued', 'running')
            AND (lease_until IS NULL OR lease_until < now())
            AND (enqueued_at IS NULL OR enqueued_at < now() - make_interval(secs => :after))
+           -- A parent waiting on an active child (subagent, batch task) is woken by
+           -- that child's finish; once the child is done, a lost wake is swept here.
+           AND NOT EXISTS (
+                SELECT 1 FROM jobs c
+                 WHERE c.parent_job_id = jobs.id
+                   AND c.status NOT IN ('succeeded', 'failed', 'cancelled'))
          ORDER BY created_at
          LIMIT :limit
          FOR UPDATE SKIP LOCKED)

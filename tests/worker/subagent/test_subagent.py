@@ -146,6 +146,27 @@ class TestSubagentRoundTrip:
         assert _children(session_factory, job_id) == []
 
 
+class TestParentWaitsIdle:
+    def test_the_sweeper_leaves_a_parent_alone_while_its_child_runs(
+        self, services: Services, session_factory: sessionmaker[Session]
+    ) -> None:
+        # The child takes 6 s; sweeps run every 0.5 s and re-send after 2 s.
+        sim = services.simulator({"latency_ms": 6000, "replies": [{"content": CHILD_ANSWER}]})
+        url = services.api()
+        services.worker()
+        client = client_for(url, make_user(session_factory))
+        _, job_id = _start_turn(client, sim, _parent_script())
+        _wait_child_running(session_factory, job_id)
+        time.sleep(4)
+        with session_factory() as db:
+            parent = db.get(Job, uuid.UUID(job_id))
+            assert parent is not None
+            assert parent.attempts == 1, "the parent was leased again while it waited"
+        job = wait_job(client, job_id, timeout_s=60)
+        assert job["status"] == "succeeded"
+        assert job["attempts"] == 2  # the one wake-up by the child's finish
+
+
 class TestSubagentCrash:
     def test_kill_9_while_the_child_runs_one_child_parent_completes(
         self, services: Services, session_factory: sessionmaker[Session]
