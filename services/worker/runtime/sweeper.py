@@ -2,8 +2,9 @@
 
 A job is due when it is queued or running, nobody holds a live lease, no
 advance message was sent recently, and it does not wait on an active child.
-One sweeper runs cluster-wide at a time (a Redis lock), and re-sending is safe: a duplicate message finds the lease
-taken, or the job done, and does nothing.
+One sweeper runs cluster-wide at a time (a Redis lock), and re-sending is
+safe: a duplicate message finds the lease taken, or the job done, and does
+nothing.
 """
 
 from __future__ import annotations
