@@ -19,9 +19,10 @@ from sqlalchemy.orm import Mapped, mapped_column
 from services.common.models.base import Base, Timestamped, new_id
 
 ApprovalKind = Literal["file_write", "command"]
-# pending → approved → applied | failed (baseline changed); or changes_requested | rejected
+# pending → approved → applied | failed (baseline changed); or changes_requested |
+# rejected; cancelled when the job is cancelled while it waits
 ApprovalStatus = Literal[
-    "pending", "approved", "applied", "failed", "changes_requested", "rejected"
+    "pending", "approved", "applied", "failed", "changes_requested", "rejected", "cancelled"
 ]
 APPROVAL_STATUSES: tuple[str, ...] = get_args(ApprovalStatus)
 ApprovalDecision = Literal["apply", "request_changes", "reject"]

@@ -167,3 +167,5 @@ class TestCancelWhileWaiting:
             f"/v1/jobs/{job_id}/approvals/{approval['id']}", json={"decision": "apply"}
         )
         assert resp.status_code == 409
+        (after,) = client.get(f"/v1/jobs/{job_id}/approvals").json()["items"]
+        assert after["status"] == "cancelled"
