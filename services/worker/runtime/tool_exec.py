@@ -158,12 +158,13 @@ class ToolStepRunner:
         self._complete(round_no, call, key, status="succeeded", result=result)
 
     def _context(self, call: ToolCallSpec, key: str) -> ToolContext:
-        session_id = self.who.workspace_session_id or self.who.session_id
-        workspace = self.deps.settings.workspaces_dir / str(session_id)
+        shared = self.who.workspace_session_id
+        workspace = self.deps.settings.workspaces_dir / str(shared or self.who.session_id)
         workspace.mkdir(parents=True, exist_ok=True)
         return ToolContext(
             job_id=str(self.who.job_id),
-            session_id=str(session_id),
+            session_id=str(self.who.session_id),
+            workspace_session_id=str(shared) if shared else None,
             user_id=str(self.who.user_id),
             project_id=str(self.who.project_id) if self.who.project_id else None,
             workspace=workspace,

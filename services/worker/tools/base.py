@@ -86,6 +86,9 @@ class ToolContext:
     sandbox: SandboxPort | None = None
     library: LibraryEndpoint | None = None
     db: sessionmaker[Session] | None = None
+    # The session whose workspace (and sandbox) this job uses when it is not its
+    # own: a subagent works in its parent's. None: ``session_id``'s.
+    workspace_session_id: str | None = None
 
 
 class Tool(ABC):

@@ -63,7 +63,7 @@ class AgentTool(Tool):
             "content": args.task,
             "tools": sorted(set(tools)),
             # the parent's workspace: same files, same sandbox
-            "workspace_session_id": ctx.session_id,
+            "workspace_session_id": ctx.workspace_session_id or ctx.session_id,
             "subagent_of": {"job_id": ctx.job_id, "tool_call_id": ctx.tool_call_id},
         }
 

@@ -7,15 +7,17 @@ simulator's default script.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.common.models import Job
+from services.common.models import ChatSession, Job
 from tests.fixtures.builders import client_for, make_user, wait_job
 from tests.fixtures.processes import Services
 
@@ -144,6 +146,50 @@ class TestSubagentRoundTrip:
         assert agent_step["status"] == "failed"
         assert "cannot use agent" in agent_step["error"]["message"]
         assert _children(session_factory, job_id) == []
+
+
+class TestSharedWorkspace:
+    def test_the_child_writes_the_parents_workspace_but_keeps_its_own_todos(
+        self, services: Services, session_factory: sessionmaker[Session]
+    ) -> None:
+        child_script = {
+            "replies": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "write_file",
+                            "arguments": {"path": "notes.md", "content": "from child\n"},
+                        }
+                    ]
+                },
+                {
+                    "tool_calls": [
+                        {
+                            "name": "todo",
+                            "arguments": {"items": [{"content": "check", "status": "completed"}]},
+                        }
+                    ]
+                },
+                {"content": CHILD_ANSWER},
+            ]
+        }
+        sim = services.simulator(child_script)
+        url = services.api()
+        services.worker()
+        client = client_for(url, make_user(session_factory))
+        session_id, job_id = _start_turn(client, sim, _parent_script())
+        assert wait_job(client, job_id, timeout_s=60)["status"] == "succeeded"
+
+        (child,) = _children(session_factory, job_id)
+        home = Path(os.environ["LEAFLAB_HOME"]) / "workspaces"
+        assert (home / session_id / "notes.md").read_text() == "from child\n"
+        assert not (home / str(child.session_id) / "notes.md").exists()
+        with session_factory() as db:
+            parent_session = db.get(ChatSession, uuid.UUID(session_id))
+            child_session = db.get(ChatSession, child.session_id)
+            assert parent_session is not None and child_session is not None
+            assert parent_session.todos == []
+            assert child_session.todos == [{"content": "check", "status": "completed"}]
 
 
 class TestParentWaitsIdle:
