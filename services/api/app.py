@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from services.api.admin.router import router as admin_router
+from services.api.approvals.router import router as approvals_router
 from services.api.errors import error_responses, install_error_handlers
 from services.api.events.router import router as events_router
 from services.api.health.router import router as health_router
@@ -93,6 +94,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         sessions_router,
         jobs_router,
         artifacts_router,
+        approvals_router,
         events_router,
         traces_router,
         library_router,

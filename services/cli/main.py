@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from services.cli.admin_cmd import admin
+from services.cli.approvals_cmd import approvals, approve
 from services.cli.jobs_cmd import batch, cancel, jobs, submit, survey, watch
 from services.cli.library_cmd import library
 from services.cli.migrate_cmd import migrate
@@ -36,6 +37,8 @@ for command in (
     trace_cmd,
     library,
     serve,
+    approvals,
+    approve,
 ):
     cli.add_command(command)
 

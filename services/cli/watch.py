@@ -40,6 +40,9 @@ def render_event(event: dict[str, Any], state: dict[str, Any]) -> str | None:
         progress = data.get("progress")
         extra = f" {progress}" if progress else ""
         return f"\n[{data.get('status')}{extra}]"
+    if kind == "approval":
+        files = ", ".join(data.get("files") or []) or data.get("tool", "")
+        return f"\n  [approval {data.get('approval_id')} {data.get('status')}] {files}"
     if kind == "final":
         return f"\n[{data.get('status')}] after {state.get('tools', 0)} tool call(s)\n"
     return None

@@ -29,6 +29,10 @@ ledger boundary:
 - ``survey.after_brief``: a survey's opening message has been written.
 - ``context.after_summary``: a rolling context summary's ledger step has been
   written (the model call that uses it not yet made).
+- ``subagent.after_spawn``: a subagent's child job and the parent's waiting
+  step are committed (the child's advance message not yet sent).
+- ``approval.after_request``: an approval row and ``waiting_approval`` are
+  committed (its event not yet published).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -36,6 +37,13 @@ class WorkerSettings(ContextSettings, LlmSettings):
     tool_retry_attempts: int = 3
     tool_retry_base_s: float = 0.2
     db_pool_size: int = 20
+    # Approvals (services/worker/approvals): off | protected (writes to protected
+    # paths wait for a human) | strict (also every bash/python call). A project's
+    # approval_mode overrides it.
+    approval_mode: Literal["off", "protected", "strict"] = "protected"
+    approval_protected_suffixes: list[str] = Field(
+        default_factory=lambda: [".tex", ".bib", ".sty", ".py", ".m", ".ipynb", ".sh"]
+    )
     token_flush_s: float = 0.05
     system_prompt: str = (
         "You are Leaflab, a careful research assistant for a scientific lab. "

@@ -10,6 +10,8 @@ from services.worker.tools.library_search import library_tools
 from services.worker.tools.papers import paper_tools
 from services.worker.tools.ports import IngestQueue
 from services.worker.tools.registry import ToolRegistry
+from services.worker.tools.session_history import SessionHistoryTool
+from services.worker.tools.subagent import subagent_tool
 from services.worker.tools.todo import todo_tool
 from services.worker.tools.web import web_tools
 from services.worker.tools.web.settings import ResearchToolSettings
@@ -29,4 +31,5 @@ def build_registry(
         *paper_tools(research),
         memory_tool(),
     ]
+    tools += [SessionHistoryTool(), subagent_tool()]
     return ToolRegistry(tools)

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.api.admin.service import create_api_key
 from services.common.db import transaction
-from services.common.models import ApiKey, Artifact, Job, Project, User
+from services.common.models import ApiKey, Approval, Artifact, Job, Project, User
 from tests.api.authz_matrix import PUBLIC_ROUTES, probes, send
 from tests.api.live_library import api_with_library
 from tests.conftest import Stack
@@ -66,6 +66,18 @@ def world(
                     content=marker.encode(),
                 )
             )
+            approval = Approval(
+                job_id=uuid.UUID(job_id),
+                step_key="tool:0:call_0_0",
+                tool_name="write_file",
+                kind="file_write",
+                diffs=[{"path": "paper.tex", "diff": marker}],
+                baselines={"paper.tex": None},
+                status="pending",
+            )
+            db.add(approval)
+            db.flush()
+            approval_id = str(approval.id)
             key = db.query(ApiKey).filter(ApiKey.user_id == alice.id).one()
             project_id = str(db.query(Project).filter(Project.name == project).one().id)
         ids = {
@@ -76,6 +88,7 @@ def world(
             "user_id": str(alice.id),
             "key_id": str(key.id),
             "project_id": project_id,
+            "approval_id": approval_id,
             "document_id": _upload(client, project, f"{marker}.pdf"),
         }
         yield World(url, alice, bob, carol, ids, [marker, alice.email, job_id, session["id"]])

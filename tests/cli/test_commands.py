@@ -23,6 +23,8 @@ PROMISED = [
     ["model-sim"],
     ["sandbox", "build-image"],
     ["migrate"],
+    ["approvals"],
+    ["approve"],
 ]
 
 

@@ -6,6 +6,7 @@ boundary (``deps.get_db``) commits and then sends the planned Celery messages.
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query
@@ -80,6 +81,7 @@ def list_jobs(
     project: str | None = Query(
         None, max_length=200, pattern=NO_NUL, description="every member's jobs in this project"
     ),
+    parent: uuid.UUID | None = Query(None, description="only the children of this job"),
     limit: int = Query(50, ge=1, le=500),
 ) -> JobList:
     """The caller's own jobs; with ``project``, every job in that project (members only)."""
@@ -95,6 +97,8 @@ def list_jobs(
         stmt = stmt.where(Job.status == status)
     if kind is not None:
         stmt = stmt.where(Job.kind == kind)
+    if parent is not None:  # the job tree: a batch's tasks, a turn's subagents
+        stmt = stmt.where(Job.parent_job_id == parent)
     return JobList(items=[JobOut.of(j) for j in db.scalars(stmt)])
 
 

@@ -18,7 +18,14 @@ from sqlalchemy.orm import Session
 
 from services.api.errors import ApiError
 from services.api.transaction import after_commit
-from services.common.models import TERMINAL_STATUSES, ChatSession, Job, Project, User
+from services.common.models import (
+    TERMINAL_STATUSES,
+    Approval,
+    ChatSession,
+    Job,
+    Project,
+    User,
+)
 from services.common.task_names import ADVANCE_TASK, AGENT_QUEUE
 from services.common.telemetry import current_trace_id_hex, inject_carrier
 from services.common.turns import JobOrigin, create_queued_job, next_queued_turn, open_session
@@ -97,6 +104,18 @@ def cancel_job(db: Session, *, celery: Celery, job: Job) -> Job:
     if job.status in TERMINAL_STATUSES:
         raise ApiError(409, "conflict", f"job is already {job.status}")
     db.execute(update(Job).where(Job.id == job.id).values(cancel_requested=True))
+    # A job waiting for approval holds no lease and is not runnable: make it so,
+    # and its worker ends it as cancelled at once.
+    db.execute(
+        update(Job)
+        .where(Job.id == job.id, Job.status == "waiting_approval")
+        .values(status="running")
+    )
+    db.execute(
+        update(Approval)
+        .where(Approval.job_id == job.id, Approval.status == "pending")
+        .values(status="cancelled", resolved_at=func.now())
+    )
     db.execute(
         update(Job)
         .where(Job.id == job.id, Job.status == "queued", Job.lease_until.is_(None))

@@ -1,5 +1,6 @@
 """One metadata for every table, so Alembic sees them all and imports never cycle."""
 
+from services.common.models.approvals import APPROVAL_STATUSES, Approval
 from services.common.models.base import Base
 from services.common.models.conversations import ChatSession, Message
 from services.common.models.jobs import (
@@ -17,6 +18,7 @@ from services.common.models.telemetry import SpanRecord
 from services.common.models.users import ApiKey, Project, ProjectMember, User
 
 __all__ = [
+    "APPROVAL_STATUSES",
     "DOCUMENT_STATUSES",
     "JOB_KINDS",
     "JOB_STATUSES",
@@ -24,6 +26,7 @@ __all__ = [
     "MEMORY_SCOPES",
     "TERMINAL_STATUSES",
     "ApiKey",
+    "Approval",
     "Artifact",
     "Base",
     "ChatSession",

@@ -56,6 +56,8 @@ class Project(Timestamped, Base):
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
     name: Mapped[str] = mapped_column(String(200), unique=True, nullable=False)
     allow_network: Mapped[bool] = mapped_column(Boolean, default=False, nullable=False)
+    # off | protected | strict; NULL: the deployment's LEAFLAB_APPROVAL_MODE
+    approval_mode: Mapped[str | None] = mapped_column(String(20))
 
 
 PROJECT_ROLES = ("owner", "member")

@@ -1,9 +1,10 @@
 """Recovers jobs whose worker died or whose Celery message was lost.
 
-A job is due when it is queued or running, nobody holds a live lease, and no
-advance message was sent recently. One sweeper runs cluster-wide at a time
-(a Redis lock), and re-sending is safe: a duplicate message finds the lease
-taken, or the job done, and does nothing.
+A job is due when it is queued or running, nobody holds a live lease, no
+advance message was sent recently, and it does not wait on an active child.
+One sweeper runs cluster-wide at a time (a Redis lock), and re-sending is
+safe: a duplicate message finds the lease taken, or the job done, and does
+nothing.
 """
 
 from __future__ import annotations
@@ -48,6 +49,12 @@ DUE_SQL = text(
            AND (j.lease_until IS NULL OR j.lease_until < now())
            AND (j.enqueued_at IS NULL OR j.enqueued_at < now() - make_interval(secs => :after))
            AND NOT (j.status = 'queued' AND {earlier_j})
+           -- A parent waiting on an active child (subagent, batch task) is woken by
+           -- that child's finish; once the child is done, a lost wake is swept here.
+           AND NOT EXISTS (
+                SELECT 1 FROM jobs c
+                 WHERE c.parent_job_id = j.id
+                   AND c.status NOT IN ('succeeded', 'failed', 'cancelled'))
     )
     SELECT d.id FROM due d LEFT JOIN holding h ON h.user_id = d.user_id
      WHERE NOT d.queued_capped OR :cap <= 0 OR d.place <= :cap - COALESCE(h.n, 0)

@@ -16,14 +16,18 @@ from services.common.failpoints import failpoint
 from services.common.metrics import STEP_DURATION
 from services.common.telemetry import tool_call_attributes
 from services.common.telemetry.names import TRACER_WORKER, tool_call_span_name
+from services.worker.approvals.gate import ApprovalGate
+from services.worker.runtime.child_jobs import child_outcome, spawn_child
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.lease import Lease, fenced_effect
 from services.worker.runtime.ledger import StepView, tool_key
 from services.worker.runtime.recorder import MessageWrite, StepWrite, record
 from services.worker.runtime.state import TurnState
+from services.worker.runtime.suspend import noting_suspension
 from services.worker.runtime.tool_attempts import run_attempts
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
+from services.worker.tools.subagent import AgentTool
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer(TRACER_WORKER)
@@ -44,6 +48,10 @@ class JobIdentity:
     session_id: uuid.UUID
     user_id: uuid.UUID
     project_id: uuid.UUID | None
+    # A subagent works in its parent's workspace (and sandbox) and may be
+    # offered fewer tools; None: its own session's workspace, every tool.
+    workspace_session_id: uuid.UUID | None = None
+    tools: frozenset[str] | None = None
 
 
 class ToolStepRunner:
@@ -62,6 +70,7 @@ class ToolStepRunner:
         self.who = who
         self.events = events
         self.state = state
+        self.gate = ApprovalGate(deps, lease, project_id=who.project_id, events=events)
 
     def _begin(self, **fields: Any) -> None:
         step = StepWrite(status="running", **fields)
@@ -72,10 +81,17 @@ class ToolStepRunner:
     def run(self, round_no: int, call: ToolCallSpec, existing: StepView | None) -> None:
         key = tool_key(round_no, call.id)
         started = time.perf_counter()
-        with tracer.start_as_current_span(tool_call_span_name(call.name)) as span:
+        with (
+            tracer.start_as_current_span(
+                tool_call_span_name(call.name),
+                record_exception=False,
+                set_status_on_exception=False,
+            ) as span,
+            noting_suspension(span),
+        ):
             span.set_attributes(tool_call_attributes(tool_name=call.name, call_id=call.id))
             try:
-                tool = self.deps.registry.get(call.name)
+                tool = self._tool(call.name)
                 args = tool.parse(_decode_arguments(call.arguments))
             except ToolError as err:
                 # Invalid calls never execute; the model sees why.
@@ -86,15 +102,69 @@ class ToolStepRunner:
             if existing is not None and existing.status == "running":
                 if self._resume_interrupted(tool, ctx, round_no, call, key, existing):
                     return
+            if tool.effect is ToolEffect.CHILD_JOB:
+                self._child_job(tool, args, ctx, round_no, call, key, existing)
+                return
             self._execute(tool, args, ctx, round_no, call, key, span)
         STEP_DURATION.labels("tool", call.name).observe(time.perf_counter() - started)
 
+    def _tool(self, name: str) -> Tool:
+        if self.who.tools is not None and name not in self.who.tools:
+            offered = ", ".join(sorted(self.who.tools))
+            raise ToolError(
+                "unknown_tool",
+                f"tool {name!r} is not offered here; available: {offered}",
+                category="validation",
+            )
+        return self.deps.registry.get(name)
+
+    def _child_job(
+        self,
+        tool: Tool,
+        args: BaseModel,
+        ctx: ToolContext,
+        round_no: int,
+        call: ToolCallSpec,
+        key: str,
+        existing: StepView | None,
+    ) -> None:
+        """A subagent: spawned once (suspending this job), its answer read on resume."""
+        assert isinstance(tool, AgentTool)
+        try:
+            if existing is not None:
+                result = child_outcome(self.deps, self.lease, existing)
+            else:
+                step = {
+                    "key": key,
+                    "kind": "tool",
+                    "name": call.name,
+                    "round_no": round_no,
+                    "tool_call_id": call.id,
+                    "arguments": args.model_dump(mode="json"),
+                }
+                self.events.emit("tool_start", {"tool_call_id": call.id, "name": call.name})
+                offered = sorted(self.who.tools or self.deps.registry.names())
+                # Raises StepSuspended once the child is committed: the parent waits.
+                spawn_child(
+                    self.deps, self.lease, tool=tool, args=args, ctx=ctx, step=step, offered=offered
+                )
+                return
+        except ToolError as err:
+            if existing is None:
+                self._record_unrun(round_no, call, key, err)
+            else:
+                self._complete(round_no, call, key, status="failed", error=err)
+            return
+        self._complete(round_no, call, key, status="succeeded", result=result)
+
     def _context(self, call: ToolCallSpec, key: str) -> ToolContext:
-        workspace = self.deps.settings.workspaces_dir / str(self.who.session_id)
+        shared = self.who.workspace_session_id
+        workspace = self.deps.settings.workspaces_dir / str(shared or self.who.session_id)
         workspace.mkdir(parents=True, exist_ok=True)
         return ToolContext(
             job_id=str(self.who.job_id),
             session_id=str(self.who.session_id),
+            workspace_session_id=str(shared) if shared else None,
             user_id=str(self.who.user_id),
             project_id=str(self.who.project_id) if self.who.project_id else None,
             workspace=workspace,
@@ -146,6 +216,8 @@ class ToolStepRunner:
         span: trace.Span,
     ) -> None:
         try:
+            # May suspend the job (StepSuspended) until a human decides.
+            approval = self.gate.check(tool=tool, args=args, ctx=ctx)
             intent = tool.intent(args, ctx) if tool.effect is ToolEffect.WORKSPACE_EDIT else None
         except ToolError as err:  # e.g. an edit whose old_string is not there: nothing ran
             span.set_attribute("error.type", err.code)
@@ -189,6 +261,8 @@ class ToolStepRunner:
             return
         failpoint("tool.after_effect")
         self._complete(round_no, call, key, status="succeeded", result=result, fresh=fresh)
+        if approval is not None:
+            self.gate.applied(approval)
 
     def _run_with_retries(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolResult:
         return run_attempts(

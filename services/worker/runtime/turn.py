@@ -45,7 +45,9 @@ from services.worker.runtime.ledger import StepView, llm_key, load_steps
 from services.worker.runtime.outcome import Outcome
 from services.worker.runtime.recorder import MessageWrite, StepWrite, UsageDelta, record
 from services.worker.runtime.state import TurnState
+from services.worker.runtime.subagent_scope import subagent_scope
 from services.worker.runtime.survey_brief import ensure_brief
+from services.worker.runtime.suspend import StepSuspended
 from services.worker.runtime.tool_exec import JobIdentity, ToolCallSpec, ToolStepRunner
 from services.worker.runtime.tool_failures import consecutive_failures_reason
 from services.worker.tools.todo import todo_reminder, todo_reminder_due
@@ -73,7 +75,9 @@ class TurnRunner:
         self.job_id = job.id
         self.max_turns = job.max_turns
         self.system_prompt = deps.settings.system_prompt
-        self.who = JobIdentity(job.id, job.session_id, job.user_id, job.project_id)
+        self.who = JobIdentity(
+            job.id, job.session_id, job.user_id, job.project_id, **subagent_scope(job.input)
+        )
         self.kind = job.kind
         self.job_input = job.input
         self.events = events
@@ -111,8 +115,13 @@ class TurnRunner:
             if plan.action == "tools":
                 with tracer.start_as_current_span(SPAN_AGENT_ROUND) as span:
                     span.set_attribute("leaflab.round", plan.round_no)
-                    for call in plan.calls:
-                        self.tools.run(plan.round_no, call, plan.existing.get(call.id))
+                    try:
+                        for call in plan.calls:
+                            self.tools.run(plan.round_no, call, plan.existing.get(call.id))
+                    except StepSuspended as waiting:
+                        # Lease already given up with the waiting step (suspend.py).
+                        span.set_attribute("leaflab.suspended", waiting.reason)
+                        return Outcome.WAITING
                 continue
             if self._llm_round(plan.round_no, steps) is Outcome.FINISHED:
                 return Outcome.FINISHED
@@ -191,7 +200,7 @@ class TurnRunner:
                 routed = router.complete(
                     scene=scene,
                     messages=messages,
-                    tools=self.deps.registry.schemas() or None,
+                    tools=self.deps.registry.schemas(only=self.who.tools) or None,
                     max_tokens=settings.llm_max_tokens,
                     conversation_key=view.conversation_key,
                     on_token=self.events.token,

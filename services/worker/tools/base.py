@@ -26,6 +26,7 @@ class ToolEffect(StrEnum):
     IDEMPOTENT = "idempotent"  # full-state replacement (todo): running again is harmless
     WORKSPACE_EDIT = "workspace_edit"  # exactly-once via a recorded post-state (intent)
     SANDBOX = "sandbox"  # may have half-run: reported as interrupted, never repeated
+    CHILD_JOB = "child_job"  # runs as a child job (runtime/child_jobs.py): spawned once
 
 
 class ToolError(Exception):
@@ -85,6 +86,9 @@ class ToolContext:
     sandbox: SandboxPort | None = None
     library: LibraryEndpoint | None = None
     db: sessionmaker[Session] | None = None
+    # The session whose workspace (and sandbox) this job uses when it is not its
+    # own: a subagent works in its parent's. None: ``session_id``'s.
+    workspace_session_id: str | None = None
 
 
 class Tool(ABC):

@@ -90,7 +90,7 @@ class SandboxTool(Tool):
         request = SandboxRequest(
             job_id=ctx.job_id,
             tool_call_id=ctx.tool_call_id,
-            session_id=ctx.session_id,
+            session_id=ctx.workspace_session_id or ctx.session_id,
             project_id=ctx.project_id,
             language=self.language,
             code=self.source(args),

@@ -32,5 +32,8 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return sorted(self._tools)
 
-    def schemas(self) -> list[dict[str, Any]]:
-        return self._schemas
+    def schemas(self, *, only: frozenset[str] | None = None) -> list[dict[str, Any]]:
+        """Every tool's schema, or only those named (a subagent's narrower set)."""
+        if only is None:
+            return self._schemas
+        return [s for s in self._schemas if s["function"]["name"] in only]

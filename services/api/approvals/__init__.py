@@ -1,0 +1,1 @@
+"""Approvals of gated tool calls: list a job's approvals, decide one."""

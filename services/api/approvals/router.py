@@ -1,0 +1,56 @@
+"""Approvals: ``GET /v1/jobs/{id}/approvals``, ``POST /v1/jobs/{id}/approvals/{approval_id}``.
+
+Only the job's owner (or an admin) sees or decides its approvals; anyone else
+gets 404, as for the job itself.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body
+
+from services.api.access import parse_id, visible_job
+from services.api.approvals import service
+from services.api.approvals.schemas import ApprovalDecide, ApprovalList, ApprovalOut
+from services.api.deps import CurrentUser, DbSession, StateDep
+from services.api.errors import error_responses
+from services.common.events import EventPublisher
+
+router = APIRouter(prefix="/v1/jobs", tags=["approvals"], responses=error_responses(401, 422))
+
+
+@router.get("/{job_id}/approvals", response_model=ApprovalList, responses=error_responses(404))
+def list_approvals(job_id: str, db: DbSession, user: CurrentUser) -> ApprovalList:
+    """The job's approvals, oldest first, each with its diffs and status."""
+    job = visible_job(db, user, job_id)
+    return ApprovalList(
+        items=[ApprovalOut.model_validate(a) for a in service.job_approvals(db, job=job)]
+    )
+
+
+@router.post(
+    "/{job_id}/approvals/{approval_id}",
+    response_model=ApprovalOut,
+    responses=error_responses(404, 409, 413),
+)
+def decide_approval(
+    job_id: str,
+    approval_id: str,
+    body: Annotated[ApprovalDecide, Body()],
+    db: DbSession,
+    user: CurrentUser,
+    state: StateDep,
+) -> ApprovalOut:
+    """Apply, request changes (``feedback`` goes to the model) or reject; wakes the job."""
+    job = visible_job(db, user, job_id)
+    approval = service.decide(
+        db,
+        celery=state.celery,
+        events=EventPublisher(state.redis),
+        user=user,
+        job=job,
+        approval_id=parse_id(approval_id, "approval"),
+        body=body,
+    )
+    return ApprovalOut.model_validate(approval)

@@ -1,0 +1,1 @@
+"""Approvals: gated tool calls wait, holding no worker, for a human's decision."""

@@ -1,0 +1,234 @@
+"""The approval gate in front of a gated tool call.
+
+A call that needs approval (see ``policy.py``) is not run: its approval row
+(keyed by job and step key) is inserted in the transaction that sets the job
+``waiting_approval`` and gives the lease up, and the slice ends. The decision
+route wakes the job; the resumed call finds its row and acts on the decision:
+
+- ``approved``: every file's baseline hash is re-checked first; if a file
+  changed meanwhile the approval fails cleanly (status ``failed``, the model
+  told why) and nothing is written; else the call runs through the normal
+  exactly-once path and the approval becomes ``applied``.
+- ``changes_requested`` / ``rejected``: the call does not run; the model reads
+  the decision (and the feedback) as the tool result.
+
+A kill -9 at any point loses nothing: before the commit nothing was asked,
+after it the row and the status are there for any worker and any restart.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import select, text
+from sqlalchemy.dialects.postgresql import insert
+
+from services.common.failpoints import failpoint
+from services.common.models import Approval, Project
+from services.worker.approvals.policy import Proposal, is_protected, proposal_for
+from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.events import JobEvents
+from services.worker.runtime.lease import Lease
+from services.worker.runtime.suspend import StepSuspended, suspend_job
+from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError
+from services.worker.tools.workspace import relative, resolve, sha256_file
+
+MARK_SQL = text(
+    """
+    UPDATE approvals SET status = :status, error = :error, resolved_at = now()
+     WHERE id = :id AND EXISTS (SELECT 1 FROM jobs WHERE id = :job_id AND fence = :fence)
+    """
+)
+
+
+class ApprovalGate:
+    """Decides, for one job under its lease, whether a tool call may run now."""
+
+    def __init__(
+        self,
+        deps: RuntimeDeps,
+        lease: Lease,
+        *,
+        project_id: uuid.UUID | None,
+        events: JobEvents,
+    ) -> None:
+        self.deps = deps
+        self.lease = lease
+        self.project_id = project_id
+        self.events = events
+        self._mode: str | None = None
+
+    def mode(self) -> str:
+        if self._mode is None:
+            mode = None
+            if self.project_id is not None:
+                with self.deps.factory() as db:
+                    mode = db.scalar(
+                        select(Project.approval_mode).where(Project.id == self.project_id)
+                    )
+            self._mode = mode or self.deps.settings.approval_mode
+        return self._mode
+
+    def check(self, *, tool: Tool, args: BaseModel, ctx: ToolContext) -> uuid.UUID | None:
+        """None: no approval involved. An id: approved and the baseline holds — run it.
+
+        Raises :class:`StepSuspended` while a human decides, and ``ToolError`` when
+        the decision (or a changed baseline) means the call must not run.
+        """
+        if not self._may_need_approval(tool, args, ctx):
+            return None
+        with self.deps.factory() as db:
+            approval = db.scalar(
+                select(Approval).where(
+                    Approval.job_id == self.lease.job_id, Approval.step_key == ctx.step_key
+                )
+            )
+            if approval is not None:
+                db.expunge(approval)
+        if approval is None:
+            self._request(tool, args, ctx)
+            return None  # unreachable: _request always raises
+        return self._decided(approval, ctx)
+
+    def applied(self, approval_id: uuid.UUID) -> None:
+        self._mark(approval_id, "applied", None)
+
+    def _may_need_approval(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> bool:
+        if tool.effect is ToolEffect.SANDBOX:
+            return self.mode() == "strict"
+        if tool.effect is not ToolEffect.WORKSPACE_EDIT or self.mode() == "off":
+            return False
+        path = str(getattr(args, "path", ""))
+        try:
+            shown = relative(ctx.workspace, resolve(ctx.workspace, path, create_root=True))
+        except ToolError:
+            return False  # the tool itself refuses the path, with its own message
+        return is_protected(shown, self.deps.settings.approval_protected_suffixes)
+
+    def _request(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> None:
+        intent = tool.intent(args, ctx) if tool.effect is ToolEffect.WORKSPACE_EDIT else None
+        proposal = proposal_for(
+            mode=self.mode(),
+            suffixes=self.deps.settings.approval_protected_suffixes,
+            tool=tool,
+            arguments=args.model_dump(mode="json"),
+            intent=intent,
+        )
+        assert proposal is not None
+        with self.deps.factory() as db, db.begin():
+            suspend_job(db, self.lease, status="waiting_approval")
+            approval_id = db.scalar(
+                insert(Approval)
+                .values(
+                    id=uuid.uuid4(),
+                    job_id=self.lease.job_id,
+                    step_key=ctx.step_key,
+                    tool_name=tool.name,
+                    kind=proposal.kind,
+                    diffs=proposal.diffs,
+                    baselines=proposal.baselines,
+                    status="pending",
+                )
+                .on_conflict_do_update(
+                    constraint="uq_approvals_job_step", set_={"status": "pending"}
+                )
+                .returning(Approval.id)
+            )
+        failpoint("approval.after_request")
+        assert approval_id is not None
+        self._emit(approval_id, "pending", tool.name, ctx, proposal)
+        self.events.emit("status", {"status": "waiting_approval"})
+        raise StepSuspended(f"waiting for approval {approval_id}")
+
+    def _decided(self, approval: Approval, ctx: ToolContext) -> uuid.UUID | None:
+        status = approval.status
+        if status == "pending":
+            # Woken without a decision (a stray message): wait again.
+            with self.deps.factory() as db, db.begin():
+                suspend_job(db, self.lease, status="waiting_approval")
+            raise StepSuspended(f"waiting for approval {approval.id}")
+        if status in ("approved", "applied"):
+            changed = _changed_files(approval.baselines, ctx)
+            if changed and status == "approved":
+                message = (
+                    f"not applied: {', '.join(changed)} changed after the approval was "
+                    "requested; read the file again and propose the change anew"
+                )
+                self._mark(approval.id, "failed", message)
+                self._emit(approval.id, "failed", approval.tool_name, ctx, None, error=message)
+                raise ToolError(
+                    "approval_baseline_changed",
+                    message,
+                    details={"approval_id": str(approval.id), "changed": changed},
+                )
+            return approval.id
+        feedback = (approval.feedback or "").strip()
+        if status == "changes_requested":
+            raise ToolError(
+                "changes_requested",
+                "the user did not apply this and asked for changes: "
+                + (feedback or "(no feedback given)"),
+                details={"approval_id": str(approval.id)},
+            )
+        if status == "rejected":
+            reason = f": {feedback}" if feedback else ""
+            raise ToolError(
+                "rejected",
+                f"the user rejected this change; it was not applied{reason}",
+                details={"approval_id": str(approval.id)},
+            )
+        raise ToolError(
+            "approval_failed",
+            approval.error or f"the approval ended as {status}",
+            details={"approval_id": str(approval.id)},
+        )
+
+    def _mark(self, approval_id: uuid.UUID, status: str, error: str | None) -> None:
+        with self.deps.factory() as db, db.begin():
+            db.execute(
+                MARK_SQL,
+                {
+                    "status": status,
+                    "error": error,
+                    "id": approval_id,
+                    "job_id": self.lease.job_id,
+                    "fence": self.lease.fence,
+                },
+            )
+
+    def _emit(
+        self,
+        approval_id: uuid.UUID,
+        status: str,
+        tool_name: str,
+        ctx: ToolContext,
+        proposal: Proposal | None,
+        *,
+        error: str | None = None,
+    ) -> None:
+        data: dict[str, Any] = {
+            "approval_id": str(approval_id),
+            "status": status,
+            "tool": tool_name,
+            "tool_call_id": ctx.tool_call_id,
+        }
+        if proposal is not None:
+            data["kind"] = proposal.kind
+            data["files"] = [d["path"] for d in proposal.diffs if "path" in d]
+        if error:
+            data["error"] = error
+        self.events.emit("approval", data)
+
+
+def _changed_files(baselines: dict[str, str | None], ctx: ToolContext) -> list[str]:
+    changed = []
+    for path, baseline in baselines.items():
+        try:
+            current = sha256_file(resolve(ctx.workspace, path))
+        except ToolError:
+            current = "(unreachable)"
+        if current != baseline:
+            changed.append(path)
+    return changed

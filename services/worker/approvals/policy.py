@@ -1,0 +1,66 @@
+"""Which tool calls need a human's approval.
+
+Modes (``LEAFLAB_APPROVAL_MODE``, overridden per project by ``projects.approval_mode``):
+
+- ``off``: nothing waits.
+- ``protected`` (default): ``write_file`` / ``edit_file`` on a protected path
+  (suffixes in ``LEAFLAB_APPROVAL_PROTECTED_SUFFIXES``: .tex .bib .sty .py .m
+  .ipynb .sh) wait, with the file's diff.
+- ``strict``: as ``protected``, and every ``bash`` / ``python`` call waits too.
+  Whether a command changes the workspace cannot be decided reliably from its
+  text (``python -c``, redirections, scripts that write), so the rule is the
+  conservative one: every sandbox call counts as workspace-changing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from services.worker.tools.base import Tool, ToolEffect
+
+MODES = ("off", "protected", "strict")
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What a human is asked to approve."""
+
+    kind: str  # "file_write" | "command"
+    diffs: list[dict[str, Any]]
+    baselines: dict[str, str | None]
+
+
+def is_protected(path: str, suffixes: list[str]) -> bool:
+    lowered = path.lower()
+    return any(lowered.endswith(s.lower()) for s in suffixes)
+
+
+def proposal_for(
+    *,
+    mode: str,
+    suffixes: list[str],
+    tool: Tool,
+    arguments: dict[str, Any],
+    intent: dict[str, Any] | None,
+) -> Proposal | None:
+    """The approval this call needs under ``mode``, or None when it may run at once."""
+    if mode == "off":
+        return None
+    if tool.effect is ToolEffect.WORKSPACE_EDIT and intent is not None:
+        path = str(intent.get("path", ""))
+        if not is_protected(path, suffixes):
+            return None
+        return Proposal(
+            kind="file_write",
+            diffs=[{"path": path, "tool": tool.name, "diff": intent.get("diff", "")}],
+            baselines={path: intent.get("previous_sha256")},
+        )
+    if tool.effect is ToolEffect.SANDBOX and mode == "strict":
+        command = arguments.get("command") or arguments.get("code") or ""
+        return Proposal(
+            kind="command",
+            diffs=[{"tool": tool.name, "command": str(command)[:20_000]}],
+            baselines={},
+        )
+    return None
