@@ -33,6 +33,9 @@ class WorkerSettings(LlmSettings):
     tool_retry_base_s: float = 0.2
     db_pool_size: int = 20
     token_flush_s: float = 0.05
+    # Budgets: past this share of any budget a call goes to the fast tier (a
+    # budget's own soft_threshold wins). Sandbox and embedding time are unpriced.
+    budget_soft_threshold: float = Field(default=0.8, gt=0, le=1)
     system_prompt: str = (
         "You are Leaflab, a careful research assistant for a scientific lab. "
         "Use the tools to read and write files in the session workspace, keep a todo "

@@ -1,6 +1,7 @@
 """One metadata for every table, so Alembic sees them all and imports never cycle."""
 
 from services.common.models.base import Base
+from services.common.models.budgets import BUDGET_PERIODS, Budget, BudgetReservation, SpendRecord
 from services.common.models.conversations import ChatSession, Message
 from services.common.models.jobs import (
     JOB_KINDS,
@@ -16,6 +17,10 @@ from services.common.models.telemetry import SpanRecord
 from services.common.models.users import ApiKey, Project, ProjectMember, User
 
 __all__ = [
+    "BUDGET_PERIODS",
+    "Budget",
+    "BudgetReservation",
+    "SpendRecord",
     "DOCUMENT_STATUSES",
     "JOB_KINDS",
     "JOB_STATUSES",

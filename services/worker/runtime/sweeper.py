@@ -17,6 +17,7 @@ from celery import Celery
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.worker.budget.orphans import sweep_reservations
 from services.worker.runtime.dispatch import send_advance
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,8 @@ LOCK_KEY = "leaflab:sweeper:lock"
 def sweep_once(
     factory: sessionmaker[Session], celery: Celery, *, requeue_after_s: float, limit: int = 500
 ) -> list[uuid.UUID]:
+    # Give back what dead workers held before their jobs run (and reserve) again.
+    sweep_reservations(factory)
     with factory() as db, db.begin():
         due = [row[0] for row in db.execute(DUE_SQL, {"after": requeue_after_s, "limit": limit})]
     for job_id in due:

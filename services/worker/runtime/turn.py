@@ -22,6 +22,8 @@ from services.common.metrics import LLM_COST_USD, LLM_REQUEST_DURATION, LLM_TOKE
 from services.common.models import ChatSession, Job
 from services.common.telemetry import error_attributes, model_call_attributes
 from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER, model_call_span_name
+from services.worker.budget.gate import BudgetGate
+from services.worker.budget.pause import pause_for_budget
 from services.worker.llm.errors import ModelError
 from services.worker.llm.types import ModelResponse
 from services.worker.runtime.conversation import (
@@ -70,6 +72,7 @@ class TurnRunner:
         self.events = events
         self.state = self._load(job)
         self.tools = ToolStepRunner(deps, lease, self.who, events, self.state)
+        self.budget = BudgetGate.for_job(deps, lease, job, events)
 
     def _load(self, job: Job) -> TurnState:
         with self.deps.factory() as db:
@@ -106,8 +109,9 @@ class TurnRunner:
                     for call in plan.calls:
                         self.tools.run(plan.round_no, call, plan.existing.get(call.id))
                 continue
-            if self._llm_round(plan.round_no, steps) is Outcome.FINISHED:
-                return Outcome.FINISHED
+            outcome = self._llm_round(plan.round_no, steps)
+            if outcome in (Outcome.FINISHED, Outcome.PAUSED):
+                return outcome
 
     def _plan(self, steps: dict[str, StepView]) -> Plan:
         done_rounds = sorted(s.round for s in steps.values() if s.kind == "llm" and s.done)
@@ -145,7 +149,6 @@ class TurnRunner:
 
     def _llm_round(self, round_no: int, steps: dict[str, StepView]) -> Outcome | None:
         settings = self.deps.settings
-        model = settings.model
         messages = to_model_messages(self.system_prompt, self.state.history)
         reminder = "todo" in self.deps.registry.names() and todo_reminder_due(
             _rounds_since_todo(steps)
@@ -153,6 +156,13 @@ class TurnRunner:
         if reminder:
             todos = self._current_todos()
             messages.append({"role": "user", "content": todo_reminder(todos)})
+        tools = self.deps.registry.schemas() or None
+        # Reserve the worst case before the call; settle after it, whatever happens.
+        admission = self.budget.admit(messages=messages, tools=tools)
+        if admission.refused:
+            pause_for_budget(self.deps.factory, self.lease, self.events, admission=admission)
+            return Outcome.PAUSED
+        model = admission.model
         key = llm_key(round_no)
         request = {"model": model, "messages": len(messages), "todo_reminder": reminder}
         started = time.perf_counter()
@@ -164,12 +174,13 @@ class TurnRunner:
                 resp = self.deps.model.complete(
                     model=model,
                     messages=messages,
-                    tools=self.deps.registry.schemas() or None,
+                    tools=tools,
                     max_tokens=settings.llm_max_tokens,
                     conversation_key=str(self.who.session_id),
                     on_token=self.events.token,
                 )
             except ModelError as err:
+                self.budget.settle(admission, model=None)
                 span.set_attributes(
                     error_attributes(
                         provider=err.provider,
@@ -183,7 +194,11 @@ class TurnRunner:
                     time.perf_counter() - started
                 )
                 return self._model_failed(key, round_no, request, err)
+            except BaseException:
+                self.budget.settle(admission, model=None)
+                raise
             cost = Decimal(str(round(self.deps.prices.cost_usd(model, resp.usage), 8)))
+            self.budget.settle(admission, model=resp.model or model, usage=resp.usage, cost=cost)
             span.set_attributes(
                 model_call_attributes(
                     request_model=model,
