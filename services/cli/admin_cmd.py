@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from services.cli.budget_cmd import budget, spend
 from services.cli.client import LeaflabClient
 
 
@@ -83,3 +84,7 @@ def project_add_member(name: str, email: str, role: str) -> None:
         "POST", f"/v1/admin/projects/{match[0]['id']}/members", json={"email": email, "role": role}
     )
     click.echo(f"{email} is now {role} of {name}")
+
+
+admin.add_command(budget)
+admin.add_command(spend)

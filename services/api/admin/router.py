@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from services.api.admin import service
+from services.api.admin.budgets.router import router as budgets_router
 from services.api.admin.schemas import (
     KeyCreate,
     KeyCreated,
@@ -104,3 +105,7 @@ def add_member(project_id: uuid.UUID, body: MemberAdd, db: DbSession, _: AdminUs
         raise not_found("user")
     member = service.add_member(db, project=project, user=user, role=body.role)
     return MemberOut(project_id=project.id, user_id=user.id, role=member.role)
+
+
+# Budgets and spend live in their own module; mounted under /v1/admin.
+router.include_router(budgets_router)

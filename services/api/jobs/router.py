@@ -12,6 +12,7 @@ from fastapi import APIRouter, Body, Query
 from sqlalchemy import select
 
 from services.api.access import member_project, owned_session, require_text, visible_job
+from services.api.admin.budgets.remaining import remaining_budget, survey_estimate
 from services.api.deps import CurrentUser, DbSession, StateDep
 from services.api.errors import error_responses
 from services.api.jobs import service
@@ -50,7 +51,13 @@ def submit_job(
         project=project,
         max_turns=body.max_turns or state.settings.max_turns_default,
     )
-    return JobAccepted(id=job.id, status="queued", session_id=job.session_id)
+    return JobAccepted(
+        id=job.id,
+        status="queued",
+        session_id=job.session_id,
+        budget=remaining_budget(db, user_id=user.id, project_id=job.project_id),
+        estimate=survey_estimate(db, length=job_input["length"]) if body.kind == "survey" else None,
+    )
 
 
 def _texts(kind: str, job_input: dict[str, Any]) -> list[str]:

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Query
 from sqlalchemy import select
 
 from services.api.access import member_project, owned_session, require_text
+from services.api.admin.budgets.remaining import remaining_budget
 from services.api.deps import CurrentUser, DbSession, StateDep
 from services.api.errors import error_responses
 from services.api.jobs import service as jobs
@@ -107,4 +108,5 @@ def post_message(
         content=content,
         max_turns=body.max_turns or state.settings.max_turns_default,
     )
-    return MessageAccepted(job_id=job.id, id=job.id, status=job.status)
+    budget = remaining_budget(db, user_id=user.id, project_id=job.project_id)
+    return MessageAccepted(job_id=job.id, id=job.id, status=job.status, budget=budget)
