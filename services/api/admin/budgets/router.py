@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Body, Query
 
 from services.api.admin.budgets import service
 from services.api.admin.budgets.schemas import (
@@ -26,7 +27,9 @@ def list_budgets(db: DbSession, _: AdminUser) -> BudgetList:
 
 
 @router.put("/budgets", response_model=BudgetSet, responses=error_responses(404, 413))
-def set_budget(body: BudgetPut, db: DbSession, _: AdminUser, state: StateDep) -> BudgetSet:
+def set_budget(
+    body: Annotated[BudgetPut, Body()], db: DbSession, _: AdminUser, state: StateDep
+) -> BudgetSet:
     """Set a user's or project's budget; jobs it paused as budget_exhausted resume."""
     target = service.resolve_target(db, body=body)
     budget = service.set_budget(db, target=target, body=body)

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 from services.api.admin.schemas import EMAIL_PATTERN
 from services.api.bodies import RequestBody
@@ -14,14 +14,7 @@ from services.api.bodies import RequestBody
 SpendBy = Literal["user", "project", "model", "day"]
 
 
-class BudgetPut(RequestBody):
-    """Set (create or replace) the budget of exactly one user or one project."""
-
-    user_email: str | None = Field(default=None, pattern=EMAIL_PATTERN, max_length=320)
-    user_id: uuid.UUID | None = None
-    project: str | None = Field(
-        default=None, min_length=1, max_length=200, description="Project name or id"
-    )
+class _BudgetFields(RequestBody):
     usd: float = Field(ge=0, le=10_000_000, allow_inf_nan=False, description="US$ limit")
     tokens: int | None = Field(default=None, ge=0, le=10**15)
     period: Literal["monthly", "total"] = "monthly"
@@ -33,12 +26,22 @@ class BudgetPut(RequestBody):
         description="Share of the budget past which jobs use the fast tier",
     )
 
-    @model_validator(mode="after")
-    def _one_target(self) -> BudgetPut:
-        given = [f for f in ("user_email", "user_id", "project") if getattr(self, f) is not None]
-        if len(given) != 1:
-            raise ValueError("give exactly one of user_email, user_id or project")
-        return self
+
+class UserEmailBudget(_BudgetFields):
+    user_email: str = Field(pattern=EMAIL_PATTERN, max_length=320)
+
+
+class UserIdBudget(_BudgetFields):
+    user_id: uuid.UUID
+
+
+class ProjectBudget(_BudgetFields):
+    project: str = Field(min_length=1, max_length=200, description="Project name or id")
+
+
+# Set (create or replace) the budget of exactly one user or one project: each
+# variant forbids the others' fields, so a body naming two targets is a 422.
+BudgetPut = UserEmailBudget | UserIdBudget | ProjectBudget
 
 
 class BudgetOut(BaseModel):

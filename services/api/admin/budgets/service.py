@@ -20,7 +20,15 @@ from celery import Celery
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
-from services.api.admin.budgets.schemas import BudgetOut, BudgetPut, SpendBy, SpendReport, SpendRow
+from services.api.admin.budgets.schemas import (
+    BudgetOut,
+    BudgetPut,
+    ProjectBudget,
+    SpendBy,
+    SpendReport,
+    SpendRow,
+    UserIdBudget,
+)
 from services.api.admin.service import find_user
 from services.api.errors import not_found
 from services.api.jobs.service import enqueue
@@ -37,15 +45,15 @@ class Target:
 
 def resolve_target(db: Session, *, body: BudgetPut) -> Target:
     """The user or project a budget body names; 404 when it does not exist."""
-    if body.project is not None:
+    if isinstance(body, ProjectBudget):
         project = _project_by_ref(db, body.project)
         if project is None:
             raise not_found("project")
         return Target("project", None, project)
-    if body.user_id is not None:
+    if isinstance(body, UserIdBudget):
         user = db.get(User, body.user_id)
     else:
-        user = find_user(db, email=body.user_email or "")
+        user = find_user(db, email=body.user_email)
     if user is None:
         raise not_found("user")
     return Target("user", user, None)
