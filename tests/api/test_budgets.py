@@ -159,7 +159,9 @@ class TestPauseAndResume:
         mine = next(i for i in spend if i["key"] == bob.email)
         assert mine["calls"] == EDITS + 2
         budget = next(
-            b for b in admin.get("/v1/admin/budgets").json()["items"] if b["user_email"] == bob.email
+            b
+            for b in admin.get("/v1/admin/budgets").json()["items"]
+            if b["user_email"] == bob.email
         )
         assert budget["reserved_usd"] == 0
         assert abs(budget["spent_usd"] - mine["cost_usd"]) < 1e-6
