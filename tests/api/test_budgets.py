@@ -199,3 +199,21 @@ def test_spend_since_filters_and_groups(
     future = admin.get("/v1/admin/spend", params={"since": "2999-01-01T00:00:00Z"}).json()
     assert future["items"] == [] and future["total_usd"] == 0
     assert httpx.get(f"{running.url}/v1/admin/spend").status_code == 401
+
+
+def test_a_job_with_no_budget_left_pauses_before_its_first_call_and_can_be_cancelled(
+    running: RunningStack, session_factory: sessionmaker[Session]
+) -> None:
+    admin = client_for(running.url, make_user(session_factory, admin=True))
+    erin = make_user(session_factory)
+    client = client_for(running.url, erin)
+    admin.put("/v1/admin/budgets", json={"user_email": erin.email, "usd": 0})
+    job = client.post("/v1/jobs", json={"kind": "turn", "input": {"content": "hi"}}).json()
+    assert job["budget"] == {"usd_remaining": 0.0, "tokens_remaining": None}
+    paused = wait_job(client, job["id"], statuses=("budget_exhausted", "succeeded", "failed"))
+    assert paused["status"] == "budget_exhausted" and "user budget" in paused["error"]
+    assert client.get(f"/v1/jobs/{job['id']}/steps").json()["items"] == []  # no call was made
+    cancelled = client.post(f"/v1/jobs/{job['id']}/cancel")
+    assert cancelled.status_code == 202 and cancelled.json()["status"] == "cancelled"
+    spend = admin.get("/v1/admin/spend").json()["items"]
+    assert erin.email not in {i["key"] for i in spend}
