@@ -79,6 +79,13 @@ class Budget(Timestamped, Base):
         DateTime(timezone=True), server_default=func.now(), nullable=False
     )
 
+    def spent_now(self, now: datetime) -> tuple[Decimal, int]:
+        """(US$, tokens) spent in the current period: a monthly period that ended counts
+        as zero even before the next reservation rolls the row over."""
+        if self.period == "monthly" and self.period_ends_at and self.period_ends_at <= now:
+            return Decimal(0), 0
+        return self.spent_usd, self.spent_tokens
+
 
 class BudgetReservation(Base):
     """A worst case held for one in-flight model call of a job (under one fence).

@@ -7,6 +7,7 @@ actually enforces a budget; these numbers only let a member decide in advance.
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from decimal import Decimal
 
 from sqlalchemy import func, or_, select
@@ -31,9 +32,11 @@ def remaining_budget(
     budgets = db.scalars(select(Budget).where(or_(*owners))).all()
     if not budgets:
         return None
-    usd = min(b.usd_limit - b.spent_usd - b.reserved_usd for b in budgets)
+    now = datetime.now(UTC)
+    spent = {b.id: b.spent_now(now) for b in budgets}
+    usd = min(b.usd_limit - spent[b.id][0] - b.reserved_usd for b in budgets)
     token_lefts = [
-        b.token_limit - b.spent_tokens - b.reserved_tokens
+        b.token_limit - spent[b.id][1] - b.reserved_tokens
         for b in budgets
         if b.token_limit is not None
     ]

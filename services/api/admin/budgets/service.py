@@ -141,10 +141,11 @@ def resume_paused_jobs(db: Session, *, celery: Celery, target: Target) -> list[u
 
 
 def budget_view(budget: Budget, *, email: str | None, project: str | None) -> BudgetOut:
-    remaining = budget.usd_limit - budget.spent_usd - budget.reserved_usd
+    spent_usd, spent_tokens = budget.spent_now(datetime.now(UTC))
+    remaining = budget.usd_limit - spent_usd - budget.reserved_usd
     tokens_left = None
     if budget.token_limit is not None:
-        tokens_left = budget.token_limit - budget.spent_tokens - budget.reserved_tokens
+        tokens_left = budget.token_limit - spent_tokens - budget.reserved_tokens
     return BudgetOut(
         id=budget.id,
         scope="user" if budget.scope == "user" else "project",
@@ -158,8 +159,8 @@ def budget_view(budget: Budget, *, email: str | None, project: str | None) -> Bu
         reset_day=budget.reset_day,
         soft_threshold=budget.soft_threshold,
         period_ends_at=budget.period_ends_at,
-        spent_usd=float(budget.spent_usd),
-        spent_tokens=budget.spent_tokens,
+        spent_usd=float(spent_usd),
+        spent_tokens=spent_tokens,
         reserved_usd=float(budget.reserved_usd),
         reserved_tokens=budget.reserved_tokens,
         usd_remaining=float(max(remaining, Decimal(0))),
