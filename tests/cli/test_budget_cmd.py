@@ -44,3 +44,19 @@ def test_set_list_and_spend_print_tables(
 
     both = runner.invoke(cli, ["admin", "budget", "set", "--usd", "1"], env=env)
     assert both.exit_code != 0 and "exactly one of --user or --project" in both.output
+
+
+def test_watching_a_job_that_runs_out_of_budget_stops_and_says_why(
+    running: RunningStack, session_factory: sessionmaker[Session]
+) -> None:
+    admin = client_for(running.url, make_user(session_factory, admin=True))
+    frank = make_user(session_factory)
+    admin.put("/v1/admin/budgets", json={"user_email": frank.email, "usd": 0})
+    result = CliRunner().invoke(
+        cli,
+        ["submit", "hello", "--watch"],
+        env={"LEAFLAB_URL": running.url, "LEAFLAB_API_KEY": frank.key},
+    )
+    assert result.exit_code == 1, result.output
+    assert "[budget_exhausted]" in result.output
+    assert "budget exhausted: the user budget cannot cover the next model call" in result.output
