@@ -21,6 +21,7 @@ BENCHMARKS = [
     ["bench/sandbox_latency.py"],
     ["bench/library_latency.py"],
     ["bench/library_scifact.py"],
+    ["bench/budget_reservation.py"],
 ]
 
 

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
+from services.cli.budget_cmd import budget, spend
 from services.cli.client import LeaflabClient
 
 
@@ -154,3 +155,7 @@ def project_members(name: str) -> None:
         "items"
     ]:
         click.echo(f"{m['email']}  {m['role']}")
+
+
+admin.add_command(budget)
+admin.add_command(spend)

@@ -43,6 +43,10 @@ def render_event(event: dict[str, Any], state: dict[str, Any]) -> str | None:
     if kind == "approval":
         files = ", ".join(data.get("files") or []) or data.get("tool", "")
         return f"\n  [approval {data.get('approval_id')} {data.get('status')}] {files}"
+    if kind == "budget":
+        if data.get("state") == "soft_limit":
+            return f"\n  (budget past its soft limit: calls now use {data.get('model')})"
+        return f"\n  ({data.get('message')})"
     if kind == "final":
         return f"\n[{data.get('status')}] after {state.get('tools', 0)} tool call(s)\n"
     return None
@@ -54,6 +58,9 @@ def watch_job(client: LeaflabClient, job_id: str) -> dict[str, Any]:
         text = render_event(event, state)
         if text:
             click.echo(text, nl=False)
+        data = event.get("data") or {}
+        if event.get("event") == "status" and data.get("status") == "budget_exhausted":
+            break  # paused until an admin raises the budget: stop watching, say why below
     job: dict[str, Any] = client.request("GET", f"/v1/jobs/{job_id}")
     if job["status"] != "succeeded" and job.get("error"):
         click.echo(f"error: {job['error']}", err=True)

@@ -45,6 +45,9 @@ class WorkerSettings(ContextSettings, LlmSettings):
         default_factory=lambda: [".tex", ".bib", ".sty", ".py", ".m", ".ipynb", ".sh"]
     )
     token_flush_s: float = 0.05
+    # Budgets: past this share of any budget a call goes to the fast tier (a
+    # budget's own soft_threshold wins). Sandbox and embedding time are unpriced.
+    budget_soft_threshold: float = Field(default=0.8, gt=0, le=1)
     system_prompt: str = (
         "You are Leaflab, a careful research assistant for a scientific lab. "
         "Use the tools to read and write files in the session workspace, keep a todo "

@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from services.api.admin import service
+from services.api.admin.budgets.router import router as budgets_router
 from services.api.admin.schemas import (
     KeyCreate,
     KeyCreated,
@@ -144,3 +145,7 @@ def remove_member(project_id: uuid.UUID, user_id: uuid.UUID, db: DbSession, _: A
     project = db.get(Project, project_id)
     if project is None or not service.remove_member(db, project=project, user_id=user_id):
         raise not_found("member")
+
+
+# Budgets and spend live in their own module; mounted under /v1/admin.
+router.include_router(budgets_router)

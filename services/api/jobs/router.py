@@ -21,6 +21,7 @@ from services.api.access import (
     target_project,
     visible_job,
 )
+from services.api.admin.budgets.remaining import remaining_budget, survey_estimate
 from services.api.bodies import NO_NUL
 from services.api.deps import CurrentUser, DbSession, StateDep
 from services.api.errors import error_responses
@@ -60,7 +61,13 @@ def submit_job(
         project=project,
         max_turns=body.max_turns or state.settings.max_turns_default,
     )
-    return JobAccepted(id=job.id, status="queued", session_id=job.session_id)
+    return JobAccepted(
+        id=job.id,
+        status="queued",
+        session_id=job.session_id,
+        budget=remaining_budget(db, user_id=user.id, project_id=job.project_id),
+        estimate=survey_estimate(db, length=job_input["length"]) if body.kind == "survey" else None,
+    )
 
 
 def _texts(kind: str, job_input: dict[str, Any]) -> list[str]:

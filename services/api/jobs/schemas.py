@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from services.api.admin.budgets.schemas import BudgetRemaining, CostEstimate
 from services.api.bodies import NOT_BLANK, RequestBody
 from services.common.models import Job
 from services.common.models.jobs import JobStatus
@@ -65,6 +66,10 @@ class JobAccepted(BaseModel):
     id: uuid.UUID
     status: JobStatus
     session_id: uuid.UUID | None
+    budget: BudgetRemaining | None = Field(
+        default=None, description="What the tightest applicable budget still allows; null: none"
+    )
+    estimate: CostEstimate | None = Field(default=None, description="Surveys: a rough cost")
 
 
 class Usage(BaseModel):

@@ -118,7 +118,12 @@ def cancel_job(db: Session, *, celery: Celery, job: Job) -> Job:
     )
     db.execute(
         update(Job)
-        .where(Job.id == job.id, Job.status == "queued", Job.lease_until.is_(None))
+        # A job paused for budget holds no lease either: it stops at once too.
+        .where(
+            Job.id == job.id,
+            Job.status.in_(("queued", "budget_exhausted")),
+            Job.lease_until.is_(None),
+        )
         .values(status="cancelled", error="cancelled by user", finished_at=func.now())
     )
     db.refresh(job)

@@ -13,6 +13,7 @@ from services.api.access import (
     target_project,
     visible_session,
 )
+from services.api.admin.budgets.remaining import remaining_budget
 from services.api.deps import CurrentUser, DbSession, StateDep
 from services.api.errors import error_responses
 from services.api.jobs import service as jobs
@@ -115,4 +116,5 @@ def post_message(
         content=content,
         max_turns=body.max_turns or state.settings.max_turns_default,
     )
-    return MessageAccepted(job_id=job.id, id=job.id, status=job.status)
+    budget = remaining_budget(db, user_id=user.id, project_id=job.project_id)
+    return MessageAccepted(job_id=job.id, id=job.id, status=job.status, budget=budget)

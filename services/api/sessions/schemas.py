@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from services.api.admin.budgets.schemas import BudgetRemaining
 from services.api.bodies import NOT_BLANK, RequestBody
 
 
@@ -45,6 +46,9 @@ class MessageAccepted(BaseModel):
     job_id: uuid.UUID
     id: uuid.UUID = Field(description="The job's id again (same as job_id)")
     status: str
+    budget: BudgetRemaining | None = Field(
+        default=None, description="What the tightest applicable budget still allows; null: none"
+    )
 
 
 class MessageOut(BaseModel):

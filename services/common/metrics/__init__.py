@@ -7,6 +7,8 @@ from services.common.metrics.collectors import (
     register_platform_collectors,
 )
 from services.common.metrics.definitions import (
+    BUDGET_ORPHANS_RELEASED,
+    BUDGET_RESERVATIONS,
     CELERY_TASK_DURATION,
     CELERY_TASKS,
     COLLECTOR_UP_METRIC,
@@ -39,6 +41,8 @@ from services.common.metrics.exposition import (
 )
 
 __all__ = [
+    "BUDGET_ORPHANS_RELEASED",
+    "BUDGET_RESERVATIONS",
     "CELERY_QUEUES",
     "CELERY_TASKS",
     "CELERY_TASK_DURATION",

@@ -79,6 +79,16 @@ MODEL_BREAKER_STATE: Final = Gauge(
     ["endpoint", "model"],
     multiprocess_mode="max",
 )
+BUDGET_RESERVATIONS: Final = Counter(
+    "leaflab_budget_reservations",
+    "Budget reservations before model calls: reserved, refused (budget exhausted) or "
+    "unbudgeted (no budget applies).",
+    ["outcome"],
+)
+BUDGET_ORPHANS_RELEASED: Final = Counter(
+    "leaflab_budget_orphans_released",
+    "Budget reservations the sweeper gave back because their worker's lease was gone.",
+)
 SANDBOX_EXEC_DURATION: Final = Histogram(
     "leaflab_sandbox_exec_duration_seconds",
     "Sandbox execution time by backend (docker, bwrap) and outcome (ok, error, timeout).",

@@ -2,6 +2,7 @@
 
 from services.common.models.approvals import APPROVAL_STATUSES, Approval
 from services.common.models.base import Base
+from services.common.models.budgets import BUDGET_PERIODS, Budget, BudgetReservation, SpendRecord
 from services.common.models.conversations import ChatSession, Message
 from services.common.models.jobs import (
     JOB_KINDS,
@@ -19,6 +20,10 @@ from services.common.models.users import ApiKey, Project, ProjectMember, User
 
 __all__ = [
     "APPROVAL_STATUSES",
+    "BUDGET_PERIODS",
+    "Budget",
+    "BudgetReservation",
+    "SpendRecord",
     "DOCUMENT_STATUSES",
     "JOB_KINDS",
     "JOB_STATUSES",

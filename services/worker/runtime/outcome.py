@@ -9,4 +9,5 @@ class Outcome(StrEnum):
     FINISHED = "finished"  # terminal status written
     SLICE_EXPIRED = "slice_expired"  # more to do: re-enqueue
     WAITING = "waiting"  # blocked on something else (earlier session job, children)
+    PAUSED = "paused"  # parked (budget exhausted) with the lease released
     LEASE_LOST = "lease_lost"  # another worker took over: write nothing more

@@ -18,6 +18,7 @@ from celery import Celery
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.worker.budget.orphans import sweep_reservations
 from services.worker.runtime.admission import CAPPED, EARLIER_IN_SESSION
 from services.worker.runtime.dispatch import send_advance
 
@@ -86,6 +87,8 @@ def sweep_once(
 ) -> list[uuid.UUID]:
     """Send an advance for every due job, in round-robin order by user; returns them."""
     params = {"after": requeue_after_s, "limit": limit, "cap": per_user_cap}
+    # Give back what dead workers held before their jobs run (and reserve) again.
+    sweep_reservations(factory)
     with factory() as db, db.begin():
         ordered = [row[0] for row in db.execute(DUE_SQL, params)]
         marked = {row[0] for row in db.execute(MARK_SENT_SQL, {"ids": ordered})}

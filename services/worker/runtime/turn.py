@@ -22,6 +22,8 @@ from services.common.metrics import LLM_COST_USD, LLM_REQUEST_DURATION, LLM_TOKE
 from services.common.models import ChatSession, Job
 from services.common.telemetry import error_attributes, model_call_attributes
 from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER, model_call_span_name
+from services.worker.budget.gate import BudgetGate
+from services.worker.budget.pause import pause_for_budget
 from services.worker.context.compose import compose_view
 from services.worker.llm.errors import ModelError
 from services.worker.llm.routing.trace import (
@@ -53,6 +55,7 @@ from services.worker.runtime.tool_failures import consecutive_failures_reason
 from services.worker.tools.todo import todo_reminder, todo_reminder_due
 
 tracer = trace.get_tracer(TRACER_WORKER)
+FAST_TIER = "fast"
 
 
 @dataclass
@@ -83,6 +86,7 @@ class TurnRunner:
         self.events = events
         self.state = self._load(job)
         self.tools = ToolStepRunner(deps, lease, self.who, events, self.state)
+        self.budget = BudgetGate.for_job(deps, lease, job, events)
 
     def _load(self, job: Job) -> TurnState:
         with self.deps.factory() as db:
@@ -123,8 +127,9 @@ class TurnRunner:
                         span.set_attribute("leaflab.suspended", waiting.reason)
                         return Outcome.WAITING
                 continue
-            if self._llm_round(plan.round_no, steps) is Outcome.FINISHED:
-                return Outcome.FINISHED
+            outcome = self._llm_round(plan.round_no, steps)
+            if outcome in (Outcome.FINISHED, Outcome.PAUSED):
+                return outcome
 
     def _plan(self, steps: dict[str, StepView]) -> Plan:
         done_rounds = sorted(s.round for s in steps.values() if s.kind == "llm" and s.done)
@@ -184,6 +189,20 @@ class TurnRunner:
         if reminder:
             todos = self._current_todos()
             messages.append({"role": "user", "content": todo_reminder(todos)})
+        tools = self.deps.registry.schemas(only=self.who.tools) or None
+        # Reserve the worst case before the call; settle after it, whatever happens.
+        # Past a budget's soft threshold the call goes to the fast tier.
+        admission = self.budget.admit(
+            messages=messages,
+            tools=tools,
+            normal=model,
+            fast=router.primary(scene, FAST_TIER).model,
+        )
+        if admission.refused:
+            pause_for_budget(self.deps.factory, self.lease, self.events, admission=admission)
+            return Outcome.PAUSED
+        model = admission.model
+        tier_override = FAST_TIER if admission.soft else None
         key = llm_key(round_no)
         request = {
             "model": model,
@@ -199,13 +218,15 @@ class TurnRunner:
             try:
                 routed = router.complete(
                     scene=scene,
+                    tier_override=tier_override,
                     messages=messages,
-                    tools=self.deps.registry.schemas(only=self.who.tools) or None,
+                    tools=tools,
                     max_tokens=settings.llm_max_tokens,
                     conversation_key=view.conversation_key,
                     on_token=self.events.token,
                 )
             except ModelError as err:
+                self.budget.settle(admission, model=None)
                 span.set_attributes(failed_route_attributes(err, scene))
                 request.update(failed_route_request(err))
                 span.set_attributes(
@@ -221,9 +242,13 @@ class TurnRunner:
                     time.perf_counter() - started
                 )
                 return self._model_failed(key, round_no, request, err)
+            except BaseException:
+                self.budget.settle(admission, model=None)
+                raise
             resp, model = routed.response, routed.model
             request.update(route_request(routed))
             cost = Decimal(str(round(self.deps.prices.cost_usd(model, resp.usage), 8)))
+            self.budget.settle(admission, model=resp.model or model, usage=resp.usage, cost=cost)
             span.set_attributes(routed_span_attributes(routed))
             span.set_attributes(
                 model_call_attributes(

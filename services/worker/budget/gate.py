@@ -1,0 +1,178 @@
+"""What a turn does around each model call: pick the tier, reserve, and settle afterwards.
+
+``admit`` reserves the call's worst case (prompt ≈ characters / 3 plus
+``max_tokens``, at the chosen model's price) before the call; ``settle`` must
+follow every admitted call, whatever happened to it (answered, failed,
+interrupted), so a reservation is only ever left behind by a dead worker,
+and the sweeper cleans those up.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import Engine
+
+from services.common.metrics import BUDGET_RESERVATIONS
+from services.common.models import Job
+from services.worker.budget.reservation import (
+    Ask,
+    Payer,
+    Reservation,
+    Settlement,
+    reserve_budget,
+    settle_budget,
+)
+from services.worker.llm.pricing import PriceBook, worst_case_usd
+from services.worker.llm.types import Usage, estimate_tokens
+from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.events import JobEvents
+from services.worker.runtime.lease import Lease
+from services.worker.settings import WorkerSettings
+
+USD_PLACES = Decimal("0.00000001")
+
+
+def fast_tier_model(settings: WorkerSettings) -> str:
+    """The model a call uses once a budget passed its soft threshold.
+
+    The turn passes the router's fast-tier model instead; this is the fallback.
+    """
+    return settings.model_fast or settings.model
+
+
+def prompt_tokens_upper_bound(messages: list[dict[str, Any]], tools: Any) -> int:
+    """An estimate that errs high: every character of the serialised request counts."""
+    return estimate_tokens(json.dumps(messages, default=str) + json.dumps(tools or [])) + 1
+
+
+def worst_case(prices: PriceBook, *, model: str, prompt_tokens: int, max_tokens: int) -> Decimal:
+    usd = worst_case_usd(
+        input_tokens=prompt_tokens, max_tokens=max_tokens, price=prices.price_for(model)
+    )
+    # Round up: a reservation must never be smaller than the cost it covers.
+    return Decimal(str(usd)).quantize(USD_PLACES, rounding="ROUND_CEILING")
+
+
+@dataclass(frozen=True)
+class Admission:
+    """An admitted call (``refused`` False) or the reason it may not start."""
+
+    refused: bool
+    model: str
+    soft: bool
+    reservation: Reservation
+    message: str | None = None
+
+
+class BudgetGate:
+    """Budget checks of one job's model calls (one per turn runner)."""
+
+    def __init__(
+        self,
+        *,
+        writer: Engine,
+        prices: PriceBook,
+        settings: WorkerSettings,
+        user_id: uuid.UUID,
+        project_id: uuid.UUID | None,
+        job_id: uuid.UUID | None,
+        fence: int,
+        events: JobEvents | None = None,
+    ) -> None:
+        self._writer = writer
+        self._prices = prices
+        self._settings = settings
+        self._events = events
+        self._soft_announced = False
+        self.payer = Payer(user_id=user_id, project_id=project_id, job_id=job_id, fence=fence)
+
+    @classmethod
+    def for_job(cls, deps: RuntimeDeps, lease: Lease, job: Job, events: JobEvents) -> BudgetGate:
+        return cls(
+            writer=deps.writer,
+            prices=deps.prices,
+            settings=deps.settings,
+            user_id=job.user_id,
+            project_id=job.project_id,
+            job_id=job.id,
+            fence=lease.fence,
+            events=events,
+        )
+
+    def admit(
+        self,
+        *,
+        messages: list[dict[str, Any]],
+        tools: Any,
+        normal: str | None = None,
+        fast: str | None = None,
+    ) -> Admission:
+        """Reserve the worst case of the call at ``normal``'s price, or at ``fast``'s
+        past the soft threshold (the router's first candidates of each tier)."""
+        settings = self._settings
+        normal = normal or settings.model
+        fast = fast or fast_tier_model(settings)
+        prompt = prompt_tokens_upper_bound(messages, tools)
+        max_tokens = settings.llm_max_tokens
+        ask = Ask(
+            usd=worst_case(self._prices, model=normal, prompt_tokens=prompt, max_tokens=max_tokens),
+            tokens=prompt + max_tokens,
+            fast_usd=worst_case(
+                self._prices, model=fast, prompt_tokens=prompt, max_tokens=max_tokens
+            ),
+            fast_tokens=prompt + max_tokens,
+        )
+        held = reserve_budget(
+            self._writer,
+            payer=self.payer,
+            ask=ask,
+            soft_default=settings.budget_soft_threshold,
+        )
+        model = fast if held.soft else normal
+        if not held.ok:
+            BUDGET_RESERVATIONS.labels("refused").inc()
+            return Admission(True, model, held.soft, held, exhausted_message(held))
+        BUDGET_RESERVATIONS.labels("reserved" if held.budget_ids else "unbudgeted").inc()
+        if held.soft and not self._soft_announced and self._events is not None:
+            # Once per slice: the member sees why answers now come from the fast tier.
+            self._soft_announced = True
+            self._events.emit("budget", {"state": "soft_limit", "model": model})
+        return Admission(False, model, held.soft, held)
+
+    def settle(
+        self,
+        admission: Admission,
+        *,
+        model: str | None,
+        usage: Usage | None = None,
+        cost: Decimal = Decimal(0),
+    ) -> None:
+        """Settle an admitted call to its real cost; ``model`` None: no call was made."""
+        usage = usage or Usage()
+        settle_budget(
+            self._writer,
+            payer=self.payer,
+            reservation=admission.reservation,
+            settlement=Settlement(
+                cost_usd=cost,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cached_tokens=usage.cached_tokens,
+                model=model,
+            ),
+        )
+
+
+def exhausted_message(held: Reservation) -> str:
+    scopes = " and ".join(sorted(set(held.refused_by))) or "a"
+    return (
+        f"budget exhausted: the {scopes} budget cannot cover the next model call "
+        f"(worst case ${held.usd:.4f}, {held.tokens} tokens); the job is paused and "
+        "resumes where it stopped when an admin raises the budget "
+        "(leaflab admin budget set … / PUT /v1/admin/budgets)"
+    )
