@@ -38,7 +38,7 @@ class Chunk:
     page: int
     section: str
     locator: str
-    kind: str  # para | equation | environment | reference
+    kind: str  # para | environment | reference | caption | table
     env: str | None = None
     ordinal: int = 0
     extras: dict[str, Any] = field(default_factory=dict)
@@ -121,7 +121,7 @@ def chunk_blocks(blocks: list[dict[str, Any]], *, paper: str, max_tokens: int) -
         if block["kind"] == "heading":
             continue
         section = " > ".join(block.get("section") or [])
-        kind = "reference" if block["kind"] == "reference" else "para"
+        kind = block["kind"] if block["kind"] in ("reference", "caption", "table") else "para"
         env = block.get("env")
         if block["kind"] in ("environment", "equation") and env:
             kind = "environment"
