@@ -10,7 +10,7 @@ from services.common.models.jobs import (
     Job,
     JobStep,
 )
-from services.common.models.library import DOCUMENT_STATUSES, Document
+from services.common.models.library import DOCUMENT_STATUSES, Document, DocumentReference
 from services.common.models.sandbox import SandboxExecution
 from services.common.models.telemetry import SpanRecord
 from services.common.models.users import ApiKey, Project, ProjectMember, User
@@ -25,6 +25,7 @@ __all__ = [
     "Base",
     "ChatSession",
     "Document",
+    "DocumentReference",
     "Job",
     "JobStep",
     "Message",

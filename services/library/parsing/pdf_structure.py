@@ -224,7 +224,15 @@ def _title(doc: Any, first_page: list[Block]) -> str | None:
     ]
     if not candidates:
         return None
-    return max(candidates, key=lambda b: b.size).text
+    top = max(candidates, key=lambda b: b.size)
+    # A title set on two or three lines comes as adjacent blocks of the same size.
+    start = first_page.index(top)
+    parts = [top.text]
+    for block in first_page[start + 1 : start + 3]:
+        if abs(block.size - top.size) > 0.5 or block.y0 - top.y1 > top.size * 3:
+            break
+        parts.append(block.text)
+    return " ".join(parts)
 
 
 def _own_doi(first_page: list[Block]) -> str | None:
