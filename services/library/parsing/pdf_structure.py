@@ -130,7 +130,7 @@ class _Walker:
         self.seen_references = False
         self.env: str | None = None
         self.out: list[ParsedBlock] = []
-        self.structure: dict[str, list[Any]] = {
+        self.structure: dict[str, Any] = {
             "sections": [],
             "equations": [],
             "environments": [],
@@ -149,12 +149,12 @@ class _Walker:
             return
         caption = CAPTION.match(block.text)
         if caption:
-            label = f"{'Figure' if caption.group(1).startswith('Fig') else caption.group(1)} "
-            label += caption.group(2).rstrip(".")
+            name = f"{'Figure' if caption.group(1).startswith('Fig') else caption.group(1)} "
+            name += caption.group(2).rstrip(".")
             self.structure["captions"].append(
-                {"label": label, "page": block.page, "text": block.text[:300]}
+                {"label": name, "page": block.page, "text": block.text[:300]}
             )
-            self.out.append(ParsedBlock(block.page, "caption", block.text, list(self.path), label))
+            self.out.append(ParsedBlock(block.page, "caption", block.text, list(self.path), name))
             return
         env = ENV.match(block.text)
         if env:

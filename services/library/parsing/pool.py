@@ -172,6 +172,7 @@ class ParserPool:
         self._lock = threading.Lock()
         self._busy: dict[int, ParserProcess] = {}
         self.started = 0  # processes started over the pool's life (tests, metrics)
+        self.last_pid: int | None = None  # the process that parsed the latest document
         self._closed = False
 
     def busy_pids(self) -> list[int]:
@@ -187,6 +188,7 @@ class ParserPool:
                 proc = self._ready(proc)
                 with self._lock:
                     self._busy[proc.pid] = proc
+                    self.last_pid = proc.pid
                 try:
                     answer = proc.parse(path)
                 except _TimedOut:
