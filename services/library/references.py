@@ -58,7 +58,7 @@ class ReferenceEntry:
 
 
 def _authors(text: str) -> list[str]:
-    text = text.strip().rstrip(".")
+    text = re.sub(r"(?<!\b[A-Z])\.$", "", text.strip())  # keep an initial's period
     if ";" in text:
         parts = text.split(";")
     else:
