@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import pymupdf
@@ -15,6 +16,8 @@ import pymupdf
 # TeX and Office math fonts; CMR (TeX roman) is body text, so it is not listed.
 MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|MSBM|MSAM|Math|Symbol|STIX|rsfs|EUFM|LMMath", re.I)
 MATH_CHARS = set("=+−×÷∑∏∫∂∇≤≥≈≠∈∉∀∃→←⇒⇔∞√±αβγδεζηθικλμνξπρστυφχψωΓΔΘΛΞΠΣΦΨΩ^_")
+MATH_CHAR = re.compile("[" + re.escape("".join(sorted(MATH_CHARS))) + "]")
+BOLD_FONT = re.compile(r"Bold|Medi|Semibold|Heavy|Black|CMBX")
 # Text only: PyMuPDF's default for "dict" also decodes every image, which made
 # extraction ~8x slower than plain get_text() on the shared papers.
 TEXT_FLAGS = (
@@ -37,11 +40,10 @@ class Block:
     lines: int = 1
 
 
-def _is_bold(span: dict[str, Any]) -> bool:
-    font = str(span.get("font", ""))
-    return bool(int(span.get("flags", 0)) & 16) or bool(
-        re.search(r"Bold|Medi|Semibold|Heavy|Black|CMBX", font)
-    )
+@lru_cache(maxsize=4096)
+def _font_traits(font: str) -> tuple[bool, bool]:
+    """(bold, math) by font name: a paper has few fonts and many spans."""
+    return bool(BOLD_FONT.search(font)), bool(MATH_FONT.search(font))
 
 
 def join_hyphenated(left: str, right: str) -> str:
@@ -72,11 +74,9 @@ def _block(raw: dict[str, Any], page_no: int, height: float) -> Block | None:
             n = len(span["text"].strip())
             chars += n
             size_sum += n * float(span["size"])
-            bold += n if _is_bold(span) else 0
-            if MATH_FONT.search(str(span.get("font", ""))):
-                math += n
-            else:
-                math += sum(1 for c in span["text"] if c in MATH_CHARS)
+            bold_font, math_font = _font_traits(str(span.get("font", "")))
+            bold += n if bold_font or int(span.get("flags", 0)) & 16 else 0
+            math += n if math_font else len(MATH_CHAR.findall(span["text"]))
     text = _join_lines(lines)
     if not text or chars == 0:
         return None
