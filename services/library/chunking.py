@@ -16,6 +16,7 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
 
 PIECE = re.compile(r"[A-Za-z]+|\d|[^\w\s]")
 LONG_RUN = re.compile(r"[A-Za-z]{7,}")
+ODD_SPACE = re.compile(r"\s\s|[^\S ]|^\s|\s$")
 
 
 def estimate_tokens(text: str) -> int:
@@ -54,6 +55,9 @@ def _pieces(text: str) -> int:
 
 def _split_long(text: str, max_tokens: int) -> list[str]:
     """Split an over-long paragraph at sentence ends (words as a last resort)."""
+    if _pieces(text) + 1 <= max_tokens and not ODD_SPACE.search(text):
+        # Fits, and the sentence split would only rejoin it with the same spaces.
+        return [text]
     pieces: list[str] = []
     current = ""
     current_n = 0

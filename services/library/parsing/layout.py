@@ -66,17 +66,25 @@ def _join_lines(lines: list[str]) -> str:
 
 def _block(raw: dict[str, Any], page_no: int, height: float) -> Block | None:
     lines: list[str] = []
+    plain: list[str] = []  # text in text fonts, searched once for math symbols
     chars = bold = math = 0
     size_sum = 0.0
     for line in raw["lines"]:
-        lines.append("".join(s["text"] for s in line["spans"]))
-        for span in line["spans"]:
-            n = len(span["text"].strip())
+        spans = line["spans"]
+        lines.append("".join(s["text"] for s in spans))
+        for span in spans:
+            span_text = span["text"]
+            n = len(span_text.strip())
             chars += n
-            size_sum += n * float(span["size"])
-            bold_font, math_font = _font_traits(str(span.get("font", "")))
-            bold += n if bold_font or int(span.get("flags", 0)) & 16 else 0
-            math += n if math_font else len(MATH_CHAR.findall(span["text"]))
+            size_sum += n * span["size"]
+            bold_font, math_font = _font_traits(span["font"])
+            if bold_font or span["flags"] & 16:
+                bold += n
+            if math_font:
+                math += n
+            else:
+                plain.append(span_text)
+    math += len(MATH_CHAR.findall("".join(plain)))
     text = _join_lines(lines)
     if not text or chars == 0:
         return None
