@@ -53,28 +53,30 @@ def _pieces(text: str) -> int:
     return estimate_tokens(text) - 1
 
 
-def _split_long(text: str, max_tokens: int) -> list[str]:
-    """Split an over-long paragraph at sentence ends (words as a last resort)."""
-    if _pieces(text) + 1 <= max_tokens and not ODD_SPACE.search(text):
+def _split_long(text: str, max_tokens: int) -> list[tuple[str, int]]:
+    """Split an over-long paragraph at sentence ends (words as a last resort);
+    each piece comes with its word-piece count."""
+    total = _pieces(text)
+    if total + 1 <= max_tokens and not ODD_SPACE.search(text):
         # Fits, and the sentence split would only rejoin it with the same spaces.
-        return [text]
-    pieces: list[str] = []
+        return [(text, total)]
+    pieces: list[tuple[str, int]] = []
     current = ""
     current_n = 0
     for sentence in SENTENCE_END.split(text):
         n = _pieces(sentence)
         if current and current_n + n + 1 > max_tokens:
-            pieces.append(current)
+            pieces.append((current, current_n))
             current, current_n = sentence, n
         else:
             current = f"{current} {sentence}".strip()
             current_n += n
     if current:
-        pieces.append(current)
-    out: list[str] = []
-    for piece in pieces:
-        if _pieces(piece) + 1 <= max_tokens:
-            out.append(piece)
+        pieces.append((current, current_n))
+    out: list[tuple[str, int]] = []
+    for piece, piece_n in pieces:
+        if piece_n + 1 <= max_tokens:
+            out.append((piece, piece_n))
             continue
         # One sentence longer than the window: cut between words.
         words: list[str] = []
@@ -82,12 +84,12 @@ def _split_long(text: str, max_tokens: int) -> list[str]:
         for word in piece.split():
             n = _pieces(word)
             if words and words_n + n + 1 > max_tokens:
-                out.append(" ".join(words))
+                out.append((" ".join(words), words_n))
                 words, words_n = [], 0
             words.append(word)
             words_n += n
         if words:
-            out.append(" ".join(words))
+            out.append((" ".join(words), words_n))
     return out
 
 
@@ -156,8 +158,7 @@ def chunk_blocks(blocks: list[dict[str, Any]], *, paper: str, max_tokens: int) -
             buffer.append(text)
             buffer_n += n
             continue
-        for piece in _split_long(text, max_tokens):
-            n = _pieces(piece)
+        for piece, n in _split_long(text, max_tokens):
             if buffer and buffer_n + n + 1 > max_tokens:
                 flush()
             buffer.append(piece)
