@@ -15,6 +15,8 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
 
 
 PIECE = re.compile(r"[A-Za-z]+|\d|[^\w\s]")
+LONG_RUN = re.compile(r"[A-Za-z]{7,}")
+ODD_SPACE = re.compile(r"\s\s|[^\S ]|^\s|\s$")
 
 
 def estimate_tokens(text: str) -> int:
@@ -26,9 +28,9 @@ def estimate_tokens(text: str) -> int:
     digits and punctuation marks is ~10% high on average and above the real
     count for 90% of SciFact abstracts, without loading a tokenizer.
     """
-    pieces = 0
-    for match in PIECE.findall(text):
-        pieces += 1 + (len(match) - 1) // 6 if match[0].isalpha() else 1
+    # Every match is one piece; only letter runs of 7+ add more (one per 6 letters).
+    pieces = len(PIECE.findall(text))
+    pieces += sum((len(run) - 1) // 6 for run in LONG_RUN.findall(text))
     return pieces + 1
 
 
@@ -38,39 +40,56 @@ class Chunk:
     page: int
     section: str
     locator: str
-    kind: str  # para | equation | environment | reference
+    kind: str  # para | environment | reference | caption | table
     env: str | None = None
     ordinal: int = 0
     extras: dict[str, Any] = field(default_factory=dict)
 
 
-def _split_long(text: str, max_tokens: int) -> list[str]:
-    """Split an over-long paragraph at sentence ends (words as a last resort)."""
-    pieces: list[str] = []
+def _pieces(text: str) -> int:
+    """Word pieces of ``text`` alone: pieces never span a space, so the count of
+    space-joined texts is the sum of theirs (plus one), and chunking needs no
+    re-count of its growing buffer."""
+    return estimate_tokens(text) - 1
+
+
+def _split_long(text: str, max_tokens: int) -> list[tuple[str, int]]:
+    """Split an over-long paragraph at sentence ends (words as a last resort);
+    each piece comes with its word-piece count."""
+    total = _pieces(text)
+    if total + 1 <= max_tokens and not ODD_SPACE.search(text):
+        # Fits, and the sentence split would only rejoin it with the same spaces.
+        return [(text, total)]
+    pieces: list[tuple[str, int]] = []
     current = ""
+    current_n = 0
     for sentence in SENTENCE_END.split(text):
-        candidate = f"{current} {sentence}".strip()
-        if current and estimate_tokens(candidate) > max_tokens:
-            pieces.append(current)
-            current = sentence
+        n = _pieces(sentence)
+        if current and current_n + n + 1 > max_tokens:
+            pieces.append((current, current_n))
+            current, current_n = sentence, n
         else:
-            current = candidate
+            current = f"{current} {sentence}".strip()
+            current_n += n
     if current:
-        pieces.append(current)
-    out: list[str] = []
-    for piece in pieces:
-        if estimate_tokens(piece) <= max_tokens:
-            out.append(piece)
+        pieces.append((current, current_n))
+    out: list[tuple[str, int]] = []
+    for piece, piece_n in pieces:
+        if piece_n + 1 <= max_tokens:
+            out.append((piece, piece_n))
             continue
         # One sentence longer than the window: cut between words.
         words: list[str] = []
+        words_n = 0
         for word in piece.split():
-            if words and estimate_tokens(" ".join([*words, word])) > max_tokens:
-                out.append(" ".join(words))
-                words = []
+            n = _pieces(word)
+            if words and words_n + n + 1 > max_tokens:
+                out.append((" ".join(words), words_n))
+                words, words_n = [], 0
             words.append(word)
+            words_n += n
         if words:
-            out.append(" ".join(words))
+            out.append((" ".join(words), words_n))
     return out
 
 
@@ -103,12 +122,13 @@ def chunk_blocks(blocks: list[dict[str, Any]], *, paper: str, max_tokens: int) -
     chunks: list[Chunk] = []
     labels = _EnvLabels()
     buffer: list[str] = []
+    buffer_n = 0  # word pieces in the buffer (see _pieces)
     key: tuple[int, str, str | None, str] | None = None
 
     def flush() -> None:
-        nonlocal buffer
+        nonlocal buffer, buffer_n
         text = " ".join(buffer).strip()
-        buffer = []
+        buffer, buffer_n = [], 0
         if key is None or not text or (len(text) < 20 and key[3] != "equation"):
             return
         page, section, env, kind = key
@@ -121,7 +141,7 @@ def chunk_blocks(blocks: list[dict[str, Any]], *, paper: str, max_tokens: int) -
         if block["kind"] == "heading":
             continue
         section = " > ".join(block.get("section") or [])
-        kind = "reference" if block["kind"] == "reference" else "para"
+        kind = block["kind"] if block["kind"] in ("reference", "caption", "table") else "para"
         env = block.get("env")
         if block["kind"] in ("environment", "equation") and env:
             kind = "environment"
@@ -132,14 +152,17 @@ def chunk_blocks(blocks: list[dict[str, Any]], *, paper: str, max_tokens: int) -
             key = block_key
         if block["kind"] == "equation":
             # Whole equations: move to a fresh chunk rather than cut one.
-            if buffer and estimate_tokens(" ".join([*buffer, text])) > max_tokens:
+            n = _pieces(text)
+            if buffer and buffer_n + n + 1 > max_tokens:
                 flush()
             buffer.append(text)
+            buffer_n += n
             continue
-        for piece in _split_long(text, max_tokens):
-            if buffer and estimate_tokens(" ".join([*buffer, piece])) > max_tokens:
+        for piece, n in _split_long(text, max_tokens):
+            if buffer and buffer_n + n + 1 > max_tokens:
                 flush()
             buffer.append(piece)
+            buffer_n += n
     flush()
     for ordinal, chunk in enumerate(chunks):
         chunk.ordinal = ordinal

@@ -24,6 +24,7 @@ from services.library.fetch import fetch_document
 from services.library.indexing import index_chunks
 from services.library.lease import Claim, LeaseKeeper, LeaseLost, claim, fenced_set
 from services.library.parsing.isolated import ParseFailed, parse_isolated
+from services.library.references import record_references
 from services.library.runtime import LibraryRuntime
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,12 @@ def _run(runtime: LibraryRuntime, lease: Claim) -> str:
         title=title,
         pages=parsed["pages"],
         structure=structure,
+    )
+    # Title and DOI are stored: link references both ways (services/library/references.py).
+    record_references(
+        runtime.session_factory,
+        document_id=lease.document_id,
+        references=parsed["structure"]["references"],
     )
     document_id = str(lease.document_id)
     runtime.store.delete_document(document_id)  # a retry replaces, never duplicates

@@ -40,7 +40,13 @@ class LibraryRuntime:
     @property
     def parse_limits(self) -> ParseLimits:
         s = self.settings
-        return ParseLimits(s.parse_memory_mb, s.parse_timeout_s, s.parse_max_pages)
+        return ParseLimits(
+            s.parse_memory_mb,
+            s.parse_timeout_s,
+            s.parse_max_pages,
+            s.parse_pool_size,
+            s.parse_docs_per_process,
+        )
 
     def close(self) -> None:
         self.store.close()

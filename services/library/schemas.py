@@ -54,3 +54,18 @@ class SearchResults(BaseModel):
 class Health(BaseModel):
     status: str
     chunks: int
+
+
+class ReferenceView(BaseModel):
+    ordinal: int
+    text: str
+    title: str | None
+    authors: list[str]
+    year: int | None
+    doi: str | None
+    cited_document_id: str | None
+    cited_title: str | None
+
+
+class ReferenceList(BaseModel):
+    items: list[ReferenceView]

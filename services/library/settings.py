@@ -74,6 +74,10 @@ class LibrarySettings(IntakeSettings):
     parse_memory_mb: int = 1024
     parse_timeout_s: float = 60.0
     parse_max_pages: int = 1500
+    # Parser pool (services/library/parsing/pool.py): long-lived processes per
+    # library process, each recycled after this many documents.
+    parse_pool_size: int = 2
+    parse_docs_per_process: int = 200
     url_fetch_timeout_s: float = 20.0
 
     # Durable ingestion: a worker holds a document's lease while it ingests

@@ -30,6 +30,7 @@ from services.api.library.schemas import (
     LibraryDocumentAccepted,
     LibraryDocumentDetail,
     LibraryDocumentList,
+    LibraryReferenceList,
     LibrarySearchResults,
 )
 from services.api.state import AppState
@@ -295,6 +296,21 @@ async def get_document(document_id: str, access: AccessDep, state: StateDep) -> 
         if found.collection not in scoped:
             raise ApiError(404, "not_found", "document not found")
     return found
+
+
+@router.get(
+    "/documents/{document_id}/references",
+    response_model=LibraryReferenceList,
+    responses=error_responses(400, 404),
+)
+async def get_references(document_id: str, access: AccessDep, state: StateDep) -> Any:
+    """The paper's references, linked to library documents (the survey stage follows them)."""
+    try:
+        ident = str(uuid.UUID(document_id))
+    except ValueError:
+        raise ApiError(404, "not_found", "document not found") from None
+    path = internal_path("documents", ident, "references")
+    return await _forward(state, "GET", path, LibraryReferenceList, headers=access.headers())
 
 
 @router.get("/search", response_model=LibrarySearchResults, responses=error_responses(400, 404))

@@ -49,3 +49,20 @@ class LibrarySearchHit(BaseModel):
 
 class LibrarySearchResults(BaseModel):
     items: list[LibrarySearchHit]
+
+
+class LibraryReference(BaseModel):
+    """One entry of a paper's reference list; ``cited_document_id`` when the library holds it."""
+
+    ordinal: int
+    text: str
+    title: str | None = None
+    authors: list[str] = []
+    year: int | None = None
+    doi: str | None = None
+    cited_document_id: str | None = None
+    cited_title: str | None = None
+
+
+class LibraryReferenceList(BaseModel):
+    items: list[LibraryReference]

@@ -12,7 +12,7 @@ from services.common.models.jobs import (
     Job,
     JobStep,
 )
-from services.common.models.library import DOCUMENT_STATUSES, Document
+from services.common.models.library import DOCUMENT_STATUSES, Document, DocumentReference
 from services.common.models.memory import MEMORY_KINDS, MEMORY_SCOPES, MemoryDocument
 from services.common.models.sandbox import SandboxExecution
 from services.common.models.telemetry import SpanRecord
@@ -36,6 +36,7 @@ __all__ = [
     "Base",
     "ChatSession",
     "Document",
+    "DocumentReference",
     "Job",
     "JobStep",
     "MemoryDocument",

@@ -64,3 +64,33 @@ class Document(Timestamped, Base):
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), nullable=False
     )
+
+
+class DocumentReference(Base):
+    """One entry of a document's reference list, linked to the cited library
+    document when the library holds it (same collection; by DOI, else title)."""
+
+    __tablename__ = "document_references"
+    __table_args__ = (
+        UniqueConstraint("document_id", "ordinal", name="uq_document_references_ordinal"),
+        Index("ix_document_references_collection_doi", "collection", "doi"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    document_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), nullable=False
+    )
+    # The citing document's collection: links never cross collections.
+    collection: Mapped[str] = mapped_column(String(100), nullable=False)
+    ordinal: Mapped[int] = mapped_column(Integer, nullable=False)
+    text: Mapped[str] = mapped_column(Text, nullable=False)
+    # Lower-case letters and digits, single spaces: what titles are matched in.
+    norm_text: Mapped[str] = mapped_column(Text, nullable=False)
+    title: Mapped[str | None] = mapped_column(Text)
+    norm_title: Mapped[str | None] = mapped_column(Text)
+    authors: Mapped[list[str] | None] = mapped_column(JSONB)
+    year: Mapped[int | None] = mapped_column(Integer)
+    doi: Mapped[str | None] = mapped_column(String(300))
+    cited_document_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("documents.id", ondelete="SET NULL"), index=True
+    )

@@ -27,8 +27,14 @@ from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
 from services.library.access import Caller, CallerDep, RuntimeDep
 from services.library.errors import LibraryError
 from services.library.fetch import check_url
+from services.library.references import references_view
 from services.library.runtime import LibraryRuntime
-from services.library.schemas import DocumentAccepted, DocumentDetail, DocumentList
+from services.library.schemas import (
+    DocumentAccepted,
+    DocumentDetail,
+    DocumentList,
+    ReferenceList,
+)
 
 router = APIRouter(prefix="/documents", tags=["documents"])
 log = logging.getLogger(__name__)
@@ -138,3 +144,17 @@ def get_document(document_id: str, who: CallerDep, runtime: RuntimeDep) -> dict[
         if doc is None or doc.collection not in who.collections:
             raise LibraryError(404, "not_found", "document not found")
         return {**document_view(doc), "structure": doc.structure}
+
+
+@router.get("/{document_id}/references", response_model=ReferenceList)
+def get_references(document_id: str, who: CallerDep, runtime: RuntimeDep) -> dict[str, Any]:
+    """The document's reference entries, each linked to the cited library document if held."""
+    try:
+        ident = uuid.UUID(document_id)
+    except ValueError:
+        raise LibraryError(404, "not_found", "document not found") from None
+    with transaction(runtime.session_factory) as db:
+        doc = db.get(Document, ident)
+        if doc is None or doc.collection not in who.collections:
+            raise LibraryError(404, "not_found", "document not found")
+        return {"items": references_view(db, ident)}
