@@ -104,7 +104,7 @@ def _run(runtime: LibraryRuntime, lease: Claim) -> str:
         collection=lease.collection,
         title=title,
         filename=lease.filename,
-        embedder=runtime.embedder,
+        embedder=runtime.chunk_embedder,
         encoder=runtime.encoder,
         store=runtime.store,
         batch=runtime.settings.embedding_batch_size * 2,

@@ -2,6 +2,7 @@
 
 from services.common.models.base import Base
 from services.common.models.conversations import ChatSession, Message
+from services.common.models.embedding_cache import EmbeddingCacheEntry
 from services.common.models.jobs import (
     JOB_KINDS,
     JOB_STATUSES,
@@ -25,6 +26,7 @@ __all__ = [
     "Base",
     "ChatSession",
     "Document",
+    "EmbeddingCacheEntry",
     "Job",
     "JobStep",
     "Message",
