@@ -94,7 +94,7 @@ def build_index(
             embedder=embedder,
             encoder=encoder,
             store=store,
-        )
+        ).done
     return total
 
 

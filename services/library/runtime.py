@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import redis
 from celery import Celery
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -16,6 +17,7 @@ from services.common.celery_app import build_celery
 from services.common.db import build_engine, build_sessionmaker
 from services.common.documents.blobs import BlobStore
 from services.common.net_guard import NetGuard, parse_allow_list
+from services.common.redis_client import build_redis
 from services.library.embedding import Embedder, HashCachedEmbedder, embedder_from_settings
 from services.library.lexical import Bm25Encoder
 from services.library.parsing.isolated import ParseLimits
@@ -37,6 +39,7 @@ class LibraryRuntime:
     blobs: BlobStore
     celery: Celery
     net_guard: NetGuard
+    redis: redis.Redis | None = None  # ingestion progress events (none: not published)
 
     @property
     def parse_limits(self) -> ParseLimits:
@@ -85,4 +88,5 @@ def build_runtime(settings: LibrarySettings) -> LibraryRuntime:
         blobs=BlobStore(settings.resolved_files_dir),
         celery=build_celery(settings),
         net_guard=NetGuard(parse_allow_list(settings.web_allow)),
+        redis=build_redis(settings.redis_url) if settings.redis_url else None,
     )

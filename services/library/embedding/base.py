@@ -76,6 +76,11 @@ class Embedder(ABC):
                 self.computed += len(idx)
         return out
 
+    def encode_counted(self, texts: list[str]) -> tuple[np.ndarray, int]:
+        """Vectors and how many texts this call ran through the model (caches
+        answer the rest); per call, so concurrent documents never mix counts."""
+        return self.encode(texts), len(texts)
+
     def encode_query(self, text: str) -> np.ndarray:
         vector: np.ndarray = self.encode([text])[0]
         return vector

@@ -75,8 +75,11 @@ class HashCachedEmbedder(Embedder):
             db.execute(insert(EmbeddingCacheEntry).values(rows).on_conflict_do_nothing())
 
     def encode(self, texts: list[str]) -> np.ndarray:
+        return self.encode_counted(texts)[0]
+
+    def encode_counted(self, texts: list[str]) -> tuple[np.ndarray, int]:
         if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
+            return np.zeros((0, self.dimension), dtype=np.float32), 0
         hashes = [text_hash(t) for t in texts]
         known = self.lookup(list(dict.fromkeys(hashes)))
         missing = [h for h in dict.fromkeys(hashes) if h not in known]
@@ -86,4 +89,4 @@ class HashCachedEmbedder(Embedder):
             self._save(missing, fresh)
             known.update(zip(missing, fresh, strict=True))
         self.reused += len(texts) - len(missing)
-        return np.stack([known[h] for h in hashes])
+        return np.stack([known[h] for h in hashes]), len(missing)
