@@ -5,6 +5,7 @@ per document and per batch on the document's events stream."""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import redis
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.cli.ingest_progress import Upload, follow, local_pages
 from services.common.documents.blobs import BlobStore
 from services.common.documents.intake import register_document
 from services.common.events import decode_entry
@@ -23,7 +25,14 @@ from services.common.models import Document, EmbeddingCacheEntry
 from services.library.embedding import Embedder, HashCachedEmbedder
 from services.library.progress import document_stream_key
 from tests.library import hostile_pdfs
-from tests.library.conftest import LibraryProcess, PdfServer, library_env, make_user
+from tests.library.api_app import api_client, bearer, new_email, user_with_key
+from tests.library.conftest import (
+    LibraryProcess,
+    LibraryService,
+    PdfServer,
+    library_env,
+    make_user,
+)
 
 
 class CountingEmbedder(Embedder):
@@ -186,3 +195,39 @@ class TestCrashResume:
         assert len(batches) == -(-chunks // 4)  # batches of 2 × embedding batch size
         assert done == sorted(done) and done[-1] == chunks
         assert all(b["total"] == chunks for b in batches)  # type: ignore[index]
+
+
+class TestIngestProgressCli:
+    def test_follow_reports_each_document_with_rate_and_eta(
+        self,
+        library: LibraryService,
+        session_factory: sessionmaker[Session],
+        files_dir: Path,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        """What `leaflab library ingest` prints when not on a terminal; the
+        rich bar (terminal) runs the same loop."""
+        with session_factory() as db, db.begin():
+            _, key = user_with_key(db, new_email("cli"))
+        good = hostile_pdfs.theorem_pdf(tmp_path / "good.pdf")
+        broken = hostile_pdfs.truncated_pdf(good, tmp_path / "broken.pdf")
+        uploads = []
+        with api_client(library_url=library.url, files_dir=files_dir) as client:
+            for pdf in (good, broken):
+                with pdf.open("rb") as fh:
+                    resp = client.post(
+                        "/v1/library/documents",
+                        headers=bearer(key),
+                        files={"file": (pdf.name, fh, "application/pdf")},
+                    )
+                assert resp.status_code == 202, resp.text
+                uploads.append(Upload(pdf, resp.json()["id"], local_pages(pdf)))
+            failed = follow(client, "", bearer(key), uploads, interactive=False, poll_s=0.2)
+            assert failed == 1
+            follow(client, "", bearer(key), uploads[:1], interactive=True, timeout_s=60)
+        lines = capsys.readouterr().out.splitlines()
+        by_file = {line.split(": ", 1)[0]: line for line in lines if ": " in line}
+        assert re.search(r"ready \(\d+ pages, \d+ chunks\)", by_file[str(good)])
+        assert "failed: " in by_file[str(broken)]
+        assert all(re.search(r"pages/s, ETA", by_file[str(p)]) for p in (good, broken))
