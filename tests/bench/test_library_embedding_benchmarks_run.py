@@ -9,8 +9,19 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("LEAFLAB_SHARED_DATA", ROOT.parent / "shared" / "data"))
-SCIFACT = SHARED / "scifact"
+
+
+def _shared_data() -> Path:
+    """shared/data next to the checkout, or next to a folder above it (worktrees)."""
+    if "LEAFLAB_SHARED_DATA" in os.environ:
+        return Path(os.environ["LEAFLAB_SHARED_DATA"])
+    for folder in ROOT.parents:
+        if (folder / "shared" / "data").is_dir():
+            return folder / "shared" / "data"
+    return ROOT.parent / "shared" / "data"
+
+
+SCIFACT = _shared_data() / "scifact"
 
 
 def _run(module: str, argv: list[str], home: Path) -> list[dict[str, object]]:
