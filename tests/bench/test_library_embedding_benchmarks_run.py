@@ -55,3 +55,14 @@ def test_scale_bench_reports_p95_and_memory(tmp_path: Path) -> None:
     assert figures["chunks"] == 300
     assert set(figures["hybrid_with_query_embedding"]) == {"p50_ms", "p95_ms"}  # type: ignore[arg-type]
     assert figures["rss_mb_per_million"] is not None
+
+
+def test_ingest_bench_reports_end_to_end_and_parse_baseline(tmp_path: Path) -> None:
+    from tests.library import hostile_pdfs
+
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    hostile_pdfs.theorem_pdf(folder / "one.pdf")
+    (figures,) = _run("bench.library_ingest", ["--pdfs", str(folder)], tmp_path)
+    assert figures["pdfs"] == 1 and figures["chunks"] > 0  # type: ignore[operator]
+    assert figures["baseline_parse_chunk_only"]["pages_per_s"] > 0  # type: ignore[index]
