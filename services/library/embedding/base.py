@@ -69,9 +69,11 @@ class Embedder(ABC):
             return np.zeros((0, self.dimension), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        with self._lock:
-            for start in range(0, len(order), self.batch_size):
-                idx = order[start : start + self.batch_size]
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            # Locked per batch, not per call: a search's query waits for at
+            # most one ingestion batch, never for a whole document.
+            with self._lock:
                 out[idx] = self._encode_batch([texts[i] for i in idx])
                 self.computed += len(idx)
         return out
