@@ -34,7 +34,7 @@ class LibrarySettings(IntakeSettings):
     # torch (sentence-transformers, the reference), onnx (fp32, fused graph) or
     # onnx-int8 (dynamic int8). The default is the fastest whose SciFact
     # nDCG@10 is within 0.005 of torch (bench/RESULTS.md, "Embedding backends").
-    embedding_backend: Literal["torch", "onnx", "onnx-int8"] = "onnx"
+    embedding_backend: Literal["torch", "onnx", "onnx-int8"] = "onnx-int8"
     # Where ONNX exports live (done once, on first use); None = <home>/models.
     embedding_models_dir: Path | None = None
     # onnxruntime intra-op threads; 0 = its default (one per core).
