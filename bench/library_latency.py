@@ -33,13 +33,12 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from services.library.beir import BeirSet, document_chunks, load_beir
 from services.library.chunking import chunk_blocks
-from services.library.embedding import CachedEmbedder, Embedder
+from services.library.embedding import CachedEmbedder, Embedder, embedder_from_settings
 from services.library.indexing import embed_text
 from services.library.lexical import Bm25Encoder
 from services.library.parsing.isolated import ParseLimits, parse_isolated
@@ -140,20 +139,17 @@ def main() -> None:
         print(json.dumps({"parse": parse_throughput(Path(args.pdfs))}), flush=True)
 
     settings = LibrarySettings(qdrant_url=None)
-    options: dict[str, Any] = {
-        "model": settings.embedding_model,
-        "batch_size": settings.embedding_batch_size,
-        "max_seq_length": settings.embedding_max_seq_length,
-    }
     data = load_beir(Path(args.data))
     if args.limit_docs:  # a prefix in file order, so a partly filled --cache is reused
         data.corpus = dict(list(data.corpus.items())[: args.limit_docs])
     encoder = Bm25Encoder(settings.bm25_params())
-    chunks = real_chunks(data, settings, CachedEmbedder(Path(args.cache), **options), encoder)
+    chunks = real_chunks(
+        data, settings, CachedEmbedder(Path(args.cache), embedder_from_settings(settings)), encoder
+    )
     in_scope = max(1, math.ceil(args.scope / len(chunks)))
     copies = max(in_scope, math.ceil(args.chunks / len(chunks)))
     # The service's own embedder: no cache, so every query is really embedded.
-    embedder = Embedder(**options)
+    embedder = embedder_from_settings(settings)
     queries = list(data.queries.values())[: args.queries]
     scope = [f"project:{c}" for c in range(in_scope)]
     with tempfile.TemporaryDirectory(prefix="leaflab-bench-library-") as tmp:

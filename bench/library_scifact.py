@@ -28,7 +28,7 @@ from services.library.beir import (
     score,
     scratch_index,
 )
-from services.library.embedding import CachedEmbedder
+from services.library.embedding import CachedEmbedder, embedder_from_settings
 from services.library.retrieval import FusionConfig, Retriever, fusion_config
 from services.library.settings import LibrarySettings
 
@@ -92,12 +92,7 @@ def main() -> None:
     args = _args()
     settings = _settings(args)
     data = load_beir(Path(args.data), limit_docs=args.limit_docs, limit_queries=args.limit_queries)
-    embedder = CachedEmbedder(
-        Path(args.cache),
-        model=settings.embedding_model,
-        batch_size=settings.embedding_batch_size,
-        max_seq_length=settings.embedding_max_seq_length,
-    )
+    embedder = CachedEmbedder(Path(args.cache), embedder_from_settings(settings))
     with scratch_index(settings, data, embedder) as (retriever, chunks, index_s):
         t1 = time.perf_counter()
         mix = collect_candidates(retriever, data, mode="mix")

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import click
 import httpx
+
+from services.cli.ingest_progress import Upload, follow, local_pages
 
 
 def _api() -> tuple[str, dict[str, str]]:
@@ -44,10 +47,16 @@ def library() -> None:
 @library.command()
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--project", default=None, help="project name or id (default: your own library)")
-def ingest(paths: tuple[str, ...], project: str | None) -> None:
+@click.option(
+    "--wait/--no-wait",
+    default=True,
+    help="follow the documents until ready or failed (progress bar on a terminal)",
+)
+def ingest(paths: tuple[str, ...], project: str | None, wait: bool) -> None:
     """Upload PDF files or folders of PDFs."""
     url, headers = _api()
     failures = 0
+    uploads: list[Upload] = []
     with httpx.Client(timeout=120) as client:
         for pdf in _pdfs(paths):
             with pdf.open("rb") as fh:
@@ -61,10 +70,14 @@ def ingest(paths: tuple[str, ...], project: str | None) -> None:
                 body = resp.json()
                 note = " (already in the library)" if body.get("duplicate") else ""
                 click.echo(f"{pdf}: {body['status']} {body['id']}{note}")
+                uploads.append(Upload(pdf, str(body["id"]), local_pages(pdf), body["status"]))
             else:
                 failures += 1
                 message = resp.json().get("error", {}).get("message", resp.text[:200])
                 click.echo(f"{pdf}: rejected: {message}", err=True)
+        if wait and uploads:
+            interactive = sys.stdout.isatty()
+            failures += follow(client, url, headers, uploads, interactive=interactive)
     if failures:
         raise SystemExit(1)
 

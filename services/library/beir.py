@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from services.library.chunking import Chunk, chunk_blocks
-from services.library.embedding import CachedEmbedder, Embedder
+from services.library.embedding import CachedEmbedder, Embedder, embedder_from_settings
 from services.library.indexing import embed_text, index_chunks
 from services.library.lexical import Bm25Encoder
 from services.library.retrieval import FusionConfig, Retriever, fusion_config
@@ -94,7 +94,7 @@ def build_index(
             embedder=embedder,
             encoder=encoder,
             store=store,
-        )
+        ).done
     return total
 
 
@@ -198,13 +198,8 @@ def run_eval(
     """Index ``root`` in a throw-away local store and score hybrid, BM25-only
     and dense-only from that one index; one result dict (hybrid on top)."""
     data = load_beir(root, limit_docs=limit_docs, limit_queries=limit_queries)
-    options: dict[str, Any] = {
-        "model": settings.embedding_model,
-        "device": settings.embedding_device,
-        "batch_size": settings.embedding_batch_size,
-        "max_seq_length": settings.embedding_max_seq_length,
-    }
-    embedder = CachedEmbedder(cache_dir, **options) if cache_dir else Embedder(**options)
+    model = embedder_from_settings(settings)
+    embedder = CachedEmbedder(cache_dir, model) if cache_dir else model
     with scratch_index(settings, data, embedder) as (retriever, chunks, indexed_s):
         started = time.perf_counter()
         figures = score_all(retriever, data)

@@ -21,9 +21,10 @@ from services.common.metrics import LIBRARY_INGEST_DURATION
 from services.common.net_guard import AddressRefused
 from services.library.chunking import chunk_blocks
 from services.library.fetch import fetch_document
-from services.library.indexing import index_chunks
+from services.library.indexing import BatchProgress, index_chunks
 from services.library.lease import Claim, LeaseKeeper, LeaseLost, claim, fenced_set
 from services.library.parsing.isolated import ParseFailed, parse_isolated
+from services.library.progress import DocumentProgress
 from services.library.references import record_references
 from services.library.runtime import LibraryRuntime
 
@@ -79,12 +80,15 @@ def _release_for_retry(runtime: LibraryRuntime, lease: Claim, reason: str) -> No
 
 
 def _run(runtime: LibraryRuntime, lease: Claim) -> str:
+    events = DocumentProgress(runtime.redis, str(lease.document_id))
+    started = time.perf_counter()
     try:
         path = _local_file(runtime, lease)
         parsed = _parse(runtime, lease, path)
     except DocumentUnusable as exc:
         log.warning("library.ingest: document %s failed: %s", lease.document_id, exc)
         fenced_set(runtime.session_factory, lease, status="failed", error=str(exc))
+        events.publish("document.failed", {"reason": str(exc)})
         return "failed"
     title = parsed.get("title") or lease.filename or "untitled"
     structure = {k: v for k, v in parsed["structure"].items() if k != "references"}
@@ -105,19 +109,50 @@ def _run(runtime: LibraryRuntime, lease: Claim) -> str:
     )
     document_id = str(lease.document_id)
     runtime.store.delete_document(document_id)  # a retry replaces, never duplicates
-    count = index_chunks(
-        chunk_blocks(parsed["blocks"], paper=title, max_tokens=runtime.settings.chunk_max_tokens),
+    chunks = chunk_blocks(
+        parsed["blocks"], paper=title, max_tokens=runtime.settings.chunk_max_tokens
+    )
+    events.publish("document.parsed", {"pages": parsed["pages"], "chunks": len(chunks)})
+
+    def on_batch(p: BatchProgress) -> None:
+        reused = p.done - p.embedded
+        events.publish(
+            "document.batch",
+            {"done": p.done, "total": p.total, "embedded": p.embedded, "reused": reused},
+        )
+
+    # Vectors come from the hash cache where the text was embedded before
+    # (a crashed attempt, another collection): a retry re-embeds nothing stored.
+    tally = index_chunks(
+        chunks,
         document_id=document_id,
         collection=lease.collection,
         title=title,
         filename=lease.filename,
-        embedder=runtime.embedder,
+        embedder=runtime.chunk_embedder,
         encoder=runtime.encoder,
         store=runtime.store,
         batch=runtime.settings.embedding_batch_size * 2,
+        progress=on_batch,
     )
-    fenced_set(runtime.session_factory, lease, status="ready", chunks=count)
-    log.info("library.ingest: document %s ready (%d chunks)", document_id, count)
+    fenced_set(runtime.session_factory, lease, status="ready", chunks=tally.done)
+    seconds = time.perf_counter() - started
+    summary = {
+        "chunks": tally.done,
+        "pages": parsed["pages"],
+        "embedded": tally.embedded,
+        "reused": tally.done - tally.embedded,
+        "seconds": round(seconds, 2),
+        "pages_per_s": round(parsed["pages"] / max(seconds, 1e-6), 2),
+    }
+    events.publish("document.ready", summary)
+    log.info(
+        "library.ingest: document %s ready (%d chunks, %d embedded, %d reused)",
+        document_id,
+        tally.done,
+        tally.embedded,
+        tally.done - tally.embedded,
+    )
     return "ready"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import redis
 from celery import Celery
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -16,7 +17,8 @@ from services.common.celery_app import build_celery
 from services.common.db import build_engine, build_sessionmaker
 from services.common.documents.blobs import BlobStore
 from services.common.net_guard import NetGuard, parse_allow_list
-from services.library.embedding import Embedder
+from services.common.redis_client import build_redis
+from services.library.embedding import Embedder, HashCachedEmbedder, embedder_from_settings
 from services.library.lexical import Bm25Encoder
 from services.library.parsing.isolated import ParseLimits
 from services.library.retrieval import Retriever, fusion_config
@@ -30,12 +32,14 @@ class LibraryRuntime:
     engine: Engine
     session_factory: sessionmaker[Session]
     store: VectorStore
-    embedder: Embedder
+    embedder: Embedder  # queries
+    chunk_embedder: HashCachedEmbedder  # ingestion: once per chunk text (Postgres cache)
     encoder: Bm25Encoder
     retriever: Retriever
     blobs: BlobStore
     celery: Celery
     net_guard: NetGuard
+    redis: redis.Redis | None = None  # ingestion progress events (none: not published)
 
     @property
     def parse_limits(self) -> ParseLimits:
@@ -58,17 +62,13 @@ def _reranker(settings: LibrarySettings) -> Any:
         return None
     from sentence_transformers import CrossEncoder
 
-    return CrossEncoder(settings.rerank_model, device=settings.embedding_device)
+    device = None if settings.embedding_device == "auto" else settings.embedding_device
+    return CrossEncoder(settings.rerank_model, device=device)
 
 
 def build_runtime(settings: LibrarySettings) -> LibraryRuntime:
     engine = build_engine(settings.require_database_url(), pool_size=5)
-    embedder = Embedder(
-        model=settings.embedding_model,
-        device=settings.embedding_device,
-        batch_size=settings.embedding_batch_size,
-        max_seq_length=settings.embedding_max_seq_length,
-    )
+    embedder = embedder_from_settings(settings)
     store = open_store(settings)
     store.ensure(embedder.dimension)
     encoder = Bm25Encoder(settings.bm25_params())
@@ -81,15 +81,18 @@ def build_runtime(settings: LibrarySettings) -> LibraryRuntime:
         reranker=_reranker(settings),
         rerank_top_n=settings.rerank_top_n,
     )
+    session_factory = build_sessionmaker(engine)
     return LibraryRuntime(
         settings=settings,
         engine=engine,
-        session_factory=build_sessionmaker(engine),
+        session_factory=session_factory,
         store=store,
         embedder=embedder,
+        chunk_embedder=HashCachedEmbedder(embedder, session_factory),
         encoder=encoder,
         retriever=retriever,
         blobs=BlobStore(settings.resolved_files_dir),
         celery=build_celery(settings),
         net_guard=NetGuard(parse_allow_list(settings.web_allow)),
+        redis=build_redis(settings.redis_url) if settings.redis_url else None,
     )

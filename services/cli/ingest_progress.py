@@ -1,0 +1,117 @@
+"""Follow uploaded documents to `ready`/`failed`: a rich progress bar (pages,
+pages/s, ETA) on a terminal, one plain line per finished document otherwise.
+
+Page totals are counted locally (PyMuPDF's page count, cheap) so the bar and
+the ETA mean something before the server has parsed anything; the server's own
+page count replaces the local one when a document is ready.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import httpx
+
+TERMINAL = ("ready", "failed")
+
+
+@dataclass
+class Upload:
+    path: Path
+    id: str
+    pages: int  # local count; 0 when unreadable here (the server decides)
+    status: str = "queued"
+
+
+def local_pages(path: Path) -> int:
+    try:
+        import pymupdf
+
+        with pymupdf.open(path) as doc:
+            return int(doc.page_count)
+    except Exception:  # the server reports why; the bar just counts it as 0 pages
+        return 0
+
+
+def _poll(client: httpx.Client, url: str, headers: dict[str, str], up: Upload) -> dict[str, object]:
+    resp = client.get(f"{url}/v1/library/documents/{up.id}", headers=headers)
+    if resp.status_code != 200:
+        return {"status": up.status}
+    body: dict[str, object] = resp.json()
+    return body
+
+
+def _line(up: Upload, body: dict[str, object], pages_done: int, total: int, started: float) -> str:
+    elapsed = max(time.monotonic() - started, 1e-6)
+    rate = pages_done / elapsed
+    eta = (total - pages_done) / rate if rate > 0 else float("inf")
+    what = f"ready ({body.get('pages')} pages, {body.get('chunks')} chunks)"
+    if body["status"] == "failed":
+        what = f"failed: {body.get('error')}"
+    eta_text = f"{eta:.0f}s" if eta != float("inf") else "?"
+    return f"{up.path}: {what} | {pages_done}/{total} pages, {rate:.1f} pages/s, ETA {eta_text}"
+
+
+def follow(
+    client: httpx.Client,
+    url: str,
+    headers: dict[str, str],
+    uploads: list[Upload],
+    *,
+    interactive: bool,
+    poll_s: float = 1.0,
+    timeout_s: float | None = None,
+) -> int:
+    """Wait until every upload is ready or failed; returns how many failed."""
+    total = sum(u.pages for u in uploads)
+    started = time.monotonic()
+    pages_done = failed = 0
+    pending = [u for u in uploads if u.status not in TERMINAL]
+    progress = None
+    task = None
+    if interactive:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        progress = Progress(
+            TextColumn("[bold]pages"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]} pages/s"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[docs]}"),
+        )
+        task = progress.add_task("ingest", total=total or None, rate="0.0", docs="")
+        progress.start()
+    try:
+        while pending:
+            if timeout_s is not None and time.monotonic() - started > timeout_s:
+                raise click.ClickException(f"{len(pending)} document(s) still in progress")
+            for up in list(pending):
+                body = _poll(client, url, headers, up)
+                up.status = str(body["status"])
+                if up.status not in TERMINAL:
+                    continue
+                pending.remove(up)
+                failed += up.status == "failed"
+                pages_done += up.pages
+                if progress is None:
+                    click.echo(_line(up, body, pages_done, total, started))
+            if progress is not None and task is not None:
+                rate = pages_done / max(time.monotonic() - started, 1e-6)
+                docs = f"{len(uploads) - len(pending)}/{len(uploads)} documents"
+                progress.update(task, completed=pages_done, rate=f"{rate:.1f}", docs=docs)
+            if pending:
+                time.sleep(poll_s)
+    finally:
+        if progress is not None:
+            progress.stop()
+    return failed

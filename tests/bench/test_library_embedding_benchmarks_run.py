@@ -1,0 +1,68 @@
+"""The embedding-backend and scale benchmarks run at a tiny size (figures: bench/RESULTS.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _shared_data() -> Path:
+    """shared/data next to the checkout, or next to a folder above it (worktrees)."""
+    if "LEAFLAB_SHARED_DATA" in os.environ:
+        return Path(os.environ["LEAFLAB_SHARED_DATA"])
+    for folder in ROOT.parents:
+        if (folder / "shared" / "data").is_dir():
+            return folder / "shared" / "data"
+    return ROOT.parent / "shared" / "data"
+
+
+SCIFACT = _shared_data() / "scifact"
+
+
+def _run(module: str, argv: list[str], home: Path) -> list[dict[str, object]]:
+    done = subprocess.run(
+        [sys.executable, "-m", module, *argv],
+        cwd=ROOT,
+        env={**os.environ, "LEAFLAB_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def test_embedding_bench_times_every_backend_and_scores_them(tmp_path: Path) -> None:
+    argv = ["--data", str(SCIFACT), "--limit-docs", "15", "--limit-queries", "4"]
+    argv += ["--sample", "8", "--cache", str(tmp_path / "emb")]
+    *rows, summary = _run("bench.library_embedding", argv, tmp_path)
+    assert {r["backend"] for r in rows} == {"torch", "onnx", "onnx-int8"}
+    for row in summary["rows"]:  # type: ignore[union-attr]
+        assert row["chunks_per_s"] > 0 and 0 <= row["ndcg@10_hybrid"] <= 1
+    assert set(summary["speedup_vs_torch"]) == {"torch", "onnx", "onnx-int8"}  # type: ignore[arg-type]
+
+
+def test_scale_bench_reports_p95_and_memory(tmp_path: Path) -> None:
+    argv = ["--data", str(SCIFACT), "--limit-docs", "20", "--chunks", "300"]
+    argv += ["--queries", "3", "--base", "8"]
+    (figures,) = _run("bench.library_scale", argv, tmp_path)
+    assert figures["chunks"] == 300
+    assert set(figures["hybrid_with_query_embedding"]) == {"p50_ms", "p95_ms"}  # type: ignore[arg-type]
+    assert figures["rss_mb_per_million"] is not None
+
+
+def test_ingest_bench_reports_end_to_end_and_parse_baseline(tmp_path: Path) -> None:
+    from tests.library import hostile_pdfs
+
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    hostile_pdfs.theorem_pdf(folder / "one.pdf")
+    (figures,) = _run("bench.library_ingest", ["--pdfs", str(folder)], tmp_path)
+    assert figures["pdfs"] == 1 and figures["chunks"] > 0  # type: ignore[operator]
+    assert figures["baseline_parse_chunk_only"]["pages_per_s"] > 0  # type: ignore[index]
