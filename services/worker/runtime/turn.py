@@ -18,20 +18,12 @@ from opentelemetry import trace
 from sqlalchemy import select
 
 from services.common.failpoints import failpoint
-from services.common.metrics import LLM_COST_USD, LLM_REQUEST_DURATION, LLM_TOKENS, STEP_DURATION
 from services.common.models import ChatSession, Job
-from services.common.telemetry import error_attributes, model_call_attributes
-from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER, model_call_span_name
+from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER
 from services.worker.budget.gate import BudgetGate
 from services.worker.budget.pause import pause_for_budget
 from services.worker.context.compose import compose_view
 from services.worker.llm.errors import ModelError
-from services.worker.llm.routing.trace import (
-    failed_route_attributes,
-    failed_route_request,
-    route_request,
-    routed_span_attributes,
-)
 from services.worker.llm.types import ModelResponse
 from services.worker.memory.schedule import schedule_maintenance
 from services.worker.prompts.for_job import job_prompt
@@ -44,6 +36,7 @@ from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import commit_finish
 from services.worker.runtime.lease import Lease
 from services.worker.runtime.ledger import StepView, llm_key, load_steps
+from services.worker.runtime.model_call import call_model
 from services.worker.runtime.outcome import Outcome
 from services.worker.runtime.recorder import MessageWrite, StepWrite, UsageDelta, record
 from services.worker.runtime.state import TurnState
@@ -165,7 +158,6 @@ class TurnRunner:
         return Plan("llm", round_no, [], {})
 
     def _llm_round(self, round_no: int, steps: dict[str, StepView]) -> Outcome | None:
-        settings = self.deps.settings
         router = self.deps.router
         assert router is not None  # RuntimeDeps builds one
         scene = "agent_reasoning"
@@ -212,73 +204,25 @@ class TurnRunner:
         }
         if round_no == 0:
             request["memory"] = self.prompt.memory
-        started = time.perf_counter()
-        with tracer.start_as_current_span(model_call_span_name(model)) as span:
-            span.set_attributes(model_call_attributes(request_model=model))
-            try:
-                routed = router.complete(
-                    scene=scene,
-                    tier_override=tier_override,
-                    messages=messages,
-                    tools=tools,
-                    max_tokens=settings.llm_max_tokens,
-                    conversation_key=view.conversation_key,
-                    on_token=self.events.token,
-                )
-            except ModelError as err:
-                self.budget.settle(admission, model=None)
-                span.set_attributes(failed_route_attributes(err, scene))
-                request.update(failed_route_request(err))
-                span.set_attributes(
-                    error_attributes(
-                        provider=err.provider,
-                        status=err.status,
-                        error_type=err.error_type,
-                        request_id=err.request_id,
-                    )
-                )
-                span.set_status(trace.StatusCode.ERROR, str(err)[:500])
-                LLM_REQUEST_DURATION.labels(model, err.provider, "error").observe(
-                    time.perf_counter() - started
-                )
-                return self._model_failed(key, round_no, request, err)
-            except BaseException:
-                self.budget.settle(admission, model=None)
-                raise
-            resp, model = routed.response, routed.model
-            request.update(route_request(routed))
-            cost = Decimal(str(round(self.deps.prices.cost_usd(model, resp.usage), 8)))
-            self.budget.settle(admission, model=resp.model or model, usage=resp.usage, cost=cost)
-            span.set_attributes(routed_span_attributes(routed))
-            span.set_attributes(
-                model_call_attributes(
-                    request_model=model,
-                    response_model=resp.model,
-                    input_tokens=resp.usage.input_tokens,
-                    output_tokens=resp.usage.output_tokens,
-                    cached_tokens=resp.usage.cached_tokens,
-                    finish_reasons=[resp.finish_reason or "unknown"],
-                    cost_usd=float(cost),
-                    provider=routed.provider,
-                )
+        try:
+            resp, model, cost = call_model(
+                deps=self.deps,
+                router=router,
+                budget=self.budget,
+                admission=admission,
+                scene=scene,
+                tier_override=tier_override,
+                messages=messages,
+                tools=tools,
+                conversation_key=view.conversation_key,
+                on_token=self.events.token,
+                request=request,
+                payer=(self.who.user_id, self.who.project_id),
             )
-        self._observe_model_call(model, routed.provider, resp, cost, time.perf_counter() - started)
+        except ModelError as err:
+            return self._model_failed(key, round_no, request, err)
         self.events.flush_tokens()
         return self._record_reply(key, round_no, request, resp, cost)
-
-    def _observe_model_call(
-        self, model: str, provider: str, resp: ModelResponse, cost: Decimal, elapsed: float
-    ) -> None:
-        user, project = str(self.who.user_id), str(self.who.project_id or "")
-        LLM_REQUEST_DURATION.labels(model, provider, "ok").observe(elapsed)
-        STEP_DURATION.labels("llm", model).observe(elapsed)
-        for kind, count in (
-            ("input", resp.usage.input_tokens),
-            ("output", resp.usage.output_tokens),
-            ("cached", resp.usage.cached_tokens),
-        ):
-            LLM_TOKENS.labels(model, user, project, kind).inc(count)
-        LLM_COST_USD.labels(model, user, project).inc(float(cost))
 
     def _current_todos(self) -> list[dict[str, Any]]:
         # Read fresh: the todo tool writes the session row, not the ledger.

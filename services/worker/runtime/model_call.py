@@ -1,0 +1,127 @@
+"""One model call of a turn: its span, the routed request, budget settlement, metrics.
+
+The budget reservation taken before the call is settled on every way out of
+here — answered, failed, interrupted — so only a dead worker ever leaves one
+behind (and the sweeper gives that back).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from opentelemetry import trace
+
+from services.common.metrics import LLM_COST_USD, LLM_REQUEST_DURATION, LLM_TOKENS, STEP_DURATION
+from services.common.telemetry import error_attributes, model_call_attributes
+from services.common.telemetry.names import TRACER_WORKER, model_call_span_name
+from services.worker.budget.gate import Admission, BudgetGate
+from services.worker.llm.errors import ModelError
+from services.worker.llm.routing.router import ModelRouter
+from services.worker.llm.routing.trace import (
+    failed_route_attributes,
+    failed_route_request,
+    route_request,
+    routed_span_attributes,
+)
+from services.worker.llm.types import ModelResponse
+from services.worker.runtime.deps import RuntimeDeps
+
+tracer = trace.get_tracer(TRACER_WORKER)
+
+
+def call_model(
+    *,
+    deps: RuntimeDeps,
+    router: ModelRouter,
+    budget: BudgetGate,
+    admission: Admission,
+    scene: str,
+    tier_override: str | None,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    conversation_key: str,
+    on_token: Callable[[str], None],
+    request: dict[str, Any],
+    payer: tuple[uuid.UUID, uuid.UUID | None],
+) -> tuple[ModelResponse, str, Decimal]:
+    """(response, model that answered, cost); ``request`` gains the route taken.
+
+    Raises ModelError when every candidate failed (``request`` then says how).
+    """
+    model = admission.model
+    started = time.perf_counter()
+    with tracer.start_as_current_span(model_call_span_name(model)) as span:
+        span.set_attributes(model_call_attributes(request_model=model))
+        try:
+            routed = router.complete(
+                scene=scene,
+                tier_override=tier_override,
+                messages=messages,
+                tools=tools,
+                max_tokens=deps.settings.llm_max_tokens,
+                conversation_key=conversation_key,
+                on_token=on_token,
+            )
+        except ModelError as err:
+            budget.settle(admission, model=None)
+            span.set_attributes(failed_route_attributes(err, scene))
+            request.update(failed_route_request(err))
+            span.set_attributes(
+                error_attributes(
+                    provider=err.provider,
+                    status=err.status,
+                    error_type=err.error_type,
+                    request_id=err.request_id,
+                )
+            )
+            span.set_status(trace.StatusCode.ERROR, str(err)[:500])
+            LLM_REQUEST_DURATION.labels(model, err.provider, "error").observe(
+                time.perf_counter() - started
+            )
+            raise
+        except BaseException:
+            budget.settle(admission, model=None)
+            raise
+        resp, model = routed.response, routed.model
+        request.update(route_request(routed))
+        cost = Decimal(str(round(deps.prices.cost_usd(model, resp.usage), 8)))
+        budget.settle(admission, model=resp.model or model, usage=resp.usage, cost=cost)
+        span.set_attributes(routed_span_attributes(routed))
+        span.set_attributes(
+            model_call_attributes(
+                request_model=model,
+                response_model=resp.model,
+                input_tokens=resp.usage.input_tokens,
+                output_tokens=resp.usage.output_tokens,
+                cached_tokens=resp.usage.cached_tokens,
+                finish_reasons=[resp.finish_reason or "unknown"],
+                cost_usd=float(cost),
+                provider=routed.provider,
+            )
+        )
+    _observe(model, routed.provider, resp, cost, time.perf_counter() - started, payer)
+    return resp, model, cost
+
+
+def _observe(
+    model: str,
+    provider: str,
+    resp: ModelResponse,
+    cost: Decimal,
+    elapsed: float,
+    payer: tuple[uuid.UUID, uuid.UUID | None],
+) -> None:
+    user, project = str(payer[0]), str(payer[1] or "")
+    LLM_REQUEST_DURATION.labels(model, provider, "ok").observe(elapsed)
+    STEP_DURATION.labels("llm", model).observe(elapsed)
+    for kind, count in (
+        ("input", resp.usage.input_tokens),
+        ("output", resp.usage.output_tokens),
+        ("cached", resp.usage.cached_tokens),
+    ):
+        LLM_TOKENS.labels(model, user, project, kind).inc(count)
+    LLM_COST_USD.labels(model, user, project).inc(float(cost))
