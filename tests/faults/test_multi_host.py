@@ -19,7 +19,6 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -36,6 +35,7 @@ from services.common.telemetry.names import (
 from tests.faults.conftest import FaultStack, start_fault_stack, stop_fault_stack
 from tests.faults.lan import DATA_ADDR, Host, lan
 from tests.fixtures.builders import make_user, wait_job
+from tests.fixtures.counting import counting_script
 from tests.fixtures.processes import FAST_RUNTIME_ENV, Proc, free_port, wait_http
 from tests.library.conftest import PDF_DIR
 from tests.sandbox.conftest import SANDBOX_ENV, heartbeat_of
@@ -60,17 +60,6 @@ RESEARCH_SCRIPT = {
         {"content": "done"},
     ],
 }
-
-
-def _counter_script(rounds: int) -> dict[str, Any]:
-    replies: list[dict[str, Any]] = [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.txt", "content": "0"}}]}
-    ]
-    for i in range(rounds):
-        edit = {"path": "n.txt", "old_string": str(i), "new_string": str(i + 1)}
-        replies.append({"tool_calls": [{"name": "edit_file", "arguments": edit}]})
-    replies.append({"content": f"reached {rounds}"})
-    return {"latency_ms": 300, "replies": replies}
 
 
 @dataclass
@@ -230,7 +219,8 @@ def test_jobs_use_every_host_and_survive_a_worker_host_going_dark(cluster: Clust
     for _ in range(8):
         session = client.post("/v1/sessions", json={}).json()
         httpx.put(
-            f"{c.sim_url}/_sim/scripts/{session['id']}", json=_counter_script(rounds)
+            f"{c.sim_url}/_sim/scripts/{session['id']}",
+            json=counting_script(rounds, latency_ms=300),
         ).raise_for_status()
         job_id = client.post(
             f"/v1/sessions/{session['id']}/messages", json={"content": "count"}

@@ -12,39 +12,14 @@ import signal
 import time
 from pathlib import Path
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.common.models import JobStep
 from tests.fixtures.builders import client_for, make_user, wait_job
+from tests.fixtures.counting import counting_script, succeeded_steps
 from tests.fixtures.processes import Proc, Services
 
 ROUNDS = 25
 LEASE_TTL_S = 60.0
-
-
-def _counting_script(latency_ms: int) -> dict:
-    """write then edit a counter: a step run twice would fail its exact-match edit."""
-    replies: list[dict] = [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.txt", "content": "0"}}]}
-    ]
-    for i in range(ROUNDS):
-        edit = {"path": "n.txt", "old_string": str(i), "new_string": str(i + 1)}
-        replies.append({"tool_calls": [{"name": "edit_file", "arguments": edit}]})
-    replies.append({"content": f"reached {ROUNDS}"})
-    return {"latency_ms": latency_ms, "replies": replies}
-
-
-def _succeeded_steps(factory: sessionmaker[Session], job_id: str) -> int:
-    with factory() as db:
-        return int(
-            db.scalar(
-                select(func.count())
-                .select_from(JobStep)
-                .where(JobStep.job_id == job_id, JobStep.status == "succeeded")
-            )
-            or 0
-        )
 
 
 def _wait_ready(worker: Proc, timeout_s: float = 60.0) -> None:
@@ -70,13 +45,13 @@ def test_sigterm_finishes_the_step_and_another_worker_continues_at_once(
     stopping = services.worker("stopping")
     client = client_for(url, make_user(session_factory))
     session = client.post("/v1/sessions", json={}).json()
-    sim.set_script(session["id"], _counting_script(latency_ms=1000))
+    sim.set_script(session["id"], counting_script(ROUNDS, latency_ms=1000))
     job_id = client.post(
         f"/v1/sessions/{session['id']}/messages", json={"content": "count"}
     ).json()["job_id"]
 
     deadline = time.monotonic() + 60
-    while _succeeded_steps(session_factory, job_id) < 4:
+    while succeeded_steps(session_factory, job_id) < 4:
         assert time.monotonic() < deadline, stopping.log()[-3000:]
         time.sleep(0.05)
     successor = services.worker("successor")

@@ -23,9 +23,8 @@ from services.worker.memory.documents import read_documents, render_memory
 from services.worker.memory.tool import memory_tool
 from services.worker.runtime.conversation import ordered_messages, to_model_messages
 from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.dispatch import send_advance
 from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import commit_finish
+from services.worker.runtime.finish import finish_and_announce
 from services.worker.runtime.lease import Lease
 from services.worker.runtime.ledger import StepView, llm_key, load_steps, tool_key
 from services.worker.runtime.outcome import Outcome
@@ -267,13 +266,15 @@ class MaintenanceRunner:
     def _finish(
         self, status: str, *, result: dict[str, Any] | None = None, error: str | None = None
     ) -> Outcome:
-        wake = commit_finish(
-            self.deps.factory, self.lease, status=status, result=result, error=error
+        finish_and_announce(
+            self.deps.factory,
+            self.deps.celery,
+            self.lease,
+            self.events,
+            status=status,
+            result=result,
+            error=error,
         )
-        self.events.emit("status", {"status": status, "error": error})
-        self.events.emit("final", {"status": status, "result": result, "error": error})
-        for job_id in wake:
-            send_advance(self.deps.celery, job_id)
         return Outcome.FINISHED
 
 

@@ -6,6 +6,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from celery import Celery
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -14,6 +15,8 @@ from services.common.metrics import JOB_DURATION
 from services.common.models import Job
 from services.common.turns import next_queued_turn
 from services.worker.runtime.admission import next_queued_for_user
+from services.worker.runtime.dispatch import send_advance
+from services.worker.runtime.events import JobEvents
 from services.worker.runtime.lease import Lease, check_fence
 
 
@@ -82,3 +85,21 @@ def jobs_to_wake(db: Session, job_id: uuid.UUID) -> list[uuid.UUID]:
         if nxt is not None:
             wake.append(nxt)
     return wake
+
+
+def finish_and_announce(
+    factory: sessionmaker[Session],
+    celery: Celery,
+    lease: Lease,
+    events: JobEvents,
+    *,
+    status: str,
+    result: dict[str, Any] | None = None,
+    error: str | None = None,
+) -> None:
+    """Commit the terminal state, tell the job's watchers, then wake who waited on it."""
+    wake = commit_finish(factory, lease, status=status, result=result, error=error)
+    events.emit("status", {"status": status, "error": error})
+    events.emit("final", {"status": status, "result": result, "error": error})
+    for job_id in wake:
+        send_advance(celery, job_id)

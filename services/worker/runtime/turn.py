@@ -30,10 +30,9 @@ from services.worker.prompts.for_job import job_prompt
 from services.worker.prompts.skills import inject_skills
 from services.worker.runtime.conversation import ordered_messages
 from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.dispatch import send_advance
 from services.worker.runtime.drain import draining
 from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import commit_finish
+from services.worker.runtime.finish import finish_and_announce
 from services.worker.runtime.lease import Lease
 from services.worker.runtime.ledger import StepView, llm_key, load_steps
 from services.worker.runtime.model_call import call_model
@@ -323,13 +322,15 @@ class TurnRunner:
     def _finish(
         self, status: str, *, result: dict[str, Any] | None = None, error: str | None = None
     ) -> Outcome:
-        wake = commit_finish(
-            self.deps.factory, self.lease, status=status, result=result, error=error
+        finish_and_announce(
+            self.deps.factory,
+            self.deps.celery,
+            self.lease,
+            self.events,
+            status=status,
+            result=result,
+            error=error,
         )
-        self.events.emit("status", {"status": status, "error": error})
-        self.events.emit("final", {"status": status, "result": result, "error": error})
-        for job_id in wake:
-            send_advance(self.deps.celery, job_id)
         if status == "succeeded" and self.kind == "turn":
             schedule_maintenance(self.deps, job_id=self.job_id)
         return Outcome.FINISHED
