@@ -10,7 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body
 
-from services.api.access import parse_id, visible_job
+from services.api.access import changeable_job, parse_id, visible_job
 from services.api.approvals import service
 from services.api.approvals.schemas import ApprovalDecide, ApprovalList, ApprovalOut
 from services.api.deps import CurrentUser, DbSession, StateDep
@@ -32,7 +32,7 @@ def list_approvals(job_id: str, db: DbSession, user: CurrentUser) -> ApprovalLis
 @router.post(
     "/{job_id}/approvals/{approval_id}",
     response_model=ApprovalOut,
-    responses=error_responses(404, 409, 413),
+    responses=error_responses(403, 404, 409, 413),
 )
 def decide_approval(
     job_id: str,
@@ -42,8 +42,11 @@ def decide_approval(
     user: CurrentUser,
     state: StateDep,
 ) -> ApprovalOut:
-    """Apply, request changes (``feedback`` goes to the model) or reject; wakes the job."""
-    job = visible_job(db, user, job_id)
+    """Apply, request changes (``feedback`` goes to the model) or reject; wakes the job.
+
+    Deciding changes the job: its owner, an admin or a project owner may; a
+    project member who can only read it gets 403."""
+    job = changeable_job(db, user, job_id)
     approval = service.decide(
         db,
         celery=state.celery,
