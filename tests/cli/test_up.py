@@ -62,7 +62,7 @@ class TestUpServes:
         stack = start_up(home, api_port)
         try:
             # The first thing a user does after "ready": ingest a paper, run a job.
-            ingested = stack.cli("library", "ingest", str(PDF))
+            ingested = stack.cli("library", "ingest", "--no-wait", str(PDF))
             assert ingested.returncode == 0, ingested.stdout + ingested.stderr
             doc_id = ingested.stdout.split()[-1]
             submitted = stack.cli("submit", "hello there", "--watch")

@@ -103,7 +103,7 @@ def _query(url: str, expr: str) -> list[Any]:
 
 
 def _run_job(up: UpStack) -> None:
-    ingested = up.cli("library", "ingest", str(PDF))
+    ingested = up.cli("library", "ingest", "--no-wait", str(PDF))
     assert ingested.returncode == 0, ingested.stderr
     doc_id = ingested.stdout.split()[-1]
     headers = {"Authorization": f"Bearer {up.key()}"}
