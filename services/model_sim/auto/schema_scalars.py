@@ -22,6 +22,15 @@ from services.model_sim.auto.text import FILLER_WORDS, fit_length, string_for_fi
 _ID_NAME = re.compile(r"(^|_)ids?$|[a-z]I[dD]s?$", re.IGNORECASE)
 _KEY_NAMES = frozenset({"key", "keys", "cite", "cites", "citation", "citations"})
 _URI_FORMATS = frozenset({"uri", "url", "iri", "uri-reference", "iri-reference"})
+# Shapes a harvested candidate must have to stand in for a formatted string.
+_FORMAT_SHAPES = {
+    "date": re.compile(r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$"),
+    "date-time": re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"),
+    "time": re.compile(r"^\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"),
+    "email": re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$"),
+    "uri": re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\s]+$"),
+    "uuid": re.compile(r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$"),
+}
 
 
 def is_id_field(name: str) -> bool:
@@ -48,6 +57,10 @@ def _pattern(schema: dict[str, Any]) -> re.Pattern[str] | None:
 
 
 def _fits(value: str, schema: dict[str, Any], pattern: re.Pattern[str] | None) -> bool:
+    fmt = str(schema.get("format", ""))
+    shape = _FORMAT_SHAPES.get("uri" if fmt in _URI_FORMATS else fmt)
+    if shape is not None and not shape.match(value):
+        return False
     if len(value) < int(schema.get("minLength", 0)):
         return False
     if "maxLength" in schema and len(value) > int(schema["maxLength"]):
