@@ -32,22 +32,35 @@ OUTLINE = {
     "required": ["title", "sections"],
     "properties": {
         "title": {"type": "string", "maxLength": 80},
-        "sections": {"type": "array", "minItems": 2, "maxItems": 5, "items": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["heading", "cites", "chunk_id"],
-            "properties": {
-                "heading": {"type": "string"},
-                "cites": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                "chunk_id": {"type": "string"},
+        "sections": {
+            "type": "array",
+            "minItems": 2,
+            "maxItems": 5,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["heading", "cites", "chunk_id"],
+                "properties": {
+                    "heading": {"type": "string"},
+                    "cites": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                    "chunk_id": {"type": "string"},
+                },
             },
-        }},
+        },
     },
 }
 SCHEMA_FORMAT = {"type": "json_schema", "json_schema": {"name": "outline", "schema": OUTLINE}}
-TOOL = {"type": "function", "function": {"name": "library_search", "parameters": {
-    "type": "object", "required": ["query", "document_id"],
-    "properties": {"query": {"type": "string"}, "document_id": {"type": "string"}}}}}
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "library_search",
+        "parameters": {
+            "type": "object",
+            "required": ["query", "document_id"],
+            "properties": {"query": {"type": "string"}, "document_id": {"type": "string"}},
+        },
+    },
+}
 
 
 def _text_of(messages: list[dict[str, Any]]) -> int:
@@ -55,7 +68,9 @@ def _text_of(messages: list[dict[str, Any]]) -> int:
 
 
 class TestAutoOverHttp:
-    def test_json_schema_reply_validates_and_draws_on_the_messages(self, http: httpx.Client) -> None:
+    def test_json_schema_reply_validates_and_draws_on_the_messages(
+        self, http: httpx.Client
+    ) -> None:
         resp = chat(http, "auto-outline", ASK, response_format=SCHEMA_FORMAT)
         assert resp.status_code == 200
         body = resp.json()
@@ -74,14 +89,23 @@ class TestAutoOverHttp:
 
     def test_the_same_request_gets_the_same_reply(self, http: httpx.Client) -> None:
         replies = [
-            chat(http, "auto-same", ASK, response_format=SCHEMA_FORMAT).json()["choices"][0]["message"]
+            chat(http, "auto-same", ASK, response_format=SCHEMA_FORMAT).json()["choices"][0][
+                "message"
+            ]
             for _ in range(2)
         ]
         assert replies[0] == replies[1]
 
     def test_a_required_tool_call_streams_with_usage(self, http: httpx.Client) -> None:
-        resp = chat(http, "auto-tool", ASK, tools=[TOOL], tool_choice="required",
-                    stream=True, stream_options={"include_usage": True})
+        resp = chat(
+            http,
+            "auto-tool",
+            ASK,
+            tools=[TOOL],
+            tool_choice="required",
+            stream=True,
+            stream_options={"include_usage": True},
+        )
         assert resp.status_code == 200
         chunks = sse_chunks(resp.text)
         deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
@@ -127,7 +151,10 @@ def test_a_default_script_wins_over_auto_mode() -> None:
 
 
 def test_auto_replies_wait_the_default_latency() -> None:
-    with serve_in_thread(0, latency_ms=300) as sim, httpx.Client(base_url=sim.url, timeout=10) as http:
+    with (
+        serve_in_thread(0, latency_ms=300) as sim,
+        httpx.Client(base_url=sim.url, timeout=10) as http,
+    ):
         started = time.monotonic()
         resp = chat(http, "slow", ASK)
         # A lower bound only: the reply is held back by the configured latency.

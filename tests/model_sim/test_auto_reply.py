@@ -11,8 +11,17 @@ import pytest
 from services.model_sim.auto import AutoError, auto_reply
 
 ASK = [{"role": "user", "content": "Survey event-triggered control for networked systems."}]
-PYTHON = {"type": "function", "function": {"name": "python", "parameters": {
-    "type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}}}}
+PYTHON = {
+    "type": "function",
+    "function": {
+        "name": "python",
+        "parameters": {
+            "type": "object",
+            "required": ["code"],
+            "properties": {"code": {"type": "string"}},
+        },
+    },
+}
 SEARCH_PARAMS = {
     "type": "object",
     "additionalProperties": False,
@@ -58,10 +67,16 @@ class TestToolCalls:
 
     def test_after_a_tool_result_the_turn_ends_with_text(self) -> None:
         asked = [{"role": "user", "content": "Use python to add 2 and 3."}]
-        call = {"id": "call_0_0", "type": "function",
-                "function": {"name": "python", "arguments": '{"code": "print(5)"}'}}
-        history = [*asked, {"role": "assistant", "content": None, "tool_calls": [call]},
-                   {"role": "tool", "tool_call_id": "call_0_0", "content": "5"}]
+        call = {
+            "id": "call_0_0",
+            "type": "function",
+            "function": {"name": "python", "arguments": '{"code": "print(5)"}'},
+        }
+        history: list[dict[str, Any]] = [
+            *asked,
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_0_0", "content": "5"},
+        ]
         entry = reply(history, tools=[PYTHON])
         assert entry.tool_calls is None
         assert "python result" in entry.content
@@ -82,7 +97,10 @@ class TestTextAndJson:
         assert isinstance(value, dict) and value
 
     def test_json_schema_reply_validates(self) -> None:
-        fmt = {"type": "json_schema", "json_schema": {"name": "q", "strict": True, "schema": SEARCH_PARAMS}}
+        fmt = {
+            "type": "json_schema",
+            "json_schema": {"name": "q", "strict": True, "schema": SEARCH_PARAMS},
+        }
         jsonschema.validate(json.loads(reply(response_format=fmt).content), SEARCH_PARAMS)
 
     def test_the_same_request_gets_the_same_reply_and_another_another(self) -> None:
@@ -101,8 +119,13 @@ class TestRefused:
             ({"response_format": {"type": "yaml"}}, "response_format.type"),
             ({"response_format": {"type": "json_schema"}}, "json_schema must be an object"),
             ({"tool_choice": "required"}, "no tools were offered"),
-            ({"tools": [PYTHON], "tool_choice": {"type": "function", "function": {"name": "sh"}}},
-             "not among the tools"),
+            (
+                {
+                    "tools": [PYTHON],
+                    "tool_choice": {"type": "function", "function": {"name": "sh"}},
+                },
+                "not among the tools",
+            ),
             ({"tools": [PYTHON], "tool_choice": "sometimes"}, "tool_choice must be"),
         ],
     )

@@ -26,8 +26,10 @@ MESSAGES = [
         "content": (
             "Take notes on event-triggered control. Event-triggered control samples only "
             "when an error threshold is crossed. It reduces network load in practice.\n"
-            f'{{"document_id": "{DOC_A}", "chunk_id": "{CHUNK_A}", "page": 4, "key": "tabuada2007"}}\n'
-            f'{{"document_id": "{DOC_B}", "chunk_id": "{CHUNK_B}", "page": 9, "key": "heemels2012"}}\n'
+            f'{{"document_id": "{DOC_A}", "chunk_id": "{CHUNK_A}", '
+            '"page": 4, "key": "tabuada2007"}\n'
+            f'{{"document_id": "{DOC_B}", "chunk_id": "{CHUNK_B}", '
+            '"page": 9, "key": "heemels2012"}\n'
             "Cite sources as [@tabuada2007] or [@heemels2012; @girard2015]."
         ),
     },
@@ -44,9 +46,12 @@ def fill(schema: Any, seed: int = 1, cands: Candidates = CANDS) -> Any:
 
 # -- a small strategy of schemas built from the supported keywords --------------------
 
+
 def _string_schema() -> st.SearchStrategy[dict[str, Any]]:
     lengths = st.tuples(st.integers(0, 12), st.integers(0, 90)).map(sorted)
-    bounded = lengths.map(lambda b: {"type": "string", "minLength": b[0], "maxLength": max(b[1], 1)})
+    bounded = lengths.map(
+        lambda b: {"type": "string", "minLength": b[0], "maxLength": max(b[1], 1)}
+    )
     formats = st.sampled_from(["date", "date-time", "email", "uri", "uuid"]).map(
         lambda f: {"type": "string", "format": f}
     )
@@ -63,8 +68,11 @@ def _number_schema() -> st.SearchStrategy[dict[str, Any]]:
         return {"type": kind, "minimum": lo, "maximum": lo + span}
 
     return st.builds(
-        build, st.sampled_from(["integer", "number"]), st.integers(-50, 50),
-        st.integers(0, 20), st.booleans(),
+        build,
+        st.sampled_from(["integer", "number"]),
+        st.integers(-50, 50),
+        st.integers(0, 20),
+        st.booleans(),
     )
 
 
@@ -76,18 +84,26 @@ LEAVES = st.one_of(
     st.lists(st.sampled_from(["a", "b", "c", 1, None]), min_size=1, max_size=4, unique=True).map(
         lambda e: {"enum": e}
     ),
-    st.sampled_from([{"const": "fixed"}, {"type": ["string", "null"]}, {"type": ["integer", "string"]}]),
+    st.sampled_from(
+        [{"const": "fixed"}, {"type": ["string", "null"]}, {"type": ["integer", "string"]}]
+    ),
 )
 
 
 def _compound(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
     def obj(props: dict[str, Any], n_req: int, closed: bool) -> dict[str, Any]:
-        schema: dict[str, Any] = {"type": "object", "properties": props, "required": list(props)[:n_req]}
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": props,
+            "required": list(props)[:n_req],
+        }
         if closed:
             schema["additionalProperties"] = False
         return schema
 
-    def objects_named(names: list[str], closed: st.SearchStrategy[bool]) -> st.SearchStrategy[dict[str, Any]]:
+    def objects_named(
+        names: list[str], closed: st.SearchStrategy[bool]
+    ) -> st.SearchStrategy[dict[str, Any]]:
         props = st.dictionaries(st.sampled_from(names), children, max_size=4)
         return st.builds(obj, props, st.integers(0, 4), closed)
 
@@ -99,8 +115,15 @@ def _compound(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[
         objects_named(FIELD_NAMES[5:], st.just(False)),
     )
     arrays = st.builds(
-        lambda items, lo, extra: {"type": "array", "items": items, "minItems": lo, "maxItems": lo + extra},
-        children, st.integers(0, 3), st.integers(0, 3),
+        lambda items, lo, extra: {
+            "type": "array",
+            "items": items,
+            "minItems": lo,
+            "maxItems": lo + extra,
+        },
+        children,
+        st.integers(0, 3),
+        st.integers(0, 3),
     )
     # oneOf branches must not both accept null, so its first branch is never nullable.
     any_of = st.builds(lambda c: {"anyOf": [c, {"type": "null"}]}, children)
@@ -123,8 +146,14 @@ class TestEveryValueValidates:
     @settings(max_examples=40, deadline=None)
     @given(schema=SCHEMAS)
     def test_behind_a_ref(self, schema: dict[str, Any]) -> None:
-        fill({"$defs": {"Inner": schema}, "type": "object", "required": ["a"],
-              "properties": {"a": {"$ref": "#/$defs/Inner"}}})
+        fill(
+            {
+                "$defs": {"Inner": schema},
+                "type": "object",
+                "required": ["a"],
+                "properties": {"a": {"$ref": "#/$defs/Inner"}},
+            }
+        )
 
     def test_keywords_one_by_one(self) -> None:
         schemas: list[dict[str, Any]] = [
@@ -132,17 +161,44 @@ class TestEveryValueValidates:
             {"type": "integer", "minimum": 3, "maximum": 3},
             {"type": "integer", "minimum": 0, "maximum": 100, "multipleOf": 7},
             {"type": "object", "minProperties": 3, "properties": {"a": {"type": "string"}}},
-            {"type": "object", "maxProperties": 1, "properties": {"a": {}, "b": {}}, "required": ["b"]},
-            {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False,
-             "minItems": 2},
-            {"type": "array", "items": {"enum": ["x", "y", "z"]}, "minItems": 3, "uniqueItems": True},
+            {
+                "type": "object",
+                "maxProperties": 1,
+                "properties": {"a": {}, "b": {}},
+                "required": ["b"],
+            },
+            {
+                "type": "array",
+                "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                "items": False,
+                "minItems": 2,
+            },
+            {
+                "type": "array",
+                "items": {"enum": ["x", "y", "z"]},
+                "minItems": 3,
+                "uniqueItems": True,
+            },
             {"definitions": {"S": {"type": "string", "maxLength": 5}}, "$ref": "#/definitions/S"},
-            {"allOf": [{"properties": {"n": {"type": "integer", "minimum": 2}}, "required": ["n"]},
-                       {"properties": {"n": {"maximum": 4}}}]},
-            {"$defs": {"Section": {"type": "object", "required": ["title", "children"], "properties": {
-                "title": {"type": "string"},
-                "children": {"type": "array", "items": {"$ref": "#/$defs/Section"}}}}},
-             "$ref": "#/$defs/Section"},
+            {
+                "allOf": [
+                    {"properties": {"n": {"type": "integer", "minimum": 2}}, "required": ["n"]},
+                    {"properties": {"n": {"maximum": 4}}},
+                ]
+            },
+            {
+                "$defs": {
+                    "Section": {
+                        "type": "object",
+                        "required": ["title", "children"],
+                        "properties": {
+                            "title": {"type": "string"},
+                            "children": {"type": "array", "items": {"$ref": "#/$defs/Section"}},
+                        },
+                    }
+                },
+                "$ref": "#/$defs/Section",
+            },
         ]
         for schema in schemas:
             fill(schema)
@@ -156,19 +212,26 @@ NOTES_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": ["notes"],
-    "properties": {"notes": {"type": "array", "minItems": 4, "maxItems": 4, "items": {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["document_id", "chunk_id", "page", "key", "claim", "kind"],
-        "properties": {
-            "document_id": {"type": "string"},
-            "chunk_id": {"type": "string"},
-            "page": {"type": "integer", "minimum": 1},
-            "key": {"type": "string"},
-            "claim": {"type": "string", "maxLength": 120},
-            "kind": {"enum": ["method", "result", "limitation", "assumption"]},
-        },
-    }}},
+    "properties": {
+        "notes": {
+            "type": "array",
+            "minItems": 4,
+            "maxItems": 4,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["document_id", "chunk_id", "page", "key", "claim", "kind"],
+                "properties": {
+                    "document_id": {"type": "string"},
+                    "chunk_id": {"type": "string"},
+                    "page": {"type": "integer", "minimum": 1},
+                    "key": {"type": "string"},
+                    "claim": {"type": "string", "maxLength": 120},
+                    "kind": {"enum": ["method", "result", "limitation", "assumption"]},
+                },
+            },
+        }
+    },
 }
 
 
@@ -184,21 +247,40 @@ class TestValuesComeFromTheRequest:
             assert len(set(kinds)) == 4, kinds  # four items, four enum values: all differ
 
     def test_citation_keys_come_from_pandoc_citations(self) -> None:
-        schema = {"type": "object", "required": ["citations"], "properties": {
-            "citations": {"type": "array", "minItems": 3, "maxItems": 3, "items": {"type": "string"}}}}
+        schema = {
+            "type": "object",
+            "required": ["citations"],
+            "properties": {
+                "citations": {
+                    "type": "array",
+                    "minItems": 3,
+                    "maxItems": 3,
+                    "items": {"type": "string"},
+                }
+            },
+        }
         cited = fill(schema)["citations"]
         assert sorted(cited) == ["girard2015", "heemels2012", "tabuada2007"]
 
     def test_without_ids_in_the_messages_ids_are_deterministic_uuids(self) -> None:
         bare = harvest([{"role": "user", "content": "Note something about robust control."}])
-        schema = {"type": "object", "required": ["chunk_id"], "properties": {"chunk_id": {"type": "string"}}}
+        schema = {
+            "type": "object",
+            "required": ["chunk_id"],
+            "properties": {"chunk_id": {"type": "string"}},
+        }
         one, two = fill(schema, 7, bare), fill(schema, 7, bare)
         assert one == two
-        assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
-                            one["chunk_id"])
+        assert re.fullmatch(
+            r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", one["chunk_id"]
+        )
 
     def test_prose_is_made_of_the_user_message(self) -> None:
-        schema = {"type": "object", "required": ["summary"], "properties": {"summary": {"type": "string"}}}
+        schema = {
+            "type": "object",
+            "required": ["summary"],
+            "properties": {"summary": {"type": "string"}},
+        }
         summary = fill(schema)["summary"]
         assert summary in CANDS.sentences
         assert "{" not in summary  # JSON records are not prose

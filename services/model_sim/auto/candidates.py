@@ -15,7 +15,9 @@ from typing import Any
 
 from services.model_sim.state import message_text
 
-_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+_UUID = re.compile(
+    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+)
 # ``[@key]`` and ``[@a; @b]`` (pandoc citations): every @key inside brackets.
 _CITE_GROUP = re.compile(r"\[(@[^\]]+)\]")
 _CITE_KEY = re.compile(r"@([\w][\w:.\-/]*[\w])")
@@ -85,8 +87,7 @@ def _named_values(text: str) -> dict[str, tuple[Any, ...]]:
             continue
         found.setdefault(name.lower(), []).append(value)
     for name, raw in _NAMED_PLAIN.findall(text):
-        value: Any = int(raw) if raw.isdigit() else raw
-        found.setdefault(name.lower(), []).append(value)
+        found.setdefault(name.lower(), []).append(int(raw) if raw.isdigit() else raw)
     return {name: _unique(values) for name, values in found.items()}
 
 
@@ -133,9 +134,9 @@ def harvest(messages: list[dict[str, Any]]) -> Candidates:
     """Scan the messages (last user message first for prose) for reusable values."""
     texts = [message_text(m) for m in messages]
     everything = "\n".join(texts)[:MAX_SCAN_CHARS]
-    last_user = next(
-        (message_text(m) for m in reversed(messages) if m.get("role") == "user"), ""
-    )[:MAX_SCAN_CHARS]
+    last_user = next((message_text(m) for m in reversed(messages) if m.get("role") == "user"), "")[
+        :MAX_SCAN_CHARS
+    ]
     keys = [k for group in _CITE_GROUP.findall(everything) for k in _CITE_KEY.findall(group)]
     named = _named_values(everything)
     for name in ("key", "citation_key", "cite_key"):

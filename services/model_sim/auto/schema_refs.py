@@ -9,12 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 # Bounds where the tighter of two merged schemas is the larger / the smaller value.
-_LOWER_BOUNDS = frozenset(
-    {"minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"}
-)
-_UPPER_BOUNDS = frozenset(
-    {"maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"}
-)
+_LOWER_BOUNDS = frozenset({"minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"})
+_UPPER_BOUNDS = frozenset({"maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"})
 # A chain of references longer than this is a loop.
 MAX_REF_HOPS = 64
 

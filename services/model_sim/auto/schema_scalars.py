@@ -13,7 +13,7 @@ import random
 import re
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeGuard
 
 from services.model_sim.auto.candidates import Candidates
 from services.model_sim.auto.text import FILLER_WORDS, fit_length, string_for_field
@@ -25,7 +25,9 @@ _URI_FORMATS = frozenset({"uri", "url", "iri", "uri-reference", "iri-reference"}
 # Shapes a harvested candidate must have to stand in for a formatted string.
 _FORMAT_SHAPES = {
     "date": re.compile(r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$"),
-    "date-time": re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"),
+    "date-time": re.compile(
+        r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+    ),
     "time": re.compile(r"^\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"),
     "email": re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$"),
     "uri": re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\s]+$"),
@@ -136,12 +138,20 @@ def string_value(
     return _matching(pattern, schema, cands, made)
 
 
-def _matching(pattern: re.Pattern[str], schema: dict[str, Any], cands: Candidates, made: str) -> str:
+def _matching(
+    pattern: re.Pattern[str], schema: dict[str, Any], cands: Candidates, made: str
+) -> str:
     """Best effort for a pattern: the first harvested or stock string that matches."""
     named = (v for values in cands.named.values() for v in values if isinstance(v, str))
     stock = ("a", "A", "0", "1", "abc", "ABC", "a1", "x-1", "item", *FILLER_WORDS)
     pools: Iterable[str] = (
-        *cands.keys, *cands.uuids, *named, *cands.words, *cands.sentences, *cands.urls, *stock
+        *cands.keys,
+        *cands.uuids,
+        *named,
+        *cands.words,
+        *cands.sentences,
+        *cands.urls,
+        *stock,
     )
     for value in pools:
         if _fits(value, schema, pattern):
@@ -160,9 +170,9 @@ def _bound(schema: dict[str, Any], inclusive_key: str, exclusive_key: str, upper
     plain, excl = schema.get(inclusive_key), schema.get(exclusive_key)
     found: list[tuple[float, bool]] = []
     if _num(plain):
-        found.append((plain, excl is True))  # draft 4: exclusive* is a flag on the bound
+        found.append((float(plain), excl is True))  # draft 4: exclusive* is a flag on the bound
     if _num(excl):
-        found.append((excl, True))
+        found.append((float(excl), True))
     if not found:
         return None
     # The tighter bound wins; at a tie the exclusive one.
@@ -170,7 +180,7 @@ def _bound(schema: dict[str, Any], inclusive_key: str, exclusive_key: str, upper
     return max(found, key=key)
 
 
-def _num(value: Any) -> bool:
+def _num(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 

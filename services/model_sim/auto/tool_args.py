@@ -53,7 +53,9 @@ def chosen_tool(
         if choice == "required" and not functions:
             raise AutoError("tool_choice is 'required' but no tools were offered")
         last = messages[-1]
-        named = _mentioned(list(functions), message_text(last)) if last.get("role") == "user" else None
+        named = (
+            _mentioned(list(functions), message_text(last)) if last.get("role") == "user" else None
+        )
         if named is not None:
             return functions[named]
         if choice == "required":
@@ -64,7 +66,9 @@ def chosen_tool(
         function = choice.get("function")
         name = function.get("name") if isinstance(function, dict) else None
         if not isinstance(name, str):
-            raise AutoError("tool_choice must name a function: {'type': 'function', 'function': {'name': ...}}")
+            raise AutoError(
+                "tool_choice must name a function: {'type': 'function', 'function': {'name': ...}}"
+            )
         if name not in functions:
             raise AutoError(f"tool_choice names {name!r}, which is not among the tools offered")
         return functions[name]
