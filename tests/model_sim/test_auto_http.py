@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 from typing import Any
 
 import httpx
 import jsonschema
 
+from services.cli.up.commands import model_sim_argv
 from services.model_sim.script import parse_script
-from services.model_sim.server import serve_in_thread
+from services.model_sim.server import free_port, serve_in_thread
 from services.model_sim.state import estimate_tokens
 from tests.model_sim.test_server import chat, put_script, sse_chunks
 
@@ -160,3 +163,26 @@ def test_auto_replies_wait_the_default_latency() -> None:
         # A lower bound only: the reply is held back by the configured latency.
         assert time.monotonic() - started >= 0.3
         assert "auto-generated" in resp.json()["choices"][0]["message"]["content"]
+
+
+def test_the_simulator_up_starts_without_a_script_runs_in_auto_mode() -> None:
+    # The exact command `leaflab up --model-sim` (no SCRIPT) runs, with no script in the env.
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "LEAFLAB_SIM_SCRIPT"}
+    process = subprocess.Popen(model_sim_argv(port=port), env=env, stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        body = {"model": "m", "messages": ASK, "response_format": SCHEMA_FORMAT}
+        resp = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=10)
+        jsonschema.validate(json.loads(resp.json()["choices"][0]["message"]["content"]), OUTLINE)
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=10)
+    assert b"auto mode" in stderr
