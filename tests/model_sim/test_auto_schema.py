@@ -293,3 +293,44 @@ class TestValuesComeFromTheRequest:
         values = [fill(NOTES_SCHEMA, seed) for seed in (3, 3, 4)]
         assert values[0] == values[1]
         assert values[0] != values[2]
+
+
+class TestPlausibleChoices:
+    def test_flags_read_as_no_problem(self) -> None:
+        names = ["supported", "needs_checking", "unsupported", "is_fabricated", "relevant"]
+        schema = {
+            "type": "object",
+            "required": names,
+            "properties": {n: {"type": "boolean"} for n in names},
+        }
+        assert fill(schema) == {
+            "supported": True,
+            "needs_checking": False,
+            "unsupported": False,
+            "is_fabricated": False,
+            "relevant": True,
+        }
+
+    def test_nested_locators_stay_within_their_notes_document(self) -> None:
+        chunks = [(DOC_A, CHUNK_A, 4), (DOC_A, CHUNK_B, 5), (DOC_B, "c3", 9), (DOC_B, "c4", 11)]
+        lines = [f'{{"document_id": "{d}", "chunk_id": "{c}", "page": {p}}}' for d, c, p in chunks]
+        cands = harvest([{"role": "user", "content": "Notes, please.\n" + "\n".join(lines)}])
+        locator = {
+            "type": "object",
+            "required": ["chunk_id", "page"],
+            "properties": {"chunk_id": {"type": "string"}, "page": {"type": "integer"}},
+        }
+        note = {
+            "type": "object",
+            "required": ["document_id", "locators"],
+            "properties": {
+                "document_id": {"type": "string"},
+                "locators": {"type": "array", "minItems": 2, "maxItems": 2, "items": locator},
+            },
+        }
+        schema = {"type": "array", "minItems": 4, "maxItems": 4, "items": note}
+        document_of = {(c, p): d for d, c, p in chunks}
+        for seed in range(5):
+            for item in fill(schema, seed, cands):
+                places = {document_of[(loc["chunk_id"], loc["page"])] for loc in item["locators"]}
+                assert places == {item["document_id"]}

@@ -20,7 +20,12 @@ from typing import Any
 
 from services.model_sim.auto.candidates import Candidates
 from services.model_sim.auto.schema_refs import AutoError, Resolver
-from services.model_sim.auto.schema_scalars import number_value, string_value
+from services.model_sim.auto.schema_scalars import (
+    boolean_for_field,
+    is_id_field,
+    number_value,
+    string_value,
+)
 
 # Beyond this nesting depth only required properties and minItems items are
 # generated, so recursive schemas (a tree of sections) end.
@@ -37,6 +42,9 @@ class SchemaFiller:
         self.root = root
         self.cands = cands
         self.rng = rng
+        # Id fields already filled in the enclosing objects (``document_id`` of the
+        # note whose locators are being filled), as (name, JSON value) pairs.
+        self.context: set[tuple[str, str]] = set()
 
     def fill(self) -> Any:
         return self.value(self.root, name="", index=0, depth=0)
@@ -70,7 +78,7 @@ class SchemaFiller:
             return number_value(schema, name, self.cands, self.rng, integer=kind == "integer")
         if kind == "boolean":
             given = [v for v in self.cands.for_name(name) if isinstance(v, bool)]
-            return given[0] if given else (index % 2 == 0)
+            return given[0] if given else boolean_for_field(name)
         if kind == "null":
             return None
         return string_value(schema, name, self.cands, self.rng, index)
@@ -117,6 +125,10 @@ class SchemaFiller:
             return None
         best = max(len(names & r.keys()) for r in fitting)
         fitting = [r for r in fitting if len(names & r.keys()) == best]
+        # Inside a note on one document, nested objects (its locators) take records
+        # sharing an id with it when there are any.
+        related = [r for r in fitting if self.context & {(k, json.dumps(v)) for k, v in r.items()}]
+        fitting = related or fitting
         return fitting[index % len(fitting)]
 
     def _object(self, schema: dict[str, Any], index: int, depth: int) -> dict[str, Any]:
@@ -139,11 +151,17 @@ class SchemaFiller:
         shallow = depth > SHALLOW_DEPTH
         order = [*required, *(p for p in props if p not in required and not shallow)]
         out: dict[str, Any] = {}
-        for prop in dict.fromkeys(order):
-            sub = props.get(prop, extra if isinstance(extra, dict) else {})
-            if self.resolver.resolve(sub) is False:
-                continue
-            out[prop] = self.value(sub, name=prop, index=index, depth=depth + 1)
+        outer_context = set(self.context)
+        try:
+            for prop in dict.fromkeys(order):
+                sub = props.get(prop, extra if isinstance(extra, dict) else {})
+                if self.resolver.resolve(sub) is False:
+                    continue
+                out[prop] = self.value(sub, name=prop, index=index, depth=depth + 1)
+                if is_id_field(prop) and isinstance(out[prop], str):
+                    self.context.add((prop.lower(), json.dumps(out[prop])))
+        finally:
+            self.context = outer_context
         minimum = int(schema.get("minProperties", 0))
         extra_schema = extra if isinstance(extra, dict) else {}
         while len(out) < minimum and extra is not False:

@@ -39,6 +39,20 @@ def is_id_field(name: str) -> bool:
     return bool(name) and bool(_ID_NAME.search(name)) and not name.lower().endswith("valid")
 
 
+# Flags that read as a problem; a plausible reply has none (so, say, a verify
+# stage's claims come back supported unless a script says otherwise).
+_PROBLEM_FLAG = re.compile(
+    r"^(is_|has_)?(un|not_|non_|needs|missing|invalid|error|fail|fabricat|contradict|"
+    r"hallucinat|wrong|incorrect|retracted|duplicate|truncated|skip)",
+    re.IGNORECASE,
+)
+
+
+def boolean_for_field(name: str) -> bool:
+    """True, except for flags named like a problem (``unsupported``, ``needs_checking``)."""
+    return not _PROBLEM_FLAG.search(name)
+
+
 def is_key_field(name: str) -> bool:
     lowered = name.lower()
     return lowered in _KEY_NAMES or lowered.endswith(("_key", "_keys"))
