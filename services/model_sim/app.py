@@ -1,4 +1,5 @@
-"""The model simulator's HTTP app: an OpenAI-compatible server playing scripted replies.
+"""The model simulator's HTTP app: an OpenAI-compatible server playing scripted replies,
+or, for a conversation without a script, auto-mode replies made from the request.
 
 Latency is ``asyncio.sleep``, so hundreds of concurrent requests each wait
 their latency at the same time, as against a real batched GPU server.
@@ -10,7 +11,7 @@ import asyncio
 import hashlib
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request, Response
@@ -21,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.model_sim import openai_format as fmt
+from services.model_sim.auto import AutoError, auto_reply
 from services.model_sim.script import Script, ScriptError, parse_script
 from services.model_sim.state import (
     Decision,
@@ -157,6 +159,12 @@ def create_app(config: SimConfig | None = None) -> FastAPI:
         slot = slot_hint if slot_hint is not None else _assistant_count(messages)
         state.record_request(key, slot=slot, messages=messages)
         decision = state.decide(key, slot)
+        if decision.auto:
+            try:
+                decision = replace(decision, entry=auto_reply(body))
+            except AutoError as exc:
+                state.counters.bad_requests += 1
+                raise SimHTTPError(400, str(exc)) from exc
         tool_names = [str(t.get("function", {}).get("name")) for t in chat.tools or []]
         state.note_request(key, tools=tool_names, messages=len(messages))
         cached = state.cached_tokens(key, messages, remember=decision.kind != "error")

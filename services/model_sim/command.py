@@ -23,7 +23,8 @@ from services.model_sim.server import build_config, serve
     type=click.Path(dir_okay=False, path_type=Path),
     envvar="LEAFLAB_SIM_SCRIPT",
     default=None,
-    help="Default script (JSON) played to every conversation [env LEAFLAB_SIM_SCRIPT].",
+    help="Default script (JSON) played to every conversation; without one, conversations "
+    "with no script of their own get auto-mode replies [env LEAFLAB_SIM_SCRIPT].",
 )
 @click.option(
     "--latency-ms",
@@ -34,10 +35,12 @@ from services.model_sim.server import build_config, serve
 )
 @click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Model name served.")
 def model_sim(port: int, host: str, script: Path | None, latency_ms: int, model: str) -> None:
-    """Serve scripted replies at http://HOST:PORT/v1 (chat completions, streaming, faults)."""
+    """Serve scripted or auto-mode replies at http://HOST:PORT/v1 (chat completions,
+    streaming, faults)."""
     try:
         config = build_config(script, latency_ms=latency_ms, model=model)
     except ScriptError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(f"model simulator on http://{host}:{port}/v1 (model {model})", err=True)
+    mode = f"script {script}" if script else "auto mode"
+    click.echo(f"model simulator on http://{host}:{port}/v1 (model {model}, {mode})", err=True)
     serve(config, host=host, port=port)

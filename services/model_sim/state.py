@@ -10,12 +10,13 @@ import hashlib
 import json
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from services.model_sim.script import Script, ScriptEntry, Slot, plan_slots
 
-FALLBACK_REPLY = "Hello from the Leaflab model simulator."
+# Stands in for an auto-mode reply until the app generates it from the request.
+AUTO_PLACEHOLDER = ScriptEntry(content="")
 EXHAUSTED_REPLY = "The scripted conversation has ended."
 # Bounds memory when a long-running simulator sees many conversations.
 MAX_CONVERSATIONS = 10_000
@@ -66,6 +67,7 @@ class Decision:
     slot: int
     attempt: int
     fault: ScriptEntry | None = None  # the injected error / disconnect / delay entry
+    auto: bool = False  # no script: the app generates the reply from the request (auto mode)
 
 
 @dataclass
@@ -82,6 +84,7 @@ class Conversation:
 class Counters:
     requests: int = 0
     replies: int = 0
+    auto_replies: int = 0
     errors_injected: int = 0
     disconnects_injected: int = 0
     delays_injected: int = 0
@@ -152,7 +155,9 @@ class SimState:
         conv.attempts[slot] = attempt + 1
         script = self.scripts.get(key, self.default_script)
         if script is None:
-            return self._reply(ScriptEntry(content=FALLBACK_REPLY), None, slot, attempt)
+            self.counters.auto_replies += 1
+            decision = self._reply(AUTO_PLACEHOLDER, None, slot, attempt)
+            return replace(decision, auto=True)
         slots = plan_slots(script)
         entry = slots[slot].entry_for_attempt(attempt) if slot < len(slots) else None
         if entry is None:

@@ -52,7 +52,8 @@ class StopRequested(Exception):
     flag_value="-",
     default=None,
     metavar="[SCRIPT]",
-    help="serve the model simulator as the model (optionally playing SCRIPT)",
+    help="serve the model simulator as the model, playing SCRIPT (without one: auto mode, "
+    "plausible replies for any request)",
 )
 @click.option("--model-sim-port", default=None, type=int, help="[default: a free port]")
 @click.option("--workers", default=1, show_default=True, help="agent worker processes")

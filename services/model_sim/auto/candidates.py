@@ -1,0 +1,155 @@
+"""Values harvested from a request's messages, for auto-mode replies to reuse.
+
+A survey's structured calls ask for ids, citation keys and locators that must
+point at real library chunks; the only place those exist is the prompt. So the
+generator prefers what the messages contain over anything it makes up.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.model_sim.state import message_text
+
+_UUID = re.compile(
+    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+)
+# ``[@key]`` and ``[@a; @b]`` (pandoc citations): every @key inside brackets.
+_CITE_GROUP = re.compile(r"\[(@[^\]]+)\]")
+_CITE_KEY = re.compile(r"@([\w][\w:.\-/]*[\w])")
+# ``"name": "value"`` / ``"name": 12`` as they appear in JSON shown to the model.
+_NAMED = re.compile(r'"([A-Za-z_][\w\-]*)"\s*:\s*("(?:[^"\\\n]|\\.)*"|-?\d+(?:\.\d+)?)')
+# ``name: value`` / ``name=value`` in prose, for bare tokens only (ids, pages, keys).
+_NAMED_PLAIN = re.compile(r"\b([A-Za-z_][\w]*)\s*[:=]\s*([\w][\w:.\-/]*)")
+_URL = re.compile(r"https?://[^\s\"'<>)\]]+")
+_WORD = re.compile(r"[A-Za-z][A-Za-z\-']+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# Flat JSON objects in a prompt (a chunk's locator, a search hit): one record each.
+_FLAT_OBJECT = re.compile(r"\{[^{}]*\}")
+# Leading words of a request that are not its topic ("Please summarize X" is about X).
+_ASKING = frozenset(
+    "please summarize summarise survey explain describe write give tell me about list "
+    "what is are how does do the a an can you could would".split()
+)
+# Words that make poor topic words; the rest of the prompt reads as content.
+STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from has have how i in into is it its "
+    "me my of on or our please should so that the their them then there these this to "
+    "us was we what when where which who why will with you your about give tell write "
+    "short answer json object schema return".split()
+)
+# Cap on what is scanned: a long prompt does not make each reply slower.
+MAX_SCAN_CHARS = 200_000
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Everything reusable found in one request, in order of first appearance."""
+
+    uuids: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
+    named: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    records: tuple[dict[str, Any], ...] = ()  # flat JSON objects, keys lower-cased
+    sentences: tuple[str, ...] = ()  # from the last user message first, then the rest
+    words: tuple[str, ...] = ()  # content words, same order
+    topic: str = ""
+    # The record chosen for the object being filled: its values come first, so
+    # one citation's document_id, chunk_id and page belong together.
+    preferred: dict[str, Any] = field(default_factory=dict)
+
+    def preferred_for(self, name: str) -> tuple[Any, ...]:
+        lowered = name.lower()
+        return (self.preferred[lowered],) if lowered in self.preferred else ()
+
+    def for_name(self, name: str) -> tuple[Any, ...]:
+        """Values the messages gave for a field of this name (case-insensitive)."""
+        return self.preferred_for(name) + self.named.get(name.lower(), ())
+
+
+def _unique(items: Iterable[Any]) -> tuple[Any, ...]:
+    seen: dict[str, Any] = {}
+    for item in items:
+        seen.setdefault(json.dumps(item, sort_keys=True), item)
+    return tuple(seen.values())
+
+
+def _named_values(text: str) -> dict[str, tuple[Any, ...]]:
+    found: dict[str, list[Any]] = {}
+    for name, raw in _NAMED.findall(text):
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            continue
+        found.setdefault(name.lower(), []).append(value)
+    for name, raw in _NAMED_PLAIN.findall(text):
+        found.setdefault(name.lower(), []).append(int(raw) if raw.isdigit() else raw)
+    return {name: _unique(values) for name, values in found.items()}
+
+
+def _records(text: str) -> tuple[dict[str, Any], ...]:
+    found = []
+    for raw in _FLAT_OBJECT.findall(text):
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and len(record) >= 2:
+            found.append({str(k).lower(): v for k, v in record.items()})
+    return _unique(found)
+
+
+def _is_prose(text: str) -> bool:
+    """Reads as a sentence: no JSON or markup, mostly letters."""
+    if any(c in text for c in "{}[]<>|") or '":' in text:
+        return False
+    letters = sum(c.isalpha() or c == " " for c in text)
+    return len(_WORD.findall(text)) >= 3 and letters >= 0.75 * len(text)
+
+
+def _sentences(text: str) -> list[str]:
+    out = []
+    for part in _SENTENCE_END.split(text):
+        clean = " ".join(part.split()).strip(" -*#>`")
+        if _is_prose(clean):
+            out.append(clean)
+    return out
+
+
+def topic_of(text: str, max_words: int = 12) -> str:
+    """The first sentence of ``text``, cut to a few words: what the user asked about."""
+    sentences = _sentences(text)
+    first = sentences[0] if sentences else " ".join(text.split())
+    words = first.rstrip(".!?:").split()
+    while len(words) > 1 and words[0].lower().strip(",:") in _ASKING:
+        words = words[1:]
+    return " ".join(words[:max_words])
+
+
+def harvest(messages: list[dict[str, Any]]) -> Candidates:
+    """Scan the messages (last user message first for prose) for reusable values."""
+    texts = [message_text(m) for m in messages]
+    everything = "\n".join(texts)[:MAX_SCAN_CHARS]
+    last_user = next((message_text(m) for m in reversed(messages) if m.get("role") == "user"), "")[
+        :MAX_SCAN_CHARS
+    ]
+    keys = [k for group in _CITE_GROUP.findall(everything) for k in _CITE_KEY.findall(group)]
+    named = _named_values(everything)
+    for name in ("key", "citation_key", "cite_key"):
+        keys.extend(v for v in named.get(name, ()) if isinstance(v, str) and v)
+    prose = _sentences(last_user) + _sentences(everything)
+    words = [w for w in _WORD.findall(last_user + "\n" + everything) if w.lower() not in STOPWORDS]
+    return Candidates(
+        uuids=_unique(u.lower() for u in _UUID.findall(everything)),
+        keys=_unique(keys),
+        urls=_unique(u.rstrip(".,;:") for u in _URL.findall(everything)),
+        named=named,
+        records=_records(everything),
+        sentences=_unique(s for s in prose if len(s) <= 400)[:200],
+        words=_unique(words)[:500],
+        topic=topic_of(last_user or everything),
+    )
