@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from services.api.admin.budgets.schemas import BudgetRemaining, CostEstimate
 from services.api.bodies import NOT_BLANK, RequestBody
@@ -22,10 +22,26 @@ class TurnInput(RequestBody):
 
 
 class SurveyInput(RequestBody):
-    topic: str = Field(min_length=3, max_length=2000)
-    seed_papers: list[str] = Field(default_factory=list, max_length=100)
+    topic: str = Field(min_length=3, max_length=2000, pattern=NOT_BLANK)
+    seed_papers: list[Annotated[str, Field(min_length=1, max_length=300, pattern=NOT_BLANK)]] = (
+        Field(default_factory=list, max_length=100, description="DOIs (any spelling) or titles")
+    )
     years: str | None = Field(default=None, max_length=20, pattern=r"^\d{4}(-\d{4})?$")
+    venues: list[Annotated[str, Field(min_length=1, max_length=200, pattern=NOT_BLANK)]] = Field(
+        default_factory=list, max_length=50
+    )
     length: Literal["short", "medium", "long"] = "medium"
+    formats: list[Literal["md", "tex"]] = Field(
+        default_factory=lambda: ["md", "tex"], min_length=1, max_length=2
+    )
+
+    @model_validator(mode="after")
+    def _years_in_order(self) -> SurveyInput:
+        if self.years and "-" in self.years:
+            start, end = (int(y) for y in self.years.split("-"))
+            if start > end:
+                raise ValueError(f"years {self.years}: the first year is after the last")
+        return self
 
 
 class BatchTask(RequestBody):
