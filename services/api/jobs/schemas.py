@@ -21,6 +21,10 @@ class TurnInput(RequestBody):
     content: str = Field(min_length=1, pattern=NOT_BLANK)
 
 
+SurveyFormat = Literal["md", "tex"]
+SURVEY_FORMATS: tuple[SurveyFormat, ...] = ("md", "tex")
+
+
 class SurveyInput(RequestBody):
     topic: str = Field(min_length=3, max_length=2000, pattern=NOT_BLANK)
     seed_papers: list[Annotated[str, Field(min_length=1, max_length=300, pattern=NOT_BLANK)]] = (
@@ -31,9 +35,7 @@ class SurveyInput(RequestBody):
         default_factory=list, max_length=50
     )
     length: Literal["short", "medium", "long"] = "medium"
-    formats: list[Literal["md", "tex"]] = Field(
-        default_factory=lambda: ["md", "tex"], min_length=1, max_length=2
-    )
+    formats: list[SurveyFormat] = Field(default_factory=lambda: list(SURVEY_FORMATS), min_length=1)
 
     @model_validator(mode="after")
     def _years_in_order(self) -> SurveyInput:

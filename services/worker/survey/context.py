@@ -82,7 +82,7 @@ class SurveyContext:
     cancel_requested: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def result(self, key: str) -> Any | None:
+    def result(self, key: str) -> Any:
         """A finished step's data, or None when the step has not succeeded yet."""
         step = self.steps.get(key)
         return step.result if step is not None and step.status == "succeeded" else None

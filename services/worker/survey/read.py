@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from services.common.failpoints import failpoint
 from services.worker.survey.context import SurveyContext
 from services.worker.survey.keys import conversation, item_key, stage_key
 from services.worker.survey.parallel import run_bounded
@@ -63,6 +64,7 @@ def run_read(
         )
         data, spent = ctx.caller.ask(ask)
         ctx.done(item_key("read", paper_key), stage="read", result=_note(paper, data), spent=spent)
+        failpoint("survey.after_note")
         ctx.bump("papers_read")
 
     finished = run_bounded(todo, read_one, limit=READ_PARALLELISM, should_stop=should_stop)

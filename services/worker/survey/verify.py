@@ -47,7 +47,9 @@ def run_verify(
 
     if not run_bounded(todo, verify_one, limit=VERIFY_PARALLELISM, should_stop=should_stop):
         return None
-    checked = [ctx.result(item_key("verify", str(i))) for i in range(len(sections))]
+    checked: list[dict[str, Any]] = [
+        ctx.result(item_key("verify", str(i))) for i in range(len(sections))
+    ]
     ctx.done(key, stage="verify", result={"sections": checked})
     return checked
 

@@ -79,6 +79,8 @@ def run_write(
 
     if not run_bounded(todo, write_one, limit=WRITE_PARALLELISM, should_stop=should_stop):
         return None
-    written = [ctx.result(item_key("write", str(i))) for i in range(len(sections))]
+    written: list[dict[str, Any]] = [
+        ctx.result(item_key("write", str(i))) for i in range(len(sections))
+    ]
     ctx.done(key, stage="write", result={"sections": written})
     return written
