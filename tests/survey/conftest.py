@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -21,6 +21,9 @@ from tests.conftest import Stack
 from tests.fixtures.builders import TestUser, client_for, make_user
 from tests.fixtures.processes import Services, Simulator
 from tests.library.conftest import PDF_DIR, TOKEN, LibraryProcess
+
+if TYPE_CHECKING:
+    from tests.survey.survey_run import Survey
 
 # arXiv-named files: the year in each citation key comes from the file name.
 SURVEY_PDFS = ("1903.10676.pdf", "2203.00130v1.pdf", "2206.10883v3.pdf")
@@ -94,3 +97,15 @@ def survey_stack(
     finally:
         svc.stop()
         library.stop()
+
+
+@pytest.fixture(scope="package")
+def baseline(survey_stack: SurveyStack) -> Survey:
+    """One uninterrupted scripted survey: checked by test_pipeline, compared with by
+    the resume tests."""
+    from tests.survey.survey_run import finish, open_scripted_session, submit
+
+    with survey_stack.client() as client:
+        session_id, _ = open_scripted_session(survey_stack, client)
+        job_id = submit(client, session_id)
+        return finish(client, job_id, session_id)

@@ -11,7 +11,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.worker.survey.keys import STAGES, conversation, item_key, stage_key
@@ -22,21 +21,10 @@ from tests.survey.survey_run import (
     bib_keys,
     cited_keys,
     events,
-    finish,
-    open_scripted_session,
     step_keys,
-    submit,
 )
 
 ARTIFACTS = {"report.md", "report.tex", "references.bib", "papers.json", "notes.json"}
-
-
-@pytest.fixture(scope="package")
-def baseline(survey_stack: SurveyStack) -> Survey:
-    with survey_stack.client() as client:
-        session_id, _ = open_scripted_session(survey_stack, client)
-        job_id = submit(client, session_id)
-        return finish(client, job_id, session_id)
 
 
 class TestSurveyEndToEnd:
