@@ -39,10 +39,11 @@ class SurveyInput(RequestBody):
 
     @model_validator(mode="after")
     def _years_in_order(self) -> SurveyInput:
+        # A reversed range means the same years (and the OpenAPI schema cannot say
+        # "ordered", so refusing it would refuse input the schema allows).
         if self.years and "-" in self.years:
-            start, end = (int(y) for y in self.years.split("-"))
-            if start > end:
-                raise ValueError(f"years {self.years}: the first year is after the last")
+            start, end = sorted(int(y) for y in self.years.split("-"))
+            self.years = f"{start}-{end}"
         return self
 
 

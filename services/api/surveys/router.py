@@ -18,7 +18,7 @@ from services.common.surveys import shape_for
 router = APIRouter(prefix="/v1/surveys", tags=["surveys"], responses=error_responses(401, 422))
 
 
-@router.post("/estimate", response_model=SurveyEstimate, responses=error_responses(404))
+@router.post("/estimate", response_model=SurveyEstimate, responses=error_responses(404, 413))
 def estimate_survey(
     body: Annotated[SurveyEstimateIn, Body()], db: DbSession, user: CurrentUser
 ) -> SurveyEstimate:
