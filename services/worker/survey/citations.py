@@ -36,16 +36,15 @@ def _ascii_words(text: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[A-Za-z0-9]+", plain)]
 
 
-def guess_year(filename: str | None, text: str = "") -> int | None:
-    """An arXiv-style file name (``2203.00130v1.pdf``) says the year; else a 19xx/20xx in text."""
-    if filename:
-        match = ARXIV_NAME_RE.match(filename)
-        if match and 1 <= int(match.group(2)) <= 12:
-            return 2000 + int(match.group(1))
-        found = re.search(r"(19[89]\d|20[0-3]\d)", filename)
-        if found:
-            return int(found.group(1))
-    found = re.search(r"\b(19[89]\d|20[0-3]\d)\b", text)
+def guess_year(filename: str | None) -> int | None:
+    """The year an arXiv-style file name (``2203.00130v1.pdf``) or a 19xx/20xx in the
+    name says; None otherwise (the key then reads ``nd``, and the year is left out)."""
+    if not filename:
+        return None
+    match = ARXIV_NAME_RE.match(filename)
+    if match and 1 <= int(match.group(2)) <= 12:
+        return 2000 + int(match.group(1))
+    found = re.search(r"(19[89]\d|20[0-3]\d)", filename)
     return int(found.group(1)) if found else None
 
 

@@ -117,7 +117,7 @@ def _library_papers(ctx: SurveyContext, found: dict[str, dict[str, Any]]) -> lis
             {
                 "title": title,
                 "authors": [str(a) for a in structure.get("authors") or []],
-                "year": guess_year(doc.filename, " ".join(c["text"] for c in chunks[:1])),
+                "year": guess_year(doc.filename),
                 "doi": structure.get("doi"),
                 "document_id": str(doc.id),
                 "openalex_id": None,
