@@ -105,3 +105,48 @@ def survey_scripts(
             "replies": [_reply({"verdicts": verdicts[index]})],
         }
     return scripts
+
+
+def plain_survey_scripts(
+    session_id: str, keys: list[str], *, sections: int, latency_ms: int
+) -> dict[str, dict[str, Any]]:
+    """Scripts for a survey over any number of papers, every claim supported (the
+    benchmark's): each section cites a rotating pair of keys."""
+    plan = {"research_questions": ["What is known?"], "search_queries": ["methods", "results"]}
+    scripts: dict[str, dict[str, Any]] = {
+        conversation(session_id, "plan"): {"latency_ms": latency_ms, "replies": [_reply(plan)]}
+    }
+    for key in keys:
+        note = {
+            "key": key,
+            **{f: f"{f} of {key}" for f in ("problem", "method", "assumptions", "results")},
+            "limitations": "none stated",
+            "locators": [{"chunk_id": "c1", "evidence": f"evidence from {key}"}],
+        }
+        scripts[conversation(session_id, "read", key)] = {
+            "latency_ms": latency_ms,
+            "replies": [_reply(note)],
+        }
+    chosen = [[keys[(2 * i + j) % len(keys)] for j in range(2)] for i in range(sections)]
+    outline = {
+        "sections": [
+            {"title": f"Section {i + 1}", "purpose": "p", "keys": pair}
+            for i, pair in enumerate(chosen)
+        ]
+    }
+    scripts[conversation(session_id, "outline")] = {
+        "latency_ms": latency_ms,
+        "replies": [_reply(outline)],
+    }
+    for i, pair in enumerate(chosen):
+        paragraphs = [{"text": f"Finding of {k} [@{k}].", "keys": [k]} for k in pair]
+        verdicts = {f"c{n + 1}": {"verdict": "supported", "reason": "ok"} for n in range(2)}
+        scripts[conversation(session_id, "write", str(i))] = {
+            "latency_ms": latency_ms,
+            "replies": [_reply({"paragraphs": paragraphs})],
+        }
+        scripts[conversation(session_id, "verify", str(i))] = {
+            "latency_ms": latency_ms,
+            "replies": [_reply({"verdicts": verdicts})],
+        }
+    return scripts

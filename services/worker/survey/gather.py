@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -68,18 +69,24 @@ def _search_library(ctx: SurveyContext, queries: list[str]) -> dict[str, dict[st
         emit=lambda *_: None,
         library=ctx.deps.library,
     )
-    found: dict[str, dict[str, Any]] = {}
-    for query in queries:
+
+    def search(query: str) -> list[dict[str, Any]]:
         try:
-            result = tool.run(
-                LibrarySearchArgs(query=query, mode="survey", k=HITS_PER_QUERY), tool_ctx
-            )
+            args = LibrarySearchArgs(query=query, mode="survey", k=HITS_PER_QUERY)
+            items: list[dict[str, Any]] = tool.run(args, tool_ctx).data.get("items", [])
+            return items
         except ToolError as err:
-            # No library (or it is down) leaves the seeds; the read stage needs papers,
-            # and the runner fails the survey clearly if there are none.
+            # No library (or it is down) leaves the seeds; the runner fails the
+            # survey clearly when no paper at all was found.
             log.warning("survey gather: library search failed: %s", err)
-            continue
-        for hit in result.data.get("items", []):
+            return []
+
+    # The queries are independent: asked at once, merged in query order (stable keys).
+    with ThreadPoolExecutor(max_workers=len(queries) or 1) as pool:
+        answers = list(pool.map(search, queries))
+    found: dict[str, dict[str, Any]] = {}
+    for items in answers:
+        for hit in items:
             doc = hit.get("document_id")
             if not doc or not hit.get("text"):
                 continue
