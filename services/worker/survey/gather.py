@@ -40,6 +40,7 @@ def run_gather(ctx: SurveyContext, plan: dict[str, Any]) -> dict[str, Any]:
     found = _search_library(ctx, plan["search_queries"])
     papers = _library_papers(ctx, found)
     unresolved_seeds = _add_seeds(ctx, papers)
+    papers = [p for p in papers if _in_years(p["year"], ctx.job.input.get("years"))]
     ranked = sorted(papers, key=lambda p: (-p["score"], p["title"].lower()))
     chosen = sorted(ranked[: ctx.job.papers_wanted], key=lambda p: p["title"].lower())
     taken: set[str] = set()
@@ -53,6 +54,14 @@ def run_gather(ctx: SurveyContext, plan: dict[str, Any]) -> dict[str, Any]:
     ctx.done(key, stage="gather", result=result)
     ctx.report(papers_found=len(by_key))
     return result
+
+
+def _in_years(year: int | None, years: str | None) -> bool:
+    """Whether a paper fits the survey's years; one whose year is unknown is kept."""
+    if year is None or not years:
+        return True
+    first, _, last = years.partition("-")
+    return int(first) <= year <= int(last or first)
 
 
 def _search_library(ctx: SurveyContext, queries: list[str]) -> dict[str, dict[str, Any]]:
