@@ -80,7 +80,8 @@ def survey_scripts(
     }
     sections = [
         [
-            {"text": f"A domain corpus improves downstream tasks [@{k0}].", "keys": [k0]},
+            # LaTeX specials in model prose: the .tex must still compile.
+            {"text": f"A domain corpus adds 10% F1 on x_1 & #2 tasks [@{k0}].", "keys": [k0]},
             {"text": f"{UNSUPPORTED_CLAIM} [@{k1}].", "keys": [k1]},
         ],
         [
