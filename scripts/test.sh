@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 scripts/install.sh
 scripts/ensure_services.sh
 scripts/ensure_fault_tools.sh
+scripts/ensure_browser.sh
 scripts/ensure_latex.sh
 if [ -x scripts/ensure_docker.sh ]; then
   scripts/ensure_docker.sh

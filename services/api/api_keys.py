@@ -99,7 +99,22 @@ def authenticate(db: Session, *, key: str, now: datetime | None = None) -> Calle
     found = next((r for r in rows if _matches(r.ApiKey, key)), None)
     if found is None:
         raise KeyRefused("invalid API key")
-    row, user = found.ApiKey, found.User
+    return _caller(db, found.ApiKey, found.User, when)
+
+
+def authenticate_key_id(db: Session, *, key_id: uuid.UUID, now: datetime | None = None) -> Caller:
+    """The caller a stored key id stands for (a browser session remembers the key's id,
+    never the key): the same checks as :func:`authenticate`, so revoking the key ends
+    its browser sessions too."""
+    found = db.execute(
+        select(ApiKey, User).join(User, User.id == ApiKey.user_id).where(ApiKey.id == key_id)
+    ).first()
+    if found is None:
+        raise KeyRefused("this API key no longer exists")
+    return _caller(db, found.ApiKey, found.User, now or datetime.now(UTC))
+
+
+def _caller(db: Session, row: ApiKey, user: User, when: datetime) -> Caller:
     if row.revoked_at is not None:
         raise KeyRefused("this API key was revoked")
     if row.expires_at is not None and row.expires_at <= when:

@@ -24,6 +24,7 @@ from services.api.settings import ApiSettings
 from services.api.state import AppState
 from services.api.surveys.router import router as surveys_router
 from services.api.traces.router import router as traces_router
+from services.api.web.router import mount_web
 from services.common.celery_app import build_celery
 from services.common.db import build_engine, build_sessionmaker
 from services.common.metrics import register_platform_collectors
@@ -106,6 +107,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         limited = error_responses(429) if router is not health_router else None
         app.include_router(router, responses=limited)
     mount_metrics(app)
+    mount_web(app)
     app.add_middleware(BodySizeLimit, max_bytes=cfg.max_request_bytes, caps=BODY_CAPS)
     # Outermost, so the server span covers everything including size refusals.
     app.add_middleware(TracingMiddleware, service_name=SERVICE_API)

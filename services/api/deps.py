@@ -14,6 +14,7 @@ from services.api.errors import ApiError
 from services.api.rate_limits import TokenBucket
 from services.api.state import AppState
 from services.api.transaction import discard_after_commit, run_after_commit
+from services.api.web.cookie_auth import cookie_caller
 from services.common.models import User
 
 
@@ -59,6 +60,7 @@ bearer_scheme = HTTPBearer(auto_error=False, description="An API key: `Bearer lf
 
 
 def current_caller(
+    request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
     db: DbSession,
     state: StateDep,
@@ -69,12 +71,14 @@ def current_caller(
     (``services.api.access``) see the key's project scope with every lookup.
     """
     token = credentials.credentials.strip() if credentials else ""
-    if not token:
-        raise ApiError(401, "unauthorized", "missing API key: send 'Authorization: Bearer lf_…'")
-    try:
-        caller = authenticate(db, key=token)
-    except KeyRefused as refused:
-        raise ApiError(401, "unauthorized", str(refused)) from None
+    if token:
+        try:
+            caller = authenticate(db, key=token)
+        except KeyRefused as refused:
+            raise ApiError(401, "unauthorized", str(refused)) from None
+    else:
+        # No key: a browser's session cookie (CSRF-checked on writes), or 401.
+        caller = cookie_caller(request, db, state)
     bucket = TokenBucket(
         state.redis,
         rate_per_s=state.settings.rate_limit_per_s,

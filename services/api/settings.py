@@ -21,3 +21,5 @@ class ApiSettings(CommonSettings):
     # this many requests per second, up to ``rate_limit_burst`` at once (0: off).
     rate_limit_per_s: float = 20.0
     rate_limit_burst: int = 200
+    # Browser sessions (the web pages): how long a login lasts.
+    web_session_ttl_s: int = 12 * 3600

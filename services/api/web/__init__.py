@@ -1,0 +1,1 @@
+"""Leaflab's web pages, served by the API itself: login, chat, jobs, library, admin."""

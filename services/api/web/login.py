@@ -1,0 +1,118 @@
+"""/login and /logout: an API key in, a session cookie out.
+
+Login itself is CSRF-protected with a double-submit token (a cookie set by the form
+page and the same value in the form), so another site cannot log a browser into an
+attacker's account. The session cookie is HttpOnly, SameSite=Lax, and Secure whenever
+the request came over TLS (directly or through a proxy that says so).
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from services.api.api_keys import KeyRefused, authenticate
+from services.api.deps import DbSession, StateDep
+from services.api.web.cookie_auth import SESSION_COOKIE, session_of, web_sessions
+from services.api.web.templating import render
+
+router = APIRouter(include_in_schema=False)
+
+LOGIN_CSRF_COOKIE = "leaflab_login_csrf"
+MAX_KEY_CHARS = 200
+
+
+def over_tls(request: Request) -> bool:
+    forwarded = request.headers.get("x-forwarded-proto", "")
+    return request.url.scheme == "https" or forwarded.split(",")[0].strip() == "https"
+
+
+def local_target(next_url: str | None) -> str:
+    """Only a path on this site: never ``//host`` or ``https://…`` (an open redirect)."""
+    if not next_url or not next_url.startswith("/") or next_url.startswith("//"):
+        return "/"
+    if "\\" in next_url or any(ord(c) < 32 for c in next_url):
+        return "/"
+    return next_url
+
+
+def _login_page(request: Request, *, error: str | None, next_url: str, status: int) -> Response:
+    token = secrets.token_urlsafe(24)
+    response = render(
+        request,
+        "login.html",
+        None,
+        status_code=status,
+        login_csrf=token,
+        error=error,
+        next_url=local_target(next_url),
+    )
+    response.set_cookie(
+        LOGIN_CSRF_COOKIE,
+        token,
+        httponly=True,
+        samesite="strict",
+        secure=over_tls(request),
+        path="/login",
+        max_age=3600,
+    )
+    return response
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_form(request: Request, next: str = "/") -> Response:  # noqa: A002 - the query name
+    return _login_page(request, error=None, next_url=next, status=200)
+
+
+@router.post("/login")
+def login(
+    request: Request,
+    db: DbSession,
+    state: StateDep,
+    api_key: Annotated[str, Form(max_length=MAX_KEY_CHARS)] = "",
+    csrf_token: Annotated[str, Form(max_length=200)] = "",
+    next: Annotated[str, Form(max_length=2000)] = "/",  # noqa: A002 - the form field's name
+) -> Response:
+    expected = request.cookies.get(LOGIN_CSRF_COOKIE, "")
+    if not expected or not hmac.compare_digest(expected, csrf_token):
+        return _login_page(
+            request, error="The form expired; please try again.", next_url=next, status=403
+        )
+    try:
+        caller = authenticate(db, key=api_key.strip())
+    except KeyRefused as refused:
+        return _login_page(request, error=str(refused), next_url=next, status=401)
+    token, _ = web_sessions(state).create(caller.key_id)
+    response = RedirectResponse(local_target(next), status_code=303)
+    response.set_cookie(
+        SESSION_COOKIE,
+        token,
+        httponly=True,
+        samesite="lax",
+        secure=over_tls(request),
+        path="/",
+        max_age=state.settings.web_session_ttl_s,
+    )
+    response.delete_cookie(LOGIN_CSRF_COOKIE, path="/login")
+    return response
+
+
+@router.post("/logout")
+def logout(
+    request: Request,
+    state: StateDep,
+    csrf_token: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    found = session_of(request, state)
+    if found is not None:
+        token, session = found
+        if not hmac.compare_digest(session.csrf, csrf_token):
+            return HTMLResponse("<h1>403 — bad CSRF token</h1>", status_code=403)
+        web_sessions(state).delete(token)
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response

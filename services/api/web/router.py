@@ -1,0 +1,37 @@
+"""Mounts the web pages and their static assets on the API app."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from services.api.web import (
+    admin_pages,
+    approval_pages,
+    chat_pages,
+    job_pages,
+    library_pages,
+    login,
+    survey_pages,
+)
+from services.api.web.page_auth import install_page_handlers
+from services.api.web.security_headers import WebSecurityHeaders
+from services.api.web.templating import STATIC_DIR
+
+PAGE_ROUTERS = (
+    login.router,
+    chat_pages.router,
+    job_pages.router,
+    library_pages.router,
+    survey_pages.router,
+    approval_pages.router,
+    admin_pages.router,
+)
+
+
+def mount_web(app: FastAPI) -> None:
+    for router in PAGE_ROUTERS:
+        app.include_router(router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    install_page_handlers(app)
+    app.add_middleware(WebSecurityHeaders)

@@ -1,0 +1,46 @@
+// Shared helpers for Leaflab's pages. No inline scripts anywhere (the CSP forbids them):
+// pages load their own file and read data from data-* attributes.
+"use strict";
+const Leaflab = (() => {
+  const csrf = () => document.querySelector('meta[name="csrf-token"]')?.content || "";
+
+  // Calls Leaflab's JSON API with the session cookie; writes carry the CSRF header.
+  async function api(method, path, body) {
+    const init = { method, headers: { "Accept": "application/json" }, credentials: "same-origin" };
+    if (method !== "GET" && method !== "HEAD") init.headers["X-CSRF-Token"] = csrf();
+    if (body instanceof FormData) init.body = body;
+    else if (body !== undefined) { init.headers["Content-Type"] = "application/json"; init.body = JSON.stringify(body); }
+    const resp = await fetch(path, init);
+    if (resp.status === 401) { window.location = "/login?next=" + encodeURIComponent(location.pathname); }
+    const text = await resp.text();
+    let data = null;
+    try { data = text ? JSON.parse(text) : null; } catch (_) { data = { raw: text }; }
+    if (!resp.ok) {
+      const message = data?.error?.message || resp.statusText;
+      const err = new Error(message); err.status = resp.status; err.data = data; throw err;
+    }
+    return data;
+  }
+
+  // Builds DOM nodes with text content only: user data never becomes markup.
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "class") node.className = v;
+      else if (k === "text") node.textContent = v;
+      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+      else node.setAttribute(k, v === true ? "" : String(v));
+    }
+    for (const c of children.flat()) {
+      if (c === undefined || c === null) continue;
+      node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return node;
+  }
+
+  const fmtUsd = (x) => "$" + (Number(x) || 0).toFixed(4);
+  const fmtMs = (ms) => ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(2)} s`;
+
+  return { api, el, csrf, fmtUsd, fmtMs };
+})();

@@ -1,0 +1,33 @@
+"""Fixtures for page tests: one Chromium per run, a fresh browser context per test."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, sync_playwright
+
+from tests.web.browser import chromium_path, launch
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    executable = chromium_path()
+    if executable is None:
+        if os.environ.get("CI"):
+            pytest.fail(
+                "chromium is missing: scripts/ensure_browser.sh (the test command) installs it"
+            )
+        pytest.skip("chromium is not installed (scripts/ensure_browser.sh installs it)")
+    with sync_playwright() as playwright:
+        chromium = launch(playwright, executable)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    ctx = browser.new_context(viewport={"width": 1366, "height": 800})
+    yield ctx
+    ctx.close()
