@@ -69,6 +69,8 @@ class TestEstimate:
             assert unknown.status_code == 404
             reversed_years = {"kind": "survey", "input": {"topic": TOPIC, "years": "2026-2019"}}
             queued = client.post("/v1/jobs", json=reversed_years).json()
+            # Submitting shows the same estimate (medium: plan + 3 notes + outline + 5 + 5).
+            assert queued["estimate"]["model_calls"] == 15 and queued["estimate"]["cost_usd"] > 0
             assert client.get(f"/v1/jobs/{queued['id']}").json()["input"]["years"] == "2019-2026"
             client.post(f"/v1/jobs/{queued['id']}/cancel")
 

@@ -85,3 +85,19 @@ def usd_per_token(db: Session) -> tuple[Decimal, Decimal]:
 def survey_cost(db: Session, calls: Calls) -> float:
     per_in, per_out = usd_per_token(db)
     return round(float(per_in * calls.input_tokens + per_out * calls.output_tokens), 6)
+
+
+def survey_figures(
+    db: Session,
+    *,
+    user_id: uuid.UUID,
+    project_id: uuid.UUID | None,
+    length: str,
+    seeds: int,
+) -> tuple[Calls, int, float]:
+    """(calls, papers, cost) of a survey: the library's ready papers plus the seeds,
+    capped by the length's paper count."""
+    in_library = library_papers(db, user_id=user_id, project_id=project_id)
+    papers = min(in_library + seeds, shape_for(length).max_papers)
+    calls = survey_calls(papers=max(papers, 1), length=length)
+    return calls, papers, survey_cost(db, calls)

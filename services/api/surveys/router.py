@@ -11,9 +11,8 @@ from services.api.access import target_project
 from services.api.admin.budgets.remaining import remaining_budget
 from services.api.deps import CurrentUser, DbSession
 from services.api.errors import error_responses
-from services.api.surveys.estimate import library_papers, survey_calls, survey_cost
+from services.api.surveys.estimate import survey_figures
 from services.api.surveys.schemas import SurveyEstimate, SurveyEstimateIn
-from services.common.surveys import shape_for
 
 router = APIRouter(prefix="/v1/surveys", tags=["surveys"], responses=error_responses(401, 422))
 
@@ -25,10 +24,9 @@ def estimate_survey(
     """What the survey would cost; nothing is reserved or queued."""
     project = target_project(db, user, body.project)
     project_id = project.id if project is not None else None
-    in_library = library_papers(db, user_id=user.id, project_id=project_id)
-    papers = min(in_library + len(body.seed_papers), shape_for(body.length).max_papers)
-    calls = survey_calls(papers=max(papers, 1), length=body.length)
-    cost = survey_cost(db, calls)
+    calls, papers, cost = survey_figures(
+        db, user_id=user.id, project_id=project_id, length=body.length, seeds=len(body.seed_papers)
+    )
     budget = remaining_budget(db, user_id=user.id, project_id=project_id)
     left_usd = budget.usd_remaining if budget is not None else None
     left_tokens = budget.tokens_remaining if budget is not None else None
