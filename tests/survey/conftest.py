@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tests.conftest import Stack
 from tests.fixtures.builders import TestUser, client_for, make_user
 from tests.fixtures.processes import Services, Simulator
+from tests.fixtures.recorded_web import RecordedWeb, serve_recorded_web
 from tests.library.conftest import PDF_DIR, TOKEN, LibraryProcess
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ class SurveyStack:
     url: str
     member: TestUser
     documents: list[dict[str, Any]]  # {id, title, filename}
+    web: RecordedWeb  # OpenAlex, recorded: a search for "attention" finds a paper
 
     def client(self) -> httpx.Client:
         return client_for(self.url, self.member)
@@ -78,13 +81,18 @@ def survey_stack(
     files = base / "files"
     library = LibraryProcess(base, {"LEAFLAB_FILES_DIR": str(files)})
     svc = Services(stack, base)
-    try:
+    with ExitStack() as cleanup:
+        cleanup.callback(library.stop)
+        cleanup.callback(svc.stop)
+        recorded = cleanup.enter_context(serve_recorded_web())
         library.wait_ready()
         svc.env.update(
             {
                 "LEAFLAB_LIBRARY_URL": library.url,
                 "LEAFLAB_INTERNAL_TOKEN": TOKEN,
                 "LEAFLAB_FILES_DIR": str(files),
+                "LEAFLAB_OPENALEX_BASE_URL": recorded.base,
+                "LEAFLAB_WEB_ALLOW": recorded.allow_entry,
             }
         )
         sim = svc.simulator()
@@ -93,10 +101,7 @@ def survey_stack(
         member = make_user(session_factory)
         with client_for(url, member) as client:
             documents = _ingest(client)
-        yield SurveyStack(svc, sim, url, member, documents)
-    finally:
-        svc.stop()
-        library.stop()
+        yield SurveyStack(svc, sim, url, member, documents, recorded)
 
 
 @pytest.fixture(scope="package")

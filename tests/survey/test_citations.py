@@ -4,9 +4,10 @@ and what counts as a valid structured reply."""
 from __future__ import annotations
 
 import json
+import uuid
 
 from services.worker.survey.citations import guess_year, keys_in, make_key, strip_citations
-from services.worker.survey.gather import _in_years
+from services.worker.survey.context import SurveyJob
 from services.worker.survey.latex import escape
 from services.worker.survey.schemas import note_schema
 from services.worker.survey.structured import _parse, _without_enums
@@ -27,9 +28,14 @@ def test_keys_are_readable_and_unique() -> None:
     assert guess_year("2203.00130v1.pdf") == 2022 and guess_year("paper.pdf") is None
 
 
+def _job(years: str | None) -> SurveyJob:
+    return SurveyJob(uuid.uuid4(), None, uuid.uuid4(), None, {"topic": "t", "years": years})
+
+
 def test_years_scope_keeps_unknown_years() -> None:
-    assert _in_years(2019, "2019-2026") and not _in_years(2018, "2019-2026")
-    assert _in_years(None, "2019-2026") and _in_years(2020, "2020") and not _in_years(2021, "2020")
+    assert _job("2019-2026").in_years(2019) and not _job("2019-2026").in_years(2018)
+    assert _job("2019-2026").in_years(None) and _job(None).in_years(1950)
+    assert _job("2020").in_years(2020) and not _job("2020").in_years(2021)
 
 
 def test_latex_special_characters_are_escaped() -> None:

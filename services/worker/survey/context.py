@@ -39,6 +39,14 @@ class SurveyJob:
     def shape(self) -> SurveyShape:
         return shape_for(self.input.get("length"))
 
+    def in_years(self, year: int | None) -> bool:
+        """Whether a paper fits the survey's years; one whose year is unknown is kept."""
+        years = self.input.get("years")
+        if year is None or not years:
+            return True
+        first, _, last = str(years).partition("-")
+        return int(first) <= year <= int(last or first)
+
     @property
     def sections_wanted(self) -> int:
         return self.shape.sections

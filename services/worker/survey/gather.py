@@ -1,5 +1,6 @@
 """Stage gather: the project's library first (the agent's own library_search tool),
-then the seed DOIs, validated against OpenAlex (the paper_validate tool's client).
+then the seed DOIs and, when the library holds too few papers, an OpenAlex
+search (openalex_source.py).
 
 The result is the survey's paper set, each with its key, metadata and the
 passages found (which the read stage notes and the verify stage checks
@@ -22,10 +23,9 @@ from services.common.surveys import CHUNK_CHARS, CHUNKS_PER_PAPER
 from services.worker.survey.citations import guess_year, make_key
 from services.worker.survey.context import SurveyContext
 from services.worker.survey.keys import stage_key
+from services.worker.survey.openalex_source import add_seeds, search_openalex
 from services.worker.tools.base import ToolContext, ToolError
 from services.worker.tools.library_search import LibrarySearchArgs, LibrarySearchTool
-from services.worker.tools.papers.openalex import OpenAlex, normalise_doi
-from services.worker.tools.web.settings import ResearchToolSettings
 
 log = logging.getLogger(__name__)
 HITS_PER_QUERY = 12
@@ -38,9 +38,13 @@ def run_gather(ctx: SurveyContext, plan: dict[str, Any]) -> dict[str, Any]:
         return dict(done)
     ctx.report(stage="gather")
     found = _search_library(ctx, plan["search_queries"])
-    papers = _library_papers(ctx, found)
-    unresolved_seeds = _add_seeds(ctx, papers)
-    papers = [p for p in papers if _in_years(p["year"], ctx.job.input.get("years"))]
+    # Seeds are kept whatever their year (they were asked for by name).
+    papers = [p for p in _library_papers(ctx, found) if ctx.job.in_years(p["year"])]
+    unresolved_seeds = add_seeds(ctx, papers)
+    if len(papers) < ctx.job.papers_wanted:
+        # Too little in the library: OpenAlex records fill the rest (each validated
+        # by being OpenAlex's own, never a title the model made up).
+        papers += search_openalex(ctx, papers, limit=ctx.job.papers_wanted - len(papers))
     ranked = sorted(papers, key=lambda p: (-p["score"], p["title"].lower()))
     chosen = sorted(ranked[: ctx.job.papers_wanted], key=lambda p: p["title"].lower())
     taken: set[str] = set()
@@ -54,14 +58,6 @@ def run_gather(ctx: SurveyContext, plan: dict[str, Any]) -> dict[str, Any]:
     ctx.done(key, stage="gather", result=result)
     ctx.report(papers_found=len(by_key))
     return result
-
-
-def _in_years(year: int | None, years: str | None) -> bool:
-    """Whether a paper fits the survey's years; one whose year is unknown is kept."""
-    if year is None or not years:
-        return True
-    first, _, last = years.partition("-")
-    return int(first) <= year <= int(last or first)
 
 
 def _search_library(ctx: SurveyContext, queries: list[str]) -> dict[str, dict[str, Any]]:
@@ -143,48 +139,3 @@ def _library_papers(ctx: SurveyContext, found: dict[str, dict[str, Any]]) -> lis
             }
         )
     return papers
-
-
-def _add_seeds(ctx: SurveyContext, papers: list[dict[str, Any]]) -> list[str]:
-    """Seed DOIs not already among the library papers, looked up in OpenAlex; the
-    ones that cannot be validated are returned (and reported), never cited."""
-    seeds = [normalise_doi(s) for s in ctx.job.input.get("seed_papers") or []]
-    have = {p["doi"] for p in papers if p.get("doi")}
-    unresolved: list[str] = []
-    wanted = [s for s in seeds if s and s not in have]
-    if not wanted:
-        return [s for s in ctx.job.input.get("seed_papers") or [] if normalise_doi(s) is None]
-    openalex = OpenAlex(ResearchToolSettings())
-    for doi in wanted:
-        try:
-            work = openalex.by_doi(doi)
-        except ToolError as err:
-            log.warning("survey gather: OpenAlex look-up of %s failed: %s", doi, err)
-            work = None
-        if work is None or work.is_retracted:
-            unresolved.append(doi)
-            continue
-        papers.append(
-            {
-                "title": work.title,
-                "authors": list(work.authors),
-                "year": work.year,
-                "doi": work.doi,
-                "document_id": None,
-                "openalex_id": work.openalex_id,
-                "filename": None,
-                # Seeds were asked for by name: they rank first.
-                "score": 1e6,
-                # The record itself is the only source text a note can point at.
-                "chunks": [
-                    {
-                        "chunk_id": "c1",
-                        "locator": f"openalex:{work.openalex_id}",
-                        "page": None,
-                        "section": "OpenAlex record",
-                        "text": work.line(),
-                    }
-                ],
-            }
-        )
-    return unresolved
