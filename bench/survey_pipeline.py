@@ -41,6 +41,7 @@ from services.worker.survey.read import READ_PARALLELISM
 from tests.conftest import Stack
 from tests.fixtures.builders import client_for, make_user, wait_job
 from tests.fixtures.processes import Services
+from tests.fixtures.recorded_web import serve_recorded_web
 from tests.library.conftest import PDF_DIR, TOKEN, LibraryProcess
 from tests.survey.scripts import expected_keys, plain_survey_scripts
 
@@ -108,7 +109,12 @@ def main() -> None:
     names = sorted(p.name for p in PDF_DIR.glob("*.pdf"))[: args.pdfs]
     shape = shape_for(args.length)
     os.environ.setdefault("LEAFLAB_HOME", tempfile.mkdtemp(prefix="leaflab-bench-"))
-    with scratch_stack("survey") as scratch, tempfile.TemporaryDirectory() as logs:
+    with (
+        scratch_stack("survey") as scratch,
+        tempfile.TemporaryDirectory() as logs,
+        # Gather asks OpenAlex when the library is thin: the recorded answers stand in.
+        serve_recorded_web() as web,
+    ):
         services = Services(Stack(scratch.database_url, scratch.redis_url), Path(logs))
         library = LibraryProcess(
             Path(logs),
@@ -125,6 +131,8 @@ def main() -> None:
                     "LEAFLAB_LIBRARY_URL": library.url,
                     "LEAFLAB_INTERNAL_TOKEN": TOKEN,
                     "LEAFLAB_FILES_DIR": str(Path(logs) / "files"),
+                    "LEAFLAB_OPENALEX_BASE_URL": web.base,
+                    "LEAFLAB_WEB_ALLOW": web.allow_entry,
                 }
             )
             sim = services.simulator()
