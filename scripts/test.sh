@@ -8,6 +8,7 @@ scripts/install.sh
 scripts/ensure_services.sh
 scripts/ensure_fault_tools.sh
 scripts/ensure_browser.sh
+scripts/ensure_latex.sh
 if [ -x scripts/ensure_docker.sh ]; then
   scripts/ensure_docker.sh
 fi

@@ -22,6 +22,7 @@ from services.api.outages import install_outage_handlers
 from services.api.sessions.router import router as sessions_router
 from services.api.settings import ApiSettings
 from services.api.state import AppState
+from services.api.surveys.router import router as surveys_router
 from services.api.traces.router import router as traces_router
 from services.api.web.router import mount_web
 from services.common.celery_app import build_celery
@@ -99,6 +100,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         events_router,
         traces_router,
         library_router,
+        surveys_router,
     )
     for router in routers:
         # Every authenticated route may answer 429 (the per-key rate limit).

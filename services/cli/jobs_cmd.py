@@ -1,4 +1,4 @@
-"""Client commands: submit, watch, jobs, cancel, survey, batch."""
+"""Client commands: submit, watch, jobs, cancel, batch (survey: survey_cmd.py)."""
 
 from __future__ import annotations
 
@@ -35,21 +35,6 @@ def submit(text: str, session_id: str | None, project: str | None, watch: bool) 
     if project:
         body["project"] = project
     job = client.request("POST", "/v1/jobs", json=body)
-    _finish(client, job["id"], watch)
-
-
-@click.command()
-@click.argument("topic")
-@click.option("--years", help="e.g. 2015-2024")
-@click.option("--length", type=click.Choice(["short", "medium", "long"]), default="medium")
-@click.option("--watch", is_flag=True)
-def survey(topic: str, years: str | None, length: str, watch: bool) -> None:
-    """Submit a literature survey job."""
-    client = LeaflabClient()
-    survey_input: dict[str, Any] = {"topic": topic, "length": length}
-    if years:
-        survey_input["years"] = years
-    job = client.request("POST", "/v1/jobs", json={"kind": "survey", "input": survey_input})
     _finish(client, job["id"], watch)
 
 

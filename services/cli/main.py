@@ -6,11 +6,12 @@ import click
 
 from services.cli.admin_cmd import admin
 from services.cli.approvals_cmd import approvals, approve
-from services.cli.jobs_cmd import batch, cancel, jobs, submit, survey, watch
+from services.cli.jobs_cmd import batch, cancel, jobs, submit, watch
 from services.cli.library_cmd import library
 from services.cli.migrate_cmd import migrate
 from services.cli.sandbox_cmd import sandbox
 from services.cli.serve_cmd import serve
+from services.cli.survey_cmd import survey
 from services.cli.trace_cmd import trace_cmd
 from services.cli.up.command import up
 from services.model_sim.command import model_sim

@@ -47,6 +47,12 @@ def render_event(event: dict[str, Any], state: dict[str, Any]) -> str | None:
         if data.get("state") == "soft_limit":
             return f"\n  (budget past its soft limit: calls now use {data.get('model')})"
         return f"\n  ({data.get('message')})"
+    if kind == "progress":  # a survey's stage and counts
+        return (
+            f"\n  [{data.get('stage')}] papers {data.get('papers_read')}/{data.get('papers_found')}"
+            f", sections {data.get('sections_written')}/{data.get('sections_total')}"
+            f", ${float(data.get('cost_usd') or 0):.4f}"
+        )
     if kind == "final":
         return f"\n[{data.get('status')}] after {state.get('tools', 0)} tool call(s)\n"
     return None

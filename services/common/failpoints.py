@@ -26,7 +26,8 @@ ledger boundary:
   yet applied).
 - ``job.before_finish`` / ``job.after_finish``: the terminal status is about
   to be / has been committed (events and wake-ups not yet sent).
-- ``survey.after_brief``: a survey's opening message has been written.
+- ``survey.after_note``: a survey paper's note step has been written (other
+  notes of the read stage may still be in flight).
 - ``context.after_summary``: a rolling context summary's ledger step has been
   written (the model call that uses it not yet made).
 - ``subagent.after_spawn``: a subagent's child job and the parent's waiting

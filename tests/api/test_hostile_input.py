@@ -288,7 +288,12 @@ class TestSurveyJob:
         assert resp.status_code == 202, resp.text
         job = user.get(f"/v1/jobs/{resp.json()['id']}").json()
         assert job["status"] == "queued" and job["kind"] == "survey"
-        assert job["input"] == {**survey, "seed_papers": []}
+        assert job["input"] == {
+            **survey,
+            "seed_papers": [],
+            "venues": [],
+            "formats": ["md", "tex"],
+        }
         session = user.get(f"/v1/sessions/{job['session_id']}").json()
         assert session["title"] == "PID tuning"
         assert user.get(f"/v1/sessions/{job['session_id']}/messages").json() == {"items": []}

@@ -27,12 +27,8 @@ from typing import Any
 
 import httpx
 import pytest
-from celery import Celery
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.common.turns import JobOrigin, create_queued_job, open_session
-from services.worker.runtime.dispatch import send_advance
-from services.worker.runtime.survey_brief import survey_prompt
 from tests.conftest import Stack
 from tests.fixtures.builders import client_for, make_user, wait_job
 from tests.fixtures.processes import Proc, Services, Simulator
@@ -304,37 +300,3 @@ def _check_sandbox(
 
 
 CHECKS = {"read_only": _check_read_only, "file_edit": _check_file_edit, "sandbox": _check_sandbox}
-
-
-def test_survey_brief_is_written_once_even_when_the_worker_dies_right_after(
-    rig: Rig, session_factory: sessionmaker[Session], stack: Stack
-) -> None:
-    user = make_user(session_factory)
-    survey = {"topic": "robust control of soft robots", "length": "short", "years": "2019-2024"}
-    with session_factory() as db, db.begin():
-        origin = JobOrigin(user_id=user.id)
-        session = open_session(db, origin=origin, title="survey")
-        job = create_queued_job(
-            db, origin=origin, kind="survey", job_input=survey, session=session, max_turns=5
-        )
-        job_id, session_id = str(job.id), str(session.id)
-    rig.sim.set_script(session_id, {"replies": [{"content": FINAL}]})
-    client = client_for(rig.url, user)
-    assert client.get(f"/v1/sessions/{session_id}/messages").json()["items"] == []
-
-    victim = rig.worker(failpoints="survey.after_brief=kill")
-    send_advance(Celery("test", broker=stack.redis_url), uuid.UUID(job_id))
-    assert _death(victim, "survey.after_brief=kill") is None
-    successor = rig.worker()
-    try:
-        done = wait_job(client, job_id, timeout_s=120)
-    finally:
-        successor.stop()
-
-    assert done["status"] == "succeeded", done
-    messages = client.get(f"/v1/sessions/{session_id}/messages").json()["items"]
-    assert [(m["role"], m["content"]) for m in messages] == [
-        ("user", survey_prompt(survey)),
-        ("assistant", FINAL),
-    ]
-    assert "robust control of soft robots" in messages[0]["content"]

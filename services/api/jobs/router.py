@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from services.api.access import (
     changeable_job,
@@ -21,7 +22,8 @@ from services.api.access import (
     target_project,
     visible_job,
 )
-from services.api.admin.budgets.remaining import remaining_budget, survey_estimate
+from services.api.admin.budgets.remaining import remaining_budget
+from services.api.admin.budgets.schemas import CostEstimate
 from services.api.bodies import NO_NUL
 from services.api.deps import CurrentUser, DbSession, StateDep
 from services.api.errors import error_responses
@@ -36,6 +38,7 @@ from services.api.jobs.schemas import (
     StepList,
     StepOut,
 )
+from services.api.surveys.estimate import survey_figures
 from services.common.models import Job, JobStep
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=error_responses(401, 422))
@@ -66,7 +69,21 @@ def submit_job(
         status="queued",
         session_id=job.session_id,
         budget=remaining_budget(db, user_id=user.id, project_id=job.project_id),
-        estimate=survey_estimate(db, length=job_input["length"]) if body.kind == "survey" else None,
+        estimate=_survey_estimate(db, job, job_input) if body.kind == "survey" else None,
+    )
+
+
+def _survey_estimate(db: Session, job: Job, job_input: dict[str, Any]) -> CostEstimate:
+    """The same figures as ``POST /v1/surveys/estimate`` (services/api/surveys)."""
+    calls, _, cost = survey_figures(
+        db,
+        user_id=job.user_id,
+        project_id=job.project_id,
+        length=job_input["length"],
+        seeds=len(job_input["seed_papers"]),
+    )
+    return CostEstimate(
+        model_calls=calls.count, tokens=calls.input_tokens + calls.output_tokens, cost_usd=cost
     )
 
 

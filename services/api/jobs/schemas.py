@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from services.api.admin.budgets.schemas import BudgetRemaining, CostEstimate
 from services.api.bodies import NOT_BLANK, RequestBody
@@ -21,11 +21,30 @@ class TurnInput(RequestBody):
     content: str = Field(min_length=1, pattern=NOT_BLANK)
 
 
+SurveyFormat = Literal["md", "tex"]
+SURVEY_FORMATS: tuple[SurveyFormat, ...] = ("md", "tex")
+
+
 class SurveyInput(RequestBody):
-    topic: str = Field(min_length=3, max_length=2000)
-    seed_papers: list[str] = Field(default_factory=list, max_length=100)
+    topic: str = Field(min_length=3, max_length=2000, pattern=NOT_BLANK)
+    seed_papers: list[Annotated[str, Field(min_length=1, max_length=300, pattern=NOT_BLANK)]] = (
+        Field(default_factory=list, max_length=100, description="DOIs (any spelling) or titles")
+    )
     years: str | None = Field(default=None, max_length=20, pattern=r"^\d{4}(-\d{4})?$")
+    venues: list[Annotated[str, Field(min_length=1, max_length=200, pattern=NOT_BLANK)]] = Field(
+        default_factory=list, max_length=50
+    )
     length: Literal["short", "medium", "long"] = "medium"
+    formats: list[SurveyFormat] = Field(default_factory=lambda: list(SURVEY_FORMATS), min_length=1)
+
+    @model_validator(mode="after")
+    def _years_in_order(self) -> SurveyInput:
+        # A reversed range means the same years (and the OpenAPI schema cannot say
+        # "ordered", so refusing it would refuse input the schema allows).
+        if self.years and "-" in self.years:
+            start, end = sorted(int(y) for y in self.years.split("-"))
+            self.years = f"{start}-{end}"
+        return self
 
 
 class BatchTask(RequestBody):

@@ -103,6 +103,7 @@ class ModelClient:
         on_token: Callable[[str], None] | None = None,
         stream: bool = True,
         tool_protocol: ToolProtocol = "native",
+        response_format: dict[str, Any] | None = None,
     ) -> ModelResponse:
         """One chat completion, retried on retryable failures; raises :class:`ModelError`.
 
@@ -117,6 +118,9 @@ class ModelClient:
         kwargs = self._request_kwargs(
             model, messages, None if json_tools else tools, max_tokens, conversation_key, stream
         )
+        if response_format is not None:
+            # Structured output (a survey stage's JSON schema) travels as is, like messages.
+            kwargs["extra_body"]["response_format"] = response_format
         prompt_chars = _prompt_chars(messages)
         attempt = 0
         while True:

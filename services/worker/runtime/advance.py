@@ -27,6 +27,7 @@ from services.worker.runtime.finish import commit_finish
 from services.worker.runtime.lease import Lease, LeaseLost, acquire, release
 from services.worker.runtime.outcome import Outcome
 from services.worker.runtime.turn import TurnRunner, earlier_active_job
+from services.worker.survey.runner import SurveyRunner
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer(TRACER_WORKER)
@@ -97,6 +98,8 @@ def _run_slice(deps: RuntimeDeps, lease: Lease) -> Outcome:
         span.set_attribute("leaflab.worker.id", deps.settings.worker_id)
         if job.kind == "batch":
             outcome = BatchRunner(deps, lease, job, events).run()
+        elif job.kind == "survey":
+            outcome = SurveyRunner(deps, lease, job, events).run(deadline)
         elif job.kind == "memory":
             outcome = MaintenanceRunner(deps, lease, job, events).run(deadline)
         else:

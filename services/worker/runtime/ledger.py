@@ -1,7 +1,7 @@
 """The step ledger read back: what a job has done, by deterministic key.
 
 Keys are deterministic — ``llm:<round>``, ``tool:<round>:<tool_call_id>``,
-``batch:task:<i>``, ``survey:brief`` — so a resumed job reads what already
+``batch:task:<i>``, ``survey:<stage>[:<item>]`` — so a resumed job reads what already
 happened instead of doing it again. Steps are written only by ``recorder.py``,
 under the job's fence.
 """

@@ -47,6 +47,7 @@ def call_model(
     on_token: Callable[[str], None],
     request: dict[str, Any],
     payer: tuple[uuid.UUID, uuid.UUID | None],
+    response_format: dict[str, Any] | None = None,
 ) -> tuple[ModelResponse, str, Decimal]:
     """(response, model that answered, cost); ``request`` gains the route taken.
 
@@ -65,6 +66,7 @@ def call_model(
                 max_tokens=deps.settings.llm_max_tokens,
                 conversation_key=conversation_key,
                 on_token=on_token,
+                response_format=response_format,
             )
         except ModelError as err:
             budget.settle(admission, model=None)

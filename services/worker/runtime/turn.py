@@ -40,7 +40,6 @@ from services.worker.runtime.outcome import Outcome
 from services.worker.runtime.recorder import MessageWrite, StepWrite, UsageDelta, record
 from services.worker.runtime.state import TurnState
 from services.worker.runtime.subagent_scope import subagent_scope
-from services.worker.runtime.survey_brief import ensure_brief
 from services.worker.runtime.suspend import StepSuspended
 from services.worker.runtime.tool_exec import JobIdentity, ToolCallSpec, ToolStepRunner
 from services.worker.runtime.tool_failures import consecutive_failures_reason
@@ -91,8 +90,6 @@ class TurnRunner:
         return TurnState(steps=steps, history=history, cancel_requested=cancel)
 
     def run(self, deadline: float) -> Outcome:
-        if self.kind == "survey":
-            ensure_brief(self.deps, self.lease, self.who, self.job_input, self.state)
         first = True
         while True:
             if self.lease.lost.is_set():

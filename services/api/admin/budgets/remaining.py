@@ -1,4 +1,4 @@
-"""What a member sees when submitting: the budget left, and a survey's rough cost.
+"""What a member sees when submitting: the budget left (a survey's estimate: api/surveys).
 
 Read-only and advisory: the worker's reservation before each call is what
 actually enforces a budget; these numbers only let a member decide in advance.
@@ -10,16 +10,11 @@ import uuid
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from services.api.admin.budgets.schemas import BudgetRemaining, CostEstimate
-from services.common.models import Budget, SpendRecord
-
-# Model calls a survey of each length usually makes, and tokens per call
-# (a long context of notes in, a section out).
-SURVEY_CALLS = {"short": 15, "medium": 30, "long": 60}
-TOKENS_PER_CALL = 8_000
+from services.api.admin.budgets.schemas import BudgetRemaining
+from services.common.models import Budget
 
 
 def remaining_budget(
@@ -44,19 +39,3 @@ def remaining_budget(
         usd_remaining=float(max(usd, Decimal(0))),
         tokens_remaining=max(min(token_lefts), 0) if token_lefts else None,
     )
-
-
-def survey_estimate(db: Session, *, length: str) -> CostEstimate:
-    """Calls × tokens by length, priced at the lab's average $/token over its spend ledger."""
-    calls = SURVEY_CALLS.get(length, SURVEY_CALLS["medium"])
-    tokens = calls * TOKENS_PER_CALL
-    spent, used = db.execute(
-        select(
-            func.sum(SpendRecord.cost_usd),
-            func.sum(SpendRecord.input_tokens + SpendRecord.output_tokens),
-        )
-    ).one()
-    cost = None
-    if spent is not None and used:
-        cost = round(float(spent) / float(used) * tokens, 4)
-    return CostEstimate(model_calls=calls, tokens=tokens, cost_usd=cost)

@@ -47,6 +47,7 @@ class CompletionClient(Protocol):
         on_token: Callable[[str], None] | None = None,
         stream: bool = True,
         tool_protocol: Any = "native",
+        response_format: dict[str, Any] | None = None,
     ) -> ModelResponse: ...
 
 
@@ -129,6 +130,7 @@ class _Call:
     conversation_key: str | None
     on_token: Callable[[str], None] | None
     stream: bool
+    response_format: dict[str, Any] | None = None
     attempts: list[Attempt] = field(default_factory=list)
     last: ModelError | None = None
 
@@ -179,12 +181,22 @@ class ModelRouter:
         conversation_key: str | None = None,
         on_token: Callable[[str], None] | None = None,
         stream: bool = True,
+        response_format: dict[str, Any] | None = None,
     ) -> RoutedResponse:
         """The first candidate's reply that succeeds; raises :class:`ModelError` for a
         request error and :class:`RoutingFailed` when no candidate answered."""
         tier, why = self.tier_for(scene, tier_override)
         call = _Call(
-            scene, tier, why, messages, tools, max_tokens, conversation_key, on_token, stream
+            scene,
+            tier,
+            why,
+            messages,
+            tools,
+            max_tokens,
+            conversation_key,
+            on_token,
+            stream,
+            response_format,
         )
         retry_after: float | None = None
         for pass_no in range(self.policy.max_retries + 1):
@@ -242,15 +254,7 @@ class ModelRouter:
         self, call: _Call, index: int, candidate: Candidate, *, probe: bool, forced: bool = False
     ) -> RoutedResponse | None:
         try:
-            response = self._call(
-                candidate,
-                call.messages,
-                call.tools,
-                call.max_tokens,
-                call.conversation_key,
-                call.on_token,
-                call.stream,
-            )
+            response = self._call(candidate, call)
         except ModelError as err:
             call.attempts.append(Attempt(candidate, err.error_type, err.status, probe))
             call.last = err
@@ -281,26 +285,23 @@ class ModelRouter:
             attempts=call.attempts,
         )
 
-    def _call(
-        self,
-        candidate: Candidate,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int,
-        conversation_key: str | None,
-        on_token: Callable[[str], None] | None,
-        stream: bool,
-    ) -> ModelResponse:
+    def _call(self, candidate: Candidate, call: _Call) -> ModelResponse:
         endpoint = self.endpoints[candidate.profile]
+        # Only structured-output calls pass response_format, so clients that predate
+        # it (test doubles of CompletionClient) keep working for everything else.
+        extra: dict[str, Any] = {}
+        if call.response_format is not None:
+            extra["response_format"] = call.response_format
         return endpoint.client.complete(
             model=candidate.model,
-            messages=messages,
-            tools=tools,
-            max_tokens=max_tokens,
-            conversation_key=conversation_key,
-            on_token=on_token,
-            stream=stream,
+            messages=call.messages,
+            tools=call.tools,
+            max_tokens=call.max_tokens,
+            conversation_key=call.conversation_key,
+            on_token=call.on_token,
+            stream=call.stream,
             tool_protocol="json" if endpoint.json_tool_protocol else "native",
+            **extra,
         )
 
     def _acquire(self, candidate: Candidate) -> str:

@@ -1,0 +1,1 @@
+"""Surveys before they start: ``POST /v1/surveys/estimate``."""

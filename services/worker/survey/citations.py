@@ -1,0 +1,104 @@
+"""Citation keys: how they are made, found in text, and resolved to real sources.
+
+A key (``scibert2019pretrained``) is made from what the library knows of a
+paper — first author's surname when known, else the title's first word, then
+the year and the title's first significant word — and is unique within a
+survey. A key resolves when it names a paper gathered for this survey that is
+a library document still in the library, or an OpenAlex record validated in
+gather. Anything else does not resolve and never reaches the report as a
+citation.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services.common.models import Document
+
+# Inside [...] a citation is @key; keys are letters, digits and ``_:-``.
+CITATION_RE = re.compile(r"\[((?:[^\[\]]*?@[A-Za-z0-9_:-]+)+[^\[\]]*)\]")
+KEY_IN_GROUP_RE = re.compile(r"@([A-Za-z0-9_:-]+)")
+STOPWORDS = frozenset(
+    "a an the of on in for and to with from by towards toward via using is are what how".split()
+)
+ARXIV_NAME_RE = re.compile(r"^(\d{2})(\d{2})\.\d{4,5}")
+
+
+def _ascii_words(text: str) -> list[str]:
+    plain = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return [w.lower() for w in re.findall(r"[A-Za-z0-9]+", plain)]
+
+
+def guess_year(filename: str | None) -> int | None:
+    """The year an arXiv-style file name (``2203.00130v1.pdf``) or a 19xx/20xx in the
+    name says; None otherwise (the key then reads ``nd``, and the year is left out)."""
+    if not filename:
+        return None
+    match = ARXIV_NAME_RE.match(filename)
+    if match and 1 <= int(match.group(2)) <= 12:
+        return 2000 + int(match.group(1))
+    found = re.search(r"(19[89]\d|20[0-3]\d)", filename)
+    return int(found.group(1)) if found else None
+
+
+def make_key(*, title: str, authors: list[str], year: int | None, taken: set[str]) -> str:
+    """A readable, unique key for one paper; ``taken`` gains it."""
+    words = [w for w in _ascii_words(title) if w not in STOPWORDS] or ["paper"]
+    surname = _ascii_words(authors[0])[-1:] if authors else []
+    head = surname[0] if surname else words[0]
+    tail = words[1] if not surname and len(words) > 1 else words[0]
+    base = f"{head}{year or 'nd'}{tail if tail != head else ''}"[:40]
+    key, n = base, 0
+    while key in taken:
+        n += 1
+        key = f"{base}{chr(ord('a') + n - 1)}" if n <= 26 else f"{base}{n}"
+    taken.add(key)
+    return key
+
+
+def keys_in(text: str) -> list[str]:
+    """Every ``[@key]`` / ``[@a; @b]`` citation in text, in order of appearance."""
+    found: list[str] = []
+    for group in CITATION_RE.findall(text):
+        found.extend(KEY_IN_GROUP_RE.findall(group))
+    return found
+
+
+def strip_citations(text: str) -> str:
+    """The text without its citation brackets (for a claim listed as unverified)."""
+    return re.sub(r"\s*" + CITATION_RE.pattern, "", text).strip()
+
+
+def resolving(
+    db: Session, papers: dict[str, dict[str, Any]], keys: Iterable[str]
+) -> dict[str, str | None]:
+    """For each key: None when it resolves, else why it does not."""
+    wanted = set(keys)
+    doc_ids = {
+        uuid.UUID(p["document_id"])
+        for k, p in papers.items()
+        if k in wanted and p.get("document_id")
+    }
+    present = (
+        set(db.scalars(select(Document.id).where(Document.id.in_(doc_ids)))) if doc_ids else set()
+    )
+    why: dict[str, str | None] = {}
+    for key in wanted:
+        paper = papers.get(key)
+        if paper is None:
+            why[key] = "no paper with this key was gathered for the survey"
+        elif paper.get("document_id"):
+            gone = uuid.UUID(paper["document_id"]) not in present
+            why[key] = "its library document no longer exists" if gone else None
+        elif paper.get("openalex_id"):
+            why[key] = None
+        else:
+            why[key] = "neither a library document nor a validated OpenAlex record"
+    return why

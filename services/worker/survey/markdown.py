@@ -1,0 +1,69 @@
+"""report.md: sections with ``[@key]`` citations, "Needs checking", references.
+
+Rendered from ledger data only, in a fixed order, so the same ledger always
+gives the same bytes (a resumed survey's report equals an uninterrupted one's).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.worker.survey.citations import strip_citations
+
+
+def cite(keys: list[str]) -> str:
+    return "[" + "; ".join(f"@{k}" for k in keys) + "]" if keys else ""
+
+
+def paragraph_text(para: dict[str, Any]) -> str:
+    """The claim's prose with its citations written once, at its end."""
+    body = strip_citations(para["text"])
+    marks = cite(para["keys"])
+    return f"{body} {marks}".strip()
+
+
+def render_markdown(
+    *,
+    topic: str,
+    plan: dict[str, Any],
+    sections: list[dict[str, Any]],
+    papers: list[dict[str, Any]],
+    unresolved_seeds: list[str],
+) -> str:
+    out = [f"# {topic}", "", "## Research questions", ""]
+    out += [f"- {q}" for q in plan["research_questions"]]
+    out.append("")
+    for section in sections:
+        out += [f"## {section['title']}", ""]
+        for para in section["paragraphs"]:
+            out += [paragraph_text(para), ""]
+    moved = [m for s in sections for m in s["needs_checking"]]
+    if moved or unresolved_seeds:
+        out += ["## Needs checking", ""]
+        out.append("These claims were taken out of the report because verification failed.")
+        out.append("")
+        for item in moved:
+            keys = ", ".join(f"`{k}`" for k in item["keys"]) or "none"
+            out.append(
+                f"- ({item['section']}) {strip_citations(item['text'])} — cited {keys}: "
+                f"{item['reason']}"
+            )
+        for seed in unresolved_seeds:
+            out.append(f"- seed paper `{seed}`: could not be validated (not cited)")
+        out.append("")
+    out += ["## References", ""]
+    for paper in papers:
+        out.append(f"- **{paper['key']}**: {reference_line(paper)}")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def reference_line(paper: dict[str, Any]) -> str:
+    authors = ", ".join(paper["authors"]) or "Unknown authors"
+    parts = [authors, f"*{paper['title']}*", str(paper["year"] or "n.d.")]
+    if paper.get("doi"):
+        parts.append(f"doi:{paper['doi']}")
+    if paper.get("document_id"):
+        parts.append(f"library document {paper['document_id']}")
+    if paper.get("openalex_id"):
+        parts.append(f"OpenAlex {paper['openalex_id']}")
+    return ". ".join(parts) + "."

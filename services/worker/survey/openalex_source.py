@@ -1,0 +1,97 @@
+"""Papers from OpenAlex for the gather stage: seed DOIs, and a topic search when the
+library holds too few papers. Both go through the paper tools' OpenAlex client
+(services/worker/tools/papers), so the same address guard and recorded answers
+apply; a retracted work is never taken. Such a paper has no library passages:
+its OpenAlex record line is the one passage a note can point at.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from services.worker.survey.context import SurveyContext
+from services.worker.tools.base import ToolError
+from services.worker.tools.papers.openalex import OpenAlex, Work, normalise_doi, normalise_title
+from services.worker.tools.web.settings import ResearchToolSettings
+
+log = logging.getLogger(__name__)
+SEED_SCORE = 1e6  # seeds were asked for by name: they rank first
+
+
+def as_paper(work: Work, *, score: float) -> dict[str, Any]:
+    return {
+        "title": work.title,
+        "authors": list(work.authors),
+        "year": work.year,
+        "doi": work.doi,
+        "document_id": None,
+        "openalex_id": work.openalex_id,
+        "filename": None,
+        "score": score,
+        "chunks": [
+            {
+                "chunk_id": "c1",
+                "locator": f"openalex:{work.openalex_id}",
+                "page": None,
+                "section": "OpenAlex record",
+                "text": work.line(),
+            }
+        ],
+    }
+
+
+def add_seeds(ctx: SurveyContext, papers: list[dict[str, Any]]) -> list[str]:
+    """Seed DOIs not already among ``papers`` looked up in OpenAlex and appended; the
+    ones that cannot be validated are returned (the report lists them, never cites them)."""
+    given = list(ctx.job.input.get("seed_papers") or [])
+    have = {p["doi"] for p in papers if p.get("doi")}
+    unresolved = [s for s in given if normalise_doi(s) is None]
+    wanted = [d for d in (normalise_doi(s) for s in given) if d and d not in have]
+    if not wanted:
+        return unresolved
+    openalex = OpenAlex(ResearchToolSettings())
+    for doi in wanted:
+        try:
+            work = openalex.by_doi(doi)
+        except ToolError as err:
+            log.warning("survey gather: OpenAlex look-up of %s failed: %s", doi, err)
+            work = None
+        if work is None or work.is_retracted:
+            unresolved.append(doi)
+            continue
+        papers.append(as_paper(work, score=SEED_SCORE))
+    return unresolved
+
+
+def search_openalex(
+    ctx: SurveyContext, papers: list[dict[str, Any]], *, limit: int
+) -> list[dict[str, Any]]:
+    """Up to ``limit`` works on the topic that are not among ``papers`` already."""
+    first, _, last = (ctx.job.input.get("years") or "").partition("-")
+    try:
+        works = OpenAlex(ResearchToolSettings()).search(
+            ctx.job.topic,
+            limit=min(25, limit + 5),
+            year_from=int(first) if first else None,
+            year_to=int(last or first) if first else None,
+        )
+    except ToolError as err:
+        log.warning("survey gather: OpenAlex search failed: %s", err)
+        return []
+    seen_dois = {p["doi"] for p in papers if p.get("doi")}
+    seen_titles = {normalise_title(p["title"]) for p in papers}
+    found = []
+    for rank, work in enumerate(works):
+        if work.is_retracted or (work.doi and work.doi in seen_dois):
+            continue
+        if not ctx.job.in_years(work.year):
+            continue
+        if normalise_title(work.title) in seen_titles:
+            continue
+        seen_titles.add(normalise_title(work.title))
+        # Below every library paper: the library is the lab's own choice.
+        found.append(as_paper(work, score=-1.0 - rank))
+        if len(found) == limit:
+            break
+    return found

@@ -1,0 +1,146 @@
+"""Stage verify: every cited claim checked, per section, in parallel.
+
+A paragraph that cites is a claim. First each key must resolve (citations.py):
+a key that does not fails the claim at once, without asking the model. Claims
+whose keys all resolve go to the model with the source passages their notes
+point at; an ``unsupported`` verdict moves the claim out of the text. Moved
+claims are listed under "Needs checking" with the reason — never cited silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from services.worker.survey.citations import resolving
+from services.worker.survey.context import SurveyContext
+from services.worker.survey.keys import conversation, item_key, stage_key
+from services.worker.survey.parallel import run_bounded
+from services.worker.survey.schemas import verify_schema
+from services.worker.survey.structured import Ask, Spent
+
+VERIFY_PARALLELISM = 4
+SOURCE_CHARS = 1200
+SYSTEM = (
+    "You check a survey's claims against their sources. For each claim say whether the "
+    "source passages support it: supported, partially_supported or unsupported."
+)
+
+
+def run_verify(
+    ctx: SurveyContext,
+    sections: list[dict[str, Any]],
+    papers: dict[str, dict[str, Any]],
+    notes: dict[str, dict[str, Any]],
+    should_stop: Callable[[], bool],
+) -> list[dict[str, Any]] | None:
+    key = stage_key("verify")
+    done = ctx.result(key)
+    if done is not None:
+        return list(done["sections"])
+    todo = [i for i in range(len(sections)) if ctx.result(item_key("verify", str(i))) is None]
+    ctx.report(stage="verify")
+
+    def verify_one(index: int) -> None:
+        result, spent = _verify_section(ctx, index, sections[index], papers, notes)
+        ctx.done(item_key("verify", str(index)), stage="verify", result=result, spent=spent)
+
+    if not run_bounded(todo, verify_one, limit=VERIFY_PARALLELISM, should_stop=should_stop):
+        return None
+    checked: list[dict[str, Any]] = [
+        ctx.result(item_key("verify", str(i))) for i in range(len(sections))
+    ]
+    ctx.done(key, stage="verify", result={"sections": checked})
+    return checked
+
+
+def _verify_section(
+    ctx: SurveyContext,
+    index: int,
+    section: dict[str, Any],
+    papers: dict[str, dict[str, Any]],
+    notes: dict[str, dict[str, Any]],
+) -> tuple[dict[str, Any], Spent]:
+    paragraphs = section["paragraphs"]
+    all_keys = {k for p in paragraphs for k in p["keys"]}
+    with ctx.deps.factory() as db:
+        why = resolving(db, papers, all_keys)
+    kept: list[dict[str, Any] | None] = list(paragraphs)
+    moved: list[dict[str, Any]] = []
+    claims: dict[str, int] = {}
+    for n, para in enumerate(paragraphs):
+        bad = [k for k in para["keys"] if why.get(k)]
+        if bad:
+            reasons = "; ".join(f"{k}: {why[k]}" for k in bad)
+            moved.append(_moved(section, para, f"citation does not resolve ({reasons})", bad))
+            kept[n] = None
+        elif para["keys"]:
+            claims[f"c{len(claims) + 1}"] = n
+    spent = Spent()
+    verdicts: dict[str, Any] = {}
+    if claims:
+        ask = Ask(
+            name="survey_verify",
+            schema=verify_schema(list(claims)),
+            system=SYSTEM,
+            user=_claims_prompt(claims, paragraphs, papers, notes),
+            conversation_key=conversation(ctx.job.session_id, "verify", str(index)),
+        )
+        data, spent = ctx.caller.ask(ask)
+        verdicts = data["verdicts"]
+        for cid, n in claims.items():
+            verdict = verdicts[cid]
+            if verdict["verdict"] == "unsupported":
+                reason = f"not supported by its source ({verdict['reason']})"
+                moved.append(_moved(section, paragraphs[n], reason, []))
+                kept[n] = None
+    result = {
+        "title": section["title"],
+        "paragraphs": [p for p in kept if p is not None],
+        "needs_checking": moved,
+        "verdicts": verdicts,
+    }
+    return result, spent
+
+
+def _moved(
+    section: dict[str, Any], para: dict[str, Any], reason: str, bad: list[str]
+) -> dict[str, Any]:
+    return {
+        "section": section["title"],
+        "text": para["text"],
+        "keys": para["keys"],
+        "unresolved_keys": bad,
+        "reason": reason,
+    }
+
+
+def _claims_prompt(
+    claims: dict[str, int],
+    paragraphs: list[dict[str, Any]],
+    papers: dict[str, dict[str, Any]],
+    notes: dict[str, dict[str, Any]],
+) -> str:
+    lines = []
+    for cid, n in claims.items():
+        para = paragraphs[n]
+        lines.append(f"Claim {cid}: {para['text']}")
+        for key in para["keys"]:
+            for source in source_passages(key, papers, notes):
+                lines.append(f"  source [{key}] ({source['locator']}): {source['text']}")
+    return "\n".join(lines)
+
+
+def source_passages(
+    key: str, papers: dict[str, dict[str, Any]], notes: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The passages a key's note points at (its locators' chunks)."""
+    paper = papers[key]
+    chunks = {c["chunk_id"]: c for c in paper["chunks"]}
+    note = notes.get(key) or {"locators": []}
+    wanted = [loc["chunk_id"] for loc in note["locators"]] or list(chunks)[:1]
+    return [
+        {"locator": chunks[c].get("locator"), "text": chunks[c]["text"][:SOURCE_CHARS]}
+        for c in dict.fromkeys(wanted)
+        if c in chunks
+    ]

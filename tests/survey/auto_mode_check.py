@@ -1,0 +1,29 @@
+"""With the simulator in auto mode (no script) a survey completes and its citations resolve.
+
+Not collected yet (the name does not start with test_): rename it to test_auto_mode.py
+once the simulator's auto mode (branch helper-simauto) is merged. Checked by hand on
+2026-12-01 against helper-simauto merged into this branch: 1 passed in 109 s.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tests.survey.conftest import SurveyStack
+from tests.survey.survey_run import bib_keys, cited_keys, finish, submit
+
+
+def test_a_survey_completes_with_no_script(survey_stack: SurveyStack) -> None:
+    with survey_stack.client() as client:
+        session_id = str(client.post("/v1/sessions", json={"title": "auto"}).json()["id"])
+        job_id = submit(client, session_id)
+        survey = finish(client, job_id, session_id)
+    assert survey.job["status"] == "succeeded", survey.job
+    cited = cited_keys(survey.files["report.md"])
+    papers = json.loads(survey.files["papers.json"])
+    assert cited == {p["key"] for p in papers}
+    assert cited <= bib_keys(survey.files["references.bib"])
+    library = {d["id"] for d in survey_stack.documents}
+    assert cited and all(p["document_id"] in library for p in papers)
+    for note in json.loads(survey.files["notes.json"]):
+        assert note["locators"] and note["locators"][0]["document_id"] in library
