@@ -84,8 +84,9 @@ class TurnRunner:
         with self.deps.factory() as db:
             steps = load_steps(db, self.job_id)
             history = ordered_messages(db, session_id=self.who.session_id, upto_job=job)
-            fresh = db.get(Job, self.job_id)
-            cancel = bool(fresh and fresh.cancel_requested)
+            # ``job`` was read after the lease was taken; a cancel since then is
+            # returned by the slice's first ledger write.
+            cancel = bool(job.cancel_requested)
             self.prompt = job_prompt(db, self.deps.settings, job, history, steps)
             self.system_prompt = self.prompt.system.text
         return TurnState(steps=steps, history=history, cancel_requested=cancel)
