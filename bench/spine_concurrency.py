@@ -28,6 +28,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -75,6 +76,8 @@ def _create_jobs(factory, n: int, users: int) -> list[uuid.UUID]:  # type: ignor
                 kind="turn",
                 input={"content": "go"},
                 max_turns=50,
+                # As the API does: the advance message about to be sent is in flight.
+                enqueued_at=datetime.now(UTC),
             )
             db.add(job)
             db.flush()

@@ -91,6 +91,22 @@ def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
         session.close()
 
 
+@contextmanager
+def autocommit(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A session whose every statement commits on its own, with no BEGIN/COMMIT.
+
+    For reads that need no shared snapshot and for writes that are one
+    statement each: psycopg opens a transaction with a separate ``BEGIN``
+    round trip, and a read session closes it with a ``ROLLBACK`` — two round
+    trips of nothing around the work. The connection's isolation level is
+    restored when it goes back to the pool.
+    """
+    with factory() as db:
+        db.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+        yield db
+        db.commit()  # ends the ORM's own transaction; nothing reaches the server
+
+
 def current_revision(engine: Engine) -> str | None:
     with engine.connect() as conn:
         try:

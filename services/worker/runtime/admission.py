@@ -110,10 +110,19 @@ def admit(db: Session, *, job_id: uuid.UUID, cap: int) -> bool:
 def next_queued_for_user(
     db: Session, *, user_id: uuid.UUID, exclude: list[uuid.UUID]
 ) -> uuid.UUID | None:
-    """The user's oldest queued job that could start now (not waiting on its session)."""
+    """The user's oldest queued job that could start now (not waiting on its session)
+    and has no advance message on its way.
+
+    A job whose message is in flight (``enqueued_at`` set: submitted, or sent by
+    the sweeper) takes the slot when that message arrives; sending another would
+    only cost a worker a Celery delivery and a refused lease. Admission clears
+    ``enqueued_at`` when it refuses a job, which makes it wakeable here; a
+    refusal that commits just after this read leaves the job to the sweeper.
+    """
     found: uuid.UUID | None = db.scalar(
         text(
             "SELECT j.id FROM jobs j WHERE j.user_id = :user_id AND j.status = 'queued' "
+            "AND j.enqueued_at IS NULL "
             "AND j.id <> ALL(CAST(:exclude AS uuid[])) AND NOT "
             + EARLIER_IN_SESSION.format(j="j")
             + " ORDER BY j.created_at LIMIT 1"

@@ -10,6 +10,7 @@ from celery import Celery
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.db import autocommit
 from services.common.failpoints import failpoint
 from services.common.metrics import JOB_DURATION
 from services.common.models import Job
@@ -70,9 +71,13 @@ def commit_finish(
     result: dict[str, Any] | None = None,
     error: str | None = None,
 ) -> list[uuid.UUID]:
-    """:func:`finish_job` in its own transaction, committed before events or wake-ups go out."""
+    """:func:`finish_job`, committed before events or wake-ups go out.
+
+    The terminal write is one statement, so it runs in autocommit (no
+    BEGIN/COMMIT round trips); the wake-up reads after it see it committed.
+    """
     failpoint("job.before_finish")
-    with factory() as db, db.begin():
+    with autocommit(factory) as db:
         wake = finish_job(db, lease, status=status, result=result, error=error)
     failpoint("job.after_finish")
     return wake

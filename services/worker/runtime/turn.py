@@ -17,6 +17,7 @@ from typing import Any
 from opentelemetry import trace
 from sqlalchemy import select
 
+from services.common.db import autocommit
 from services.common.failpoints import failpoint
 from services.common.models import ChatSession, Job
 from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER
@@ -81,7 +82,9 @@ class TurnRunner:
         self.budget = BudgetGate.for_job(deps, lease, job, events)
 
     def _load(self, job: Job) -> TurnState:
-        with self.deps.factory() as db:
+        # No shared snapshot needed: while the lease is held nobody else writes
+        # this job's steps or messages, and earlier jobs of the session are done.
+        with autocommit(self.deps.factory) as db:
             steps = load_steps(db, self.job_id)
             history = ordered_messages(db, session_id=self.who.session_id, upto_job=job)
             # ``job`` was read after the lease was taken; a cancel since then is
