@@ -28,6 +28,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -52,13 +53,20 @@ from tests.faults.private_servers import PrivateRedis
 from tests.fixtures.processes import Proc, free_port, wait_http
 
 
-def _create_jobs(factory, n: int) -> list[uuid.UUID]:  # type: ignore[no-untyped-def]
+def _create_jobs(factory, n: int, users: int) -> list[uuid.UUID]:  # type: ignore[no-untyped-def]
+    """``n`` turn jobs, dealt round-robin to ``users`` members of the lab.
+
+    Admission caps running jobs per user (``max_running_jobs_per_user``, 8 by
+    default): with every job on one user the run would measure that fairness
+    policy (8 jobs at a time), not how many agents a worker carries.
+    """
     ids = []
     with factory() as db, db.begin():
-        user = User(email=f"bench-{uuid.uuid4().hex[:6]}@lab.test")
-        db.add(user)
+        members = [User(email=f"bench-{uuid.uuid4().hex[:8]}@lab.test") for _ in range(users)]
+        db.add_all(members)
         db.flush()
-        for _ in range(n):
+        for i in range(n):
+            user = members[i % users]
             session = ChatSession(user_id=user.id)
             db.add(session)
             db.flush()
@@ -68,6 +76,8 @@ def _create_jobs(factory, n: int) -> list[uuid.UUID]:  # type: ignore[no-untyped
                 kind="turn",
                 input={"content": "go"},
                 max_turns=50,
+                # As the API does: the advance message about to be sent is in flight.
+                enqueued_at=datetime.now(UTC),
             )
             db.add(job)
             db.flush()
@@ -138,14 +148,15 @@ def _run(
         factory = build_sessionmaker(build_engine(scratch.database_url, pool_size=5))
         celery = Celery("bench", broker=redis_url)
         _wait_worker_ready(celery, args.processes)  # the clock starts only once the worker consumes
-        ids = _create_jobs(factory, args.jobs)
+        ids = _create_jobs(factory, args.jobs, args.users)
         ledger = CpuLedger(
             {
                 "agent worker(s)": pids_of(*(w.popen.pid for w in workers)),
                 "postgres backends": postgres_backends(PG_ADMIN, scratch.database_name),
                 "redis": pids_of(_redis_pid(rds)),
                 "simulator (apart)": pids_of(sim.popen.pid),
-                "bench driver": pids_of(os.getpid()),
+                # This process alone: the servers above are its children.
+                "bench driver": lambda: [os.getpid()],
             }
         )
         profilers = [_profile(w, logs, args.profile) for w in workers] if args.profile else []
@@ -244,6 +255,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=5)
     parser.add_argument("--latency-ms", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=250, help="threads per worker")
+    parser.add_argument(
+        "--users", type=int, default=25, help="lab members the jobs are dealt to (cap 8 each)"
+    )
     parser.add_argument("--processes", type=int, default=1, help="worker processes")
     parser.add_argument("--baseline-ops", type=int, default=1000, help="operations per baseline")
     parser.add_argument(
@@ -269,6 +283,7 @@ def _report(result: RunResult, args: argparse.Namespace) -> None:
     print(
         f"{args.jobs} jobs x {args.calls} model calls at {args.latency_ms} ms, "
         f"{args.processes} worker process(es) x {args.concurrency} threads, "
+        f"{args.users} users, "
         f"{result.failed} failed"
     )
     print(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import select
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, create_engine, event, exc, text
 from sqlalchemy.orm import Session, sessionmaker
 
 # libpq connection options that bound how long a lost database can stall a caller:
@@ -24,24 +26,54 @@ CONNECT_ARGS = {
 def build_engine(url: str, *, pool_size: int = 10) -> Engine:
     """A pooled engine that survives a database restart.
 
-    ``pool_pre_ping`` tests each connection on checkout, so after a restart the
-    dead connections in the pool are replaced at the next transaction boundary
-    instead of failing the first query of every pooled connection. A transaction
-    already running when the server goes away still fails: callers recover at
-    their own boundary (the API answers 503, a worker's job is resumed from its
-    ledger).
+    Each connection is checked on checkout, so after a restart the dead
+    connections in the pool are replaced at the next transaction boundary
+    instead of failing the first query of every pooled connection. For
+    PostgreSQL the check costs no round trip (:func:`_drop_if_server_hung_up`);
+    elsewhere it is SQLAlchemy's ``pool_pre_ping``. A transaction already
+    running when the server goes away still fails: callers recover at their own
+    boundary (the API answers 503, a worker's job is resumed from its ledger).
     """
-    return create_engine(
+    postgres = url.startswith("postgresql")
+    engine = create_engine(
         url,
         pool_size=pool_size,
         max_overflow=pool_size * 2,
-        pool_pre_ping=True,
+        pool_pre_ping=not postgres,
         # Error text (and so any log line or span that carries it) must not
         # include statement parameters: they are users' messages and inputs.
         hide_parameters=True,
-        connect_args=dict(CONNECT_ARGS) if url.startswith("postgresql") else {},
+        connect_args=dict(CONNECT_ARGS) if postgres else {},
         future=True,
     )
+    if postgres:
+        event.listen(engine, "checkout", _drop_if_server_hung_up)
+    return engine
+
+
+def _drop_if_server_hung_up(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Refuse a pooled connection the server has closed, without a round trip.
+
+    A pooled connection is idle: the server has nothing to say on it. When the
+    server goes away (a restart, a crash, ``pg_terminate_backend``) it closes
+    the socket, often after a FATAL notice, so the socket turns readable. A
+    ``SELECT 1`` per checkout (``pool_pre_ping``) found the same thing at the
+    price of a round trip on every transaction — two to three per agent step.
+    A connection cut off without a goodbye (a partition) is not found here, nor
+    was it by a ping that would hang; TCP keepalives bound that case.
+    ``DisconnectionError`` makes the pool discard it and connect afresh.
+    """
+    conn = getattr(dbapi_connection, "pgconn", None)
+    if conn is None or getattr(dbapi_connection, "closed", False):
+        raise exc.DisconnectionError("connection closed")
+    try:
+        poller = select.poll()  # not select(): a busy worker may hold fds above 1024
+        poller.register(conn.socket, select.POLLIN)
+        events = poller.poll(0)
+    except Exception as err:  # psycopg raises its own errors for a dead handle
+        raise exc.DisconnectionError(f"connection unusable: {err}") from err
+    if events:
+        raise exc.DisconnectionError("the server closed (or wrote on) an idle connection")
 
 
 def build_sessionmaker(engine: Engine) -> sessionmaker[Session]:
@@ -57,6 +89,22 @@ def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
             yield session
     finally:
         session.close()
+
+
+@contextmanager
+def autocommit(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A session whose every statement commits on its own, with no BEGIN/COMMIT.
+
+    For reads that need no shared snapshot and for writes that are one
+    statement each: psycopg opens a transaction with a separate ``BEGIN``
+    round trip, and a read session closes it with a ``ROLLBACK`` — two round
+    trips of nothing around the work. The connection's isolation level is
+    restored when it goes back to the pool.
+    """
+    with factory() as db:
+        db.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+        yield db
+        db.commit()  # ends the ORM's own transaction; nothing reaches the server
 
 
 def current_revision(engine: Engine) -> str | None:

@@ -22,21 +22,23 @@ class EventPublisher:
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
 
-    def publish(self, job_id: str, event_type: str, data: dict[str, Any]) -> str | None:
+    def publish(
+        self, job_id: str, event_type: str, data: dict[str, Any], *, refresh_ttl: bool = True
+    ) -> str | None:
+        """Append one event; ``refresh_ttl`` False skips renewing the stream's expiry
+        (a writer that renewed it moments ago saves the pipeline around the XADD)."""
         key = stream_key(job_id)
+        fields = {"type": event_type, "data": json.dumps(data, default=str)}
         try:
-            pipe = self._redis.pipeline(transaction=False)
-            pipe.xadd(
-                key,
-                {"type": event_type, "data": json.dumps(data, default=str)},
-                maxlen=STREAM_MAXLEN,
-                approximate=True,
-            )
-            pipe.expire(key, STREAM_TTL_S)
-            result = pipe.execute()
+            if refresh_ttl:
+                pipe = self._redis.pipeline(transaction=False)
+                pipe.xadd(key, fields, maxlen=STREAM_MAXLEN, approximate=True)  # type: ignore[arg-type]
+                pipe.expire(key, STREAM_TTL_S)
+                event_id = pipe.execute()[0]
+            else:
+                event_id = self._redis.xadd(key, fields, maxlen=STREAM_MAXLEN, approximate=True)  # type: ignore[arg-type]
         except redis.RedisError:
             return None
-        event_id = result[0]
         return event_id.decode() if isinstance(event_id, bytes) else str(event_id)
 
 

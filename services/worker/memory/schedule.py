@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from services.common.db import transaction
@@ -52,10 +52,27 @@ def turns_without_memory(db: Session, session_id: uuid.UUID) -> int:
     return int(db.scalar(query) or 0)
 
 
+# An upper bound of ``turns_without_memory``, in one autocommit statement: most
+# finishing turns are far from due, and the full check below costs a locked
+# transaction of six statements after every turn.
+SUCCEEDED_TURNS_SQL = text(
+    """
+    SELECT count(*) FROM jobs
+     WHERE session_id = (SELECT session_id FROM jobs WHERE id = :job_id)
+       AND kind = 'turn' AND status = 'succeeded'
+    """
+)
+
+
+def _succeeded_turns(deps: RuntimeDeps, job_id: uuid.UUID) -> int:
+    with deps.writer.connect() as conn:
+        return int(conn.execute(SUCCEEDED_TURNS_SQL, {"job_id": job_id}).scalar_one())
+
+
 def schedule_maintenance(deps: RuntimeDeps, *, job_id: uuid.UUID) -> uuid.UUID | None:
     """Create (and send) the session's maintenance job if it is due; its id, else None."""
     every = deps.settings.memory_every_turns
-    if every <= 0:
+    if every <= 0 or _succeeded_turns(deps, job_id) < every:
         return None
     with transaction(deps.factory) as db:
         job = db.get(Job, job_id)

@@ -69,20 +69,28 @@ ADMISSIBLE = (
     + "))"
 )
 
+# The cheap check and, when it finds room, the user's advisory lock, in one
+# round trip: the lock is taken only for a queued capped job under the cap (a
+# correlated subquery in CASE runs only when its branch is chosen). The lease
+# UPDATE that follows is a new statement, so it re-counts with a snapshot taken
+# after the lock was granted.
 PRECHECK_SQL = text(
-    "SELECT j.status, j.user_id, "
+    "SELECT p.status, p.capped, p.running, "
+    "CASE WHEN p.status = 'queued' AND p.capped AND p.running < :cap THEN "
+    "(SELECT true FROM (SELECT pg_advisory_xact_lock(:namespace, "
+    "hashtext(CAST(p.user_id AS text)))) AS lock) END AS locked "
+    "FROM (SELECT j.status, j.user_id, "
     + CAPPED.format(j="j")
     + " AS capped, "
     + RUNNING_COUNT.format(j="j")
-    + " AS running FROM jobs j WHERE j.id = :job_id"
+    + " AS running FROM jobs j WHERE j.id = :job_id) AS p"
 )
 
 NOT_IN_FLIGHT_SQL = text(
     "UPDATE jobs SET enqueued_at = NULL WHERE id = :job_id AND status = 'queued'"
 )
 
-# Two-key advisory lock: a namespace of our own, then the user.
-USER_LOCK_SQL = text("SELECT pg_advisory_xact_lock(:namespace, hashtext(CAST(:user_id AS text)))")
+# Two-key advisory lock (PRECHECK_SQL): a namespace of our own, then the user.
 LOCK_NAMESPACE = 0x1EAF
 
 
@@ -95,7 +103,9 @@ def admit(db: Session, *, job_id: uuid.UUID, cap: int) -> bool:
     """
     if cap <= 0:
         return True
-    row = db.execute(PRECHECK_SQL, {"job_id": job_id}).first()
+    row = db.execute(
+        PRECHECK_SQL, {"job_id": job_id, "cap": cap, "namespace": LOCK_NAMESPACE}
+    ).first()
     if row is None or row.status != "queued" or not row.capped:
         return True
     if int(row.running) >= cap:
@@ -103,17 +113,25 @@ def admit(db: Session, *, job_id: uuid.UUID, cap: int) -> bool:
         # a slot rather than as already on its way to one.
         db.execute(NOT_IN_FLIGHT_SQL, {"job_id": job_id})
         return False
-    db.execute(USER_LOCK_SQL, {"namespace": LOCK_NAMESPACE, "user_id": str(row.user_id)})
     return True
 
 
 def next_queued_for_user(
     db: Session, *, user_id: uuid.UUID, exclude: list[uuid.UUID]
 ) -> uuid.UUID | None:
-    """The user's oldest queued job that could start now (not waiting on its session)."""
+    """The user's oldest queued job that could start now (not waiting on its session)
+    and has no advance message on its way.
+
+    A job whose message is in flight (``enqueued_at`` set: submitted, or sent by
+    the sweeper) takes the slot when that message arrives; sending another would
+    only cost a worker a Celery delivery and a refused lease. Admission clears
+    ``enqueued_at`` when it refuses a job, which makes it wakeable here; a
+    refusal that commits just after this read leaves the job to the sweeper.
+    """
     found: uuid.UUID | None = db.scalar(
         text(
             "SELECT j.id FROM jobs j WHERE j.user_id = :user_id AND j.status = 'queued' "
+            "AND j.enqueued_at IS NULL "
             "AND j.id <> ALL(CAST(:exclude AS uuid[])) AND NOT "
             + EARLIER_IN_SESSION.format(j="j")
             + " ORDER BY j.created_at LIMIT 1"

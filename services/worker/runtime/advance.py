@@ -14,6 +14,7 @@ import uuid
 from opentelemetry import trace
 from sqlalchemy import text
 
+from services.common.db import autocommit
 from services.common.models import Job
 from services.common.telemetry import attached_context, job_attributes
 from services.common.telemetry.names import SPAN_JOB, TRACER_WORKER
@@ -73,7 +74,8 @@ def advance(deps: RuntimeDeps, job_id: uuid.UUID) -> Outcome | None:
 def _run_slice(deps: RuntimeDeps, lease: Lease) -> Outcome:
     deadline = time.monotonic() + deps.settings.time_slice_s
     events = JobEvents(deps.publisher, str(lease.job_id), flush_s=deps.settings.token_flush_s)
-    with deps.factory() as db:
+    # Reads only, each its own snapshot: no BEGIN/ROLLBACK round trips.
+    with autocommit(deps.factory) as db:
         job = db.get(Job, lease.job_id)
         if job is None:
             return Outcome.LEASE_LOST
@@ -120,6 +122,6 @@ def _give_up(deps: RuntimeDeps, lease: Lease) -> Outcome:
 
 def enqueue(deps: RuntimeDeps, job_id: uuid.UUID) -> None:
     """Send an advance message and note when, so the sweeper knows it is in flight."""
-    with deps.factory() as db, db.begin():
+    with autocommit(deps.factory) as db:
         db.execute(text("UPDATE jobs SET enqueued_at = now() WHERE id = :id"), {"id": job_id})
     send_advance(deps.celery, job_id)

@@ -2,6 +2,8 @@
 
 Token deltas arrive one per streamed chunk; writing each to Redis would cost a
 round trip per token, so they are buffered and flushed at a short interval.
+The stream's expiry is renewed by the first event of each slice and by the
+terminal ones, not by every event: a slice lasts seconds, the expiry a week.
 """
 
 from __future__ import annotations
@@ -21,10 +23,16 @@ class JobEvents:
         self._buffer: list[str] = []
         self._last_flush = time.monotonic()
         self._lock = threading.Lock()
+        self._ttl_renewed = False
 
     def emit(self, event_type: str, data: dict[str, Any]) -> None:
         self.flush_tokens()
-        self._publisher.publish(self._job_id, event_type, data)
+        self._publish(event_type, data, renew=event_type == "final")
+
+    def _publish(self, event_type: str, data: dict[str, Any], *, renew: bool = False) -> None:
+        renew = renew or not self._ttl_renewed
+        if self._publisher.publish(self._job_id, event_type, data, refresh_ttl=renew) and renew:
+            self._ttl_renewed = True
 
     def token(self, delta: str) -> None:
         with self._lock:
@@ -40,4 +48,4 @@ class JobEvents:
             text = "".join(self._buffer)
             self._buffer.clear()
             self._last_flush = time.monotonic()
-        self._publisher.publish(self._job_id, "token", {"text": text})
+        self._publish("token", {"text": text})

@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from celery import Celery
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.db import autocommit
 from services.common.failpoints import failpoint
 from services.common.metrics import JOB_DURATION
 from services.common.models import Job
@@ -17,7 +18,7 @@ from services.common.turns import next_queued_turn
 from services.worker.runtime.admission import next_queued_for_user
 from services.worker.runtime.dispatch import send_advance
 from services.worker.runtime.events import JobEvents
-from services.worker.runtime.lease import Lease, check_fence
+from services.worker.runtime.lease import Lease, LeaseLost
 
 
 def finish_job(
@@ -28,27 +29,38 @@ def finish_job(
     result: dict[str, Any] | None = None,
     error: str | None = None,
 ) -> list[uuid.UUID]:
-    """Set the terminal status under the fence; returns jobs to wake (same session, parent)."""
-    check_fence(db, lease)
-    db.execute(
+    """Set the terminal status under the fence; returns jobs to wake (same session, parent).
+
+    One fenced ``UPDATE … RETURNING``: the row lock it takes is the one the fence
+    check took, and what the wake-ups need comes back with it (no re-read).
+    """
+    now = datetime.now(UTC)
+    row = db.execute(
         update(Job)
-        .where(Job.id == lease.job_id)
+        .where(Job.id == lease.job_id, Job.fence == lease.fence)
         .values(
             status=status,
             result=result,
             error=error,
-            finished_at=datetime.now(UTC),
-            updated_at=datetime.now(UTC),
+            finished_at=now,
+            updated_at=now,
             lease_owner=None,
             lease_until=None,
         )
+        .returning(Job.kind, Job.created_at, Job.user_id, Job.session_id, Job.parent_job_id)
+    ).first()
+    if row is None:
+        lease.lost.set()
+        current = db.scalar(select(Job.fence).where(Job.id == lease.job_id))
+        raise LeaseLost.refused(lease, current)
+    JOB_DURATION.labels(row.kind, status).observe((now - row.created_at).total_seconds())
+    return jobs_to_wake(
+        db,
+        lease.job_id,
+        user_id=row.user_id,
+        session_id=row.session_id,
+        parent_job_id=row.parent_job_id,
     )
-    job = db.get(Job, lease.job_id)
-    if job is not None:
-        JOB_DURATION.labels(job.kind, status).observe(
-            (datetime.now(UTC) - job.created_at).total_seconds()
-        )
-    return jobs_to_wake(db, lease.job_id)
 
 
 def commit_finish(
@@ -59,29 +71,37 @@ def commit_finish(
     result: dict[str, Any] | None = None,
     error: str | None = None,
 ) -> list[uuid.UUID]:
-    """:func:`finish_job` in its own transaction, committed before events or wake-ups go out."""
+    """:func:`finish_job`, committed before events or wake-ups go out.
+
+    The terminal write is one statement, so it runs in autocommit (no
+    BEGIN/COMMIT round trips); the wake-up reads after it see it committed.
+    """
     failpoint("job.before_finish")
-    with factory() as db, db.begin():
+    with autocommit(factory) as db:
         wake = finish_job(db, lease, status=status, result=result, error=error)
     failpoint("job.after_finish")
     return wake
 
 
-def jobs_to_wake(db: Session, job_id: uuid.UUID) -> list[uuid.UUID]:
-    job = db.get(Job, job_id)
-    if job is None:
-        return []
+def jobs_to_wake(
+    db: Session,
+    job_id: uuid.UUID,
+    *,
+    user_id: uuid.UUID,
+    session_id: uuid.UUID | None,
+    parent_job_id: uuid.UUID | None,
+) -> list[uuid.UUID]:
     wake: list[uuid.UUID] = []
-    if job.parent_job_id is not None:
-        wake.append(job.parent_job_id)
-    if job.session_id is not None:
-        nxt = next_queued_turn(db, session_id=job.session_id, after=job.id)
+    if parent_job_id is not None:
+        wake.append(parent_job_id)
+    if session_id is not None:
+        nxt = next_queued_turn(db, session_id=session_id, after=job_id)
         if nxt is not None:
             wake.append(nxt)
-    if not wake or wake == [job.parent_job_id]:
+    if not wake or wake == [parent_job_id]:
         # The slot this job held under its user's cap is free: the user's next
         # queued job takes it (admission re-checks; the sweeper is the backstop).
-        nxt = next_queued_for_user(db, user_id=job.user_id, exclude=[job.id])
+        nxt = next_queued_for_user(db, user_id=user_id, exclude=[job_id])
         if nxt is not None:
             wake.append(nxt)
     return wake

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.db import autocommit
 from services.worker.runtime.admission import ADMISSIBLE, admit
 
 log = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ def acquire(
 
 def release(factory: sessionmaker[Session], lease: Lease) -> None:
     """Give the lease up early so the next advance can start at once."""
-    with factory() as db, db.begin():
+    with autocommit(factory) as db:
         db.execute(
             text(
                 "UPDATE jobs SET lease_owner = NULL, lease_until = NULL "

@@ -17,6 +17,7 @@ from typing import Any
 from opentelemetry import trace
 from sqlalchemy import select
 
+from services.common.db import autocommit
 from services.common.failpoints import failpoint
 from services.common.models import ChatSession, Job
 from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER
@@ -80,11 +81,14 @@ class TurnRunner:
         self.budget = BudgetGate.for_job(deps, lease, job, events)
 
     def _load(self, job: Job) -> TurnState:
-        with self.deps.factory() as db:
+        # No shared snapshot needed: while the lease is held nobody else writes
+        # this job's steps or messages, and earlier jobs of the session are done.
+        with autocommit(self.deps.factory) as db:
             steps = load_steps(db, self.job_id)
             history = ordered_messages(db, session_id=self.who.session_id, upto_job=job)
-            fresh = db.get(Job, self.job_id)
-            cancel = bool(fresh and fresh.cancel_requested)
+            # ``job`` was read after the lease was taken; a cancel since then is
+            # returned by the slice's first ledger write.
+            cancel = bool(job.cancel_requested)
             self.prompt = job_prompt(db, self.deps.settings, job, history, steps)
             self.system_prompt = self.prompt.system.text
         return TurnState(steps=steps, history=history, cancel_requested=cancel)
