@@ -1,4 +1,4 @@
-"""Client commands: submit, watch, jobs, cancel, survey, batch."""
+"""Client commands: submit, watch, cancel, survey, batch."""
 
 from __future__ import annotations
 
@@ -72,23 +72,6 @@ def batch(file: Path, watch: bool) -> None:
 def watch(job_id: str) -> None:
     """Stream a job's progress live until it ends."""
     _finish(LeaflabClient(), job_id, True)
-
-
-@click.command()
-@click.option("--status", help="only jobs with this status")
-@click.option("--limit", default=20, show_default=True)
-def jobs(status: str | None, limit: int) -> None:
-    """List your recent jobs."""
-    params: dict[str, Any] = {"limit": limit}
-    if status:
-        params["status"] = status
-    items = LeaflabClient().request("GET", "/v1/jobs", params=params)["items"]
-    for j in items:
-        tokens = j["usage"]["input_tokens"] + j["usage"]["output_tokens"]
-        click.echo(
-            f"{j['id']}  {j['kind']:<6} {j['status']:<16} {tokens:>8} tok  "
-            f"${j['cost_usd']:.4f}  {j['created_at'][:19]}"
-        )
 
 
 @click.command()
