@@ -12,9 +12,14 @@ from services.cli.term.tables import Column, print_table
 
 BUDGET_COLUMNS = [
     Column("SCOPE"),
-    Column("WHO", max_width=40),
-    *(Column(h, justify="right") for h in ("LIMIT", "SPENT", "RESERVED", "LEFT", "TOKENS", "USED")),
-    Column("PERIOD"),
+    Column("WHO", flex=1),
+    Column("LIMIT", justify="right"),
+    Column("SPENT", justify="right"),
+    Column("RESERVED", justify="right", drop=3),
+    Column("LEFT", justify="right"),
+    Column("TOKENS", justify="right", drop=2),
+    Column("USED", justify="right", drop=2),
+    Column("PERIOD", drop=1),
 ]
 
 
@@ -117,7 +122,7 @@ def spend(by: str, since: str | None, as_json: bool) -> None:
     ]
     numbers = (Column(h, justify="right") for h in ("CALLS", "IN", "OUT", "CACHED", "COST"))
     print_table(
-        [Column(by.upper(), max_width=50), *numbers],
+        [Column(by.upper(), flex=1), *numbers],
         rows,
         caption=f"total {_usd(report['total_usd'])}",
     )

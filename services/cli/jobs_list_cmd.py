@@ -12,13 +12,13 @@ from services.cli.term.tables import Column, print_table
 from services.common.models.jobs import JOB_KINDS, JOB_STATUSES
 
 COLUMNS = [
-    Column("ID"),
-    Column("KIND"),
+    Column("ID"),  # whole: it is what `leaflab watch` and `cancel` take
+    Column("KIND", drop=1),
     Column("STATUS"),
-    Column("TOKENS", justify="right"),
+    Column("TOKENS", justify="right", drop=2),
     Column("COST", justify="right"),
-    Column("CREATED"),
-    Column("INPUT", max_width=60),
+    Column("CREATED", drop=3),
+    Column("INPUT", flex=1),
 ]
 
 

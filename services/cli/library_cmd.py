@@ -19,10 +19,10 @@ from services.cli.term.tables import Column, print_table
 SEARCH_COLUMNS = [
     Column("#", justify="right"),
     Column("SCORE", justify="right"),
-    Column("PAPER", max_width=40),
+    Column("PAPER", flex=1),
     Column("PAGE", justify="right"),
-    Column("LOCATOR", max_width=30),
-    Column("TEXT", wrap=True),
+    Column("LOCATOR", flex=1, drop=1),
+    Column("TEXT", flex=3, wrap=True),
 ]
 SNIPPET_CHARS = 300
 
