@@ -79,8 +79,10 @@ def follow(
     document, or nothing when ``quiet`` (``--json`` prints the documents after)."""
     total = sum(u.pages for u in uploads)
     started = time.monotonic()
-    pages_done = failed = 0
     pending = [u for u in uploads if u.status not in TERMINAL]
+    # Duplicates of finished documents count as done from the start.
+    pages_done = sum(u.pages for u in uploads if u not in pending)
+    failed = 0
     progress = None
     task = None
     if interactive:
@@ -104,7 +106,7 @@ def follow(
         task = progress.add_task("ingest", total=total or None, rate="0.0", docs="")
         progress.start()
     try:
-        while pending:
+        while True:  # once at least, so the bar also shows documents that were done already
             if timeout_s is not None and time.monotonic() - started > timeout_s:
                 raise click.ClickException(f"{len(pending)} document(s) still in progress")
             for up in list(pending):
@@ -122,8 +124,9 @@ def follow(
                 rate = pages_done / max(time.monotonic() - started, 1e-6)
                 docs = f"{len(uploads) - len(pending)}/{len(uploads)} documents"
                 progress.update(task, completed=pages_done, rate=f"{rate:.1f}", docs=docs)
-            if pending:
-                time.sleep(poll_s)
+            if not pending:
+                break
+            time.sleep(poll_s)
     finally:
         if progress is not None:
             progress.stop()

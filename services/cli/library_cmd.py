@@ -19,7 +19,7 @@ from services.cli.term.tables import Column, print_table
 SEARCH_COLUMNS = [
     Column("#", justify="right"),
     Column("SCORE", justify="right"),
-    Column("PAPER", flex=1),
+    Column("PAPER", flex=2),
     Column("PAGE", justify="right"),
     Column("LOCATOR", flex=1, drop=1),
     Column("TEXT", flex=3, wrap=True),
