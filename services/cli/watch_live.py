@@ -169,17 +169,16 @@ def header(st: WatchState, now_ms: int) -> Group:
     return Group(line, Text(usage_line(st), "dim"))
 
 
-def todo_table(st: WatchState) -> Table:
+def todo_table(st: WatchState) -> Group:
     table = Table.grid(padding=(0, 1))
     table.add_column(no_wrap=True)
     table.add_column(overflow="ellipsis", no_wrap=True)
-    table.add_row(Text("todo", "bold"), Text(f"{st.todo_done}/{len(st.todo)}"))
     for item in st.todo[:TODO_SHOWN]:
         mark, style = TODO_MARK.get(str(item.get("status")), ("○", "dim"))
         table.add_row(Text(mark, style), Text(literal(item.get("content"))))
     if len(st.todo) > TODO_SHOWN:
         table.add_row("", Text(f"… {len(st.todo) - TODO_SHOWN} more", "dim"))
-    return table
+    return Group(Text.assemble(("todo", "bold"), f" {st.todo_done}/{len(st.todo)}"), table)
 
 
 def survey_bars(st: WatchState) -> Table:
