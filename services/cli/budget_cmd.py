@@ -7,15 +7,20 @@ from typing import Any
 import click
 
 from services.cli.client import LeaflabClient
+from services.cli.term.output import json_option, print_json
+from services.cli.term.tables import Column, print_table
 
-
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [
-        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
-    ]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    return "\n".join(lines)
+BUDGET_COLUMNS = [
+    Column("SCOPE"),
+    Column("WHO", flex=1),
+    Column("LIMIT", justify="right"),
+    Column("SPENT", justify="right"),
+    Column("RESERVED", justify="right", drop=3),
+    Column("LEFT", justify="right"),
+    Column("TOKENS", justify="right", drop=2),
+    Column("USED", justify="right", drop=2),
+    Column("PERIOD", drop=1),
+]
 
 
 def _usd(value: float | None) -> str:
@@ -68,9 +73,14 @@ def budget_set(
 
 
 @budget.command("list")
-def budget_list() -> None:
+@json_option
+def budget_list(as_json: bool) -> None:
     """Every budget with what is spent, reserved and left."""
-    items = LeaflabClient().request("GET", "/v1/admin/budgets")["items"]
+    listing = LeaflabClient().request("GET", "/v1/admin/budgets")
+    if as_json:
+        print_json(listing)
+        return
+    items = listing["items"]
     rows = [
         [
             b["scope"],
@@ -85,17 +95,20 @@ def budget_list() -> None:
         ]
         for b in items
     ]
-    headers = ["SCOPE", "WHO", "LIMIT", "SPENT", "RESERVED", "LEFT", "TOKENS", "USED", "PERIOD"]
-    click.echo(_table(headers, rows))
+    print_table(BUDGET_COLUMNS, rows)
 
 
 @click.command("spend")
 @click.option("--by", type=click.Choice(["user", "project", "model", "day"]), default="user")
 @click.option("--since", help="a date or time (ISO 8601), e.g. 2026-11-01")
-def spend(by: str, since: str | None) -> None:
+@json_option
+def spend(by: str, since: str | None, as_json: bool) -> None:
     """What model calls cost, from the spend ledger, grouped by user/project/model/day."""
     params = {"by": by, **({"since": since} if since else {})}
     report = LeaflabClient().request("GET", "/v1/admin/spend", params=params)
+    if as_json:
+        print_json(report)
+        return
     rows = [
         [
             str(i["key"] if i["key"] is not None else "(none)"),
@@ -107,6 +120,9 @@ def spend(by: str, since: str | None) -> None:
         ]
         for i in report["items"]
     ]
-    headers = [by.upper(), "CALLS", "IN", "OUT", "CACHED", "COST"]
-    click.echo(_table(headers, rows))
-    click.echo(f"total {_usd(report['total_usd'])}")
+    numbers = (Column(h, justify="right") for h in ("CALLS", "IN", "OUT", "CACHED", "COST"))
+    print_table(
+        [Column(by.upper(), flex=1), *numbers],
+        rows,
+        caption=f"total {_usd(report['total_usd'])}",
+    )

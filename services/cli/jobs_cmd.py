@@ -60,23 +60,6 @@ def watch(job_id: str) -> None:
 
 
 @click.command()
-@click.option("--status", help="only jobs with this status")
-@click.option("--limit", default=20, show_default=True)
-def jobs(status: str | None, limit: int) -> None:
-    """List your recent jobs."""
-    params: dict[str, Any] = {"limit": limit}
-    if status:
-        params["status"] = status
-    items = LeaflabClient().request("GET", "/v1/jobs", params=params)["items"]
-    for j in items:
-        tokens = j["usage"]["input_tokens"] + j["usage"]["output_tokens"]
-        click.echo(
-            f"{j['id']}  {j['kind']:<6} {j['status']:<16} {tokens:>8} tok  "
-            f"${j['cost_usd']:.4f}  {j['created_at'][:19]}"
-        )
-
-
-@click.command()
 @click.argument("job_id")
 def cancel(job_id: str) -> None:
     """Cancel a job (at once if queued, else at its next step)."""

@@ -5,13 +5,26 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import httpx
 
 from services.cli.ingest_progress import Upload, follow, local_pages
+from services.cli.term.literal import literal, shorten
+from services.cli.term.output import json_option, print_json, stdout_console
+from services.cli.term.tables import Column, print_table
+
+SEARCH_COLUMNS = [
+    Column("#", justify="right"),
+    Column("SCORE", justify="right"),
+    Column("PAPER", flex=2),
+    Column("PAGE", justify="right"),
+    Column("LOCATOR", flex=1, drop=1),
+    Column("TEXT", flex=3, wrap=True),
+]
+SNIPPET_CHARS = 300
 
 
 def _api() -> tuple[str, dict[str, str]]:
@@ -52,11 +65,14 @@ def library() -> None:
     default=True,
     help="follow the documents until ready or failed (progress bar on a terminal)",
 )
-def ingest(paths: tuple[str, ...], project: str | None, wait: bool) -> None:
+@json_option
+def ingest(paths: tuple[str, ...], project: str | None, wait: bool, as_json: bool) -> None:
     """Upload PDF files or folders of PDFs."""
     url, headers = _api()
+    console = stdout_console()
     failures = 0
     uploads: list[Upload] = []
+    rejected: list[dict[str, Any]] = []
     with httpx.Client(timeout=120) as client:
         for pdf in _pdfs(paths):
             with pdf.open("rb") as fh:
@@ -69,17 +85,38 @@ def ingest(paths: tuple[str, ...], project: str | None, wait: bool) -> None:
             if resp.status_code == 202:
                 body = resp.json()
                 note = " (already in the library)" if body.get("duplicate") else ""
-                click.echo(f"{pdf}: {body['status']} {body['id']}{note}")
-                uploads.append(Upload(pdf, str(body["id"]), local_pages(pdf), body["status"]))
+                if not as_json:
+                    click.echo(f"{literal(pdf)}: {body['status']} {body['id']}{note}")
+                upload = Upload(pdf, str(body["id"]), local_pages(pdf), body["status"], body)
+                uploads.append(upload)
             else:
                 failures += 1
-                message = resp.json().get("error", {}).get("message", resp.text[:200])
-                click.echo(f"{pdf}: rejected: {message}", err=True)
+                message = _error_message(resp)
+                rejected.append({"path": str(pdf), "status": resp.status_code, "error": message})
+                click.echo(f"{literal(pdf)}: rejected: {literal(message)}", err=True)
         if wait and uploads:
-            interactive = sys.stdout.isatty()
-            failures += follow(client, url, headers, uploads, interactive=interactive)
+            interactive = console.is_terminal and not as_json
+            failures += follow(
+                client,
+                url,
+                headers,
+                uploads,
+                interactive=interactive,
+                console=console,
+                quiet=as_json,
+            )
+    if as_json:
+        documents = [{"path": str(u.path), **(u.document or {})} for u in uploads]
+        print_json({"items": documents, "rejected": rejected}, console=console)
     if failures:
         raise SystemExit(1)
+
+
+def _error_message(resp: httpx.Response) -> str:
+    try:
+        return str(resp.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return resp.text[:200]
 
 
 @library.command()
@@ -91,18 +128,31 @@ def ingest(paths: tuple[str, ...], project: str | None, wait: bool) -> None:
 )
 @click.option("--k", default=10, type=int)
 @click.option("--project", default=None)
-def search(query: str, mode: str, k: int, project: str | None) -> None:
-    """Search the library and print locators with text."""
+@json_option
+def search(query: str, mode: str, k: int, project: str | None, as_json: bool) -> None:
+    """Search the library: paper, page, locator and the matching text of each hit."""
     url, headers = _api()
     params: dict[str, str | int] = {"q": query, "mode": mode, "k": k}
     if project:
         params["project"] = project
     resp = httpx.get(f"{url}/v1/library/search", headers=headers, params=params, timeout=60)
     if resp.status_code != 200:
-        raise click.ClickException(resp.json().get("error", {}).get("message", resp.text[:200]))
-    for i, hit in enumerate(resp.json()["items"], start=1):
-        click.echo(f"[{i}] {hit['score']:.4f}  {hit['locator']}")
-        click.echo(f"    {hit['text'][:300]}")
+        raise click.ClickException(literal(_error_message(resp)))
+    if as_json:
+        print_json(resp.json())
+        return
+    rows = [
+        [
+            i,
+            f"{hit['score']:.4f}",
+            hit.get("title") or hit.get("filename") or hit.get("document_id"),
+            "" if hit.get("page") is None else hit["page"],
+            hit.get("locator"),
+            shorten(str(hit.get("text") or ""), SNIPPET_CHARS),
+        ]
+        for i, hit in enumerate(resp.json()["items"], start=1)
+    ]
+    print_table(SEARCH_COLUMNS, rows)
 
 
 @library.command("eval")

@@ -6,7 +6,8 @@ import click
 
 from services.cli.admin_cmd import admin
 from services.cli.approvals_cmd import approvals, approve
-from services.cli.jobs_cmd import batch, cancel, jobs, submit, watch
+from services.cli.jobs_cmd import batch, cancel, submit, watch
+from services.cli.jobs_list_cmd import jobs
 from services.cli.library_cmd import library
 from services.cli.migrate_cmd import migrate
 from services.cli.sandbox_cmd import sandbox

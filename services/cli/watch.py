@@ -1,73 +1,100 @@
-"""Live view of a job: streamed text, tool calls, todo list and a progress line."""
+"""`leaflab watch`: follow a job's events until it ends.
+
+On a terminal the rich live view (watch_live.py); otherwise plain lines that
+scripts and tests parse: the streamed text, `→ tool … status (1.23s)`, the todo
+list, `[status]` and survey progress lines, and at the end `[status] after N
+tool call(s)` and a line with tokens and cost. Every value from the job is
+printed literally (term/literal.py).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-import click
+from rich.console import Console
 
 from services.cli.client import LeaflabClient
+from services.cli.term.literal import literal
+from services.cli.term.output import stdout_console
+from services.cli.watch_live import LiveWatch
+from services.cli.watch_state import TERMINAL, WatchState
+from services.cli.watch_text import paused_for_budget, progress_line, report_error, usage_line
 
 STATUS_MARK = {"completed": "x", "in_progress": ">", "pending": " "}
 
 
 def render_event(event: dict[str, Any], state: dict[str, Any]) -> str | None:
-    """Text to print for one event (None prints nothing); pure, so it is testable."""
+    """Plain text for one event (None prints nothing); ``state`` carries what came before."""
+    model: WatchState = state.setdefault("watch", WatchState())
+    model.apply(event)
+    return plain_text(event, model)
+
+
+def plain_text(event: dict[str, Any], st: WatchState) -> str | None:
+    """The plain rendering of ``event``, already folded into ``st``."""
     kind, data = event.get("event"), event.get("data") or {}
     if kind == "token":
-        text = str(data.get("text", ""))
-        if not state.get("in_text"):
-            state["in_text"] = True
-            text = "\n" + text
-        return text
+        text = literal(data.get("text", ""), multiline=True)
+        return text if st.previous == "token" else "\n" + text
     if kind == "tool_start":
-        state["tools"] = state.get("tools", 0) + 1
-        state["in_text"] = False
-        return f"\n  → {data.get('name')} …"
+        return f"\n  → {literal(data.get('name'))} …"
     if kind == "tool_end":
-        return f" {data.get('status')}"
+        seconds = st.last_ended.seconds if st.last_ended else None
+        took = f" ({seconds:.2f}s)" if seconds is not None else ""
+        ended = f" {literal(data.get('status'))}{took}"
+        if st.previous == "tool_start":
+            return ended  # on the line its start opened
+        return f"\n  ← {literal(data.get('name'))}{ended}"  # other output came in between
     if kind == "todo":
-        items = data.get("items", [])
-        done = sum(1 for i in items if i.get("status") == "completed")
-        lines = [f"\n  todo {done}/{len(items)}:"]
+        lines = [f"\n  todo {st.todo_done}/{len(st.todo)}:"]
         lines += [
-            f"    [{STATUS_MARK.get(i.get('status', ''), '?')}] {i.get('content')}" for i in items
+            f"    [{STATUS_MARK.get(str(i.get('status')), '?')}] {literal(i.get('content'))}"
+            for i in st.todo
         ]
         return "\n".join(lines)
     if kind == "status":
-        if data.get("status") in ("succeeded", "failed", "cancelled"):
+        if data.get("status") in TERMINAL:
             return None  # the final event reports it
         progress = data.get("progress")
-        extra = f" {progress}" if progress else ""
-        return f"\n[{data.get('status')}{extra}]"
+        extra = f" {literal(progress)}" if progress else ""
+        return f"\n[{literal(data.get('status'))}{extra}]"
+    if kind == "progress":
+        return "\n" + progress_line(st)
     if kind == "approval":
         files = ", ".join(data.get("files") or []) or data.get("tool", "")
-        return f"\n  [approval {data.get('approval_id')} {data.get('status')}] {files}"
+        approval = f"approval {data.get('approval_id')} {data.get('status')}"
+        return f"\n  [{literal(approval)}] {literal(files)}"
     if kind == "budget":
         if data.get("state") == "soft_limit":
-            return f"\n  (budget past its soft limit: calls now use {data.get('model')})"
-        return f"\n  ({data.get('message')})"
-    if kind == "progress":  # a survey's stage and counts
-        return (
-            f"\n  [{data.get('stage')}] papers {data.get('papers_read')}/{data.get('papers_found')}"
-            f", sections {data.get('sections_written')}/{data.get('sections_total')}"
-            f", ${float(data.get('cost_usd') or 0):.4f}"
-        )
+            return f"\n  (budget past its soft limit: calls now use {literal(data.get('model'))})"
+        return f"\n  ({literal(data.get('message'))})"
+    if kind == "events_lost":
+        return "\n  (some live events were lost; the result below is read from the job)"
     if kind == "final":
-        return f"\n[{data.get('status')}] after {state.get('tools', 0)} tool call(s)\n"
+        return f"\n[{literal(data.get('status'))}] after {len(st.tools)} tool call(s)\n"
     return None
 
 
-def watch_job(client: LeaflabClient, job_id: str) -> dict[str, Any]:
-    state: dict[str, Any] = {}
+def watch_job(
+    client: LeaflabClient, job_id: str, *, console: Console | None = None
+) -> dict[str, Any]:
+    """Follow ``job_id`` until it ends (or pauses for budget); returns the job as read last."""
+    console = console or stdout_console()
+    if console.is_terminal:
+        return LiveWatch(client, job_id, console).run()
+    state = WatchState(job_id=job_id)
+    out = console.file
     for event in client.events(job_id):
-        text = render_event(event, state)
+        state.apply(event)
+        text = plain_text(event, state)
         if text:
-            click.echo(text, nl=False)
-        data = event.get("data") or {}
-        if event.get("event") == "status" and data.get("status") == "budget_exhausted":
-            break  # paused until an admin raises the budget: stop watching, say why below
+            out.write(text)
+            out.flush()
+        if paused_for_budget(event):
+            break
     job: dict[str, Any] = client.request("GET", f"/v1/jobs/{job_id}")
-    if job["status"] != "succeeded" and job.get("error"):
-        click.echo(f"error: {job['error']}", err=True)
+    state.usage_from(job)
+    out.write(usage_line(state) + "\n")
+    out.flush()
+    report_error(job)
     return job

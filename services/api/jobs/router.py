@@ -26,7 +26,7 @@ from services.api.admin.budgets.remaining import remaining_budget
 from services.api.admin.budgets.schemas import CostEstimate
 from services.api.bodies import NO_NUL
 from services.api.deps import CurrentUser, DbSession, StateDep
-from services.api.errors import error_responses
+from services.api.errors import ApiError, error_responses
 from services.api.jobs import service
 from services.api.jobs.schemas import (
     JobAccepted,
@@ -39,7 +39,7 @@ from services.api.jobs.schemas import (
     StepOut,
 )
 from services.api.surveys.estimate import survey_figures
-from services.common.models import Job, JobStep
+from services.common.models import Job, JobStep, User
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=error_responses(401, 422))
 
@@ -95,7 +95,7 @@ def _texts(kind: str, job_input: dict[str, Any]) -> list[str]:
     return []
 
 
-@router.get("", response_model=JobList, responses=error_responses(404))
+@router.get("", response_model=JobList, responses=error_responses(403, 404))
 def list_jobs(
     db: DbSession,
     user: CurrentUser,
@@ -106,13 +106,22 @@ def list_jobs(
         None, max_length=200, pattern=NO_NUL, description="every member's jobs in this project"
     ),
     parent: uuid.UUID | None = Query(None, description="only the children of this job"),
+    owner: str | None = Query(
+        None,
+        alias="user",
+        max_length=320,
+        pattern=NO_NUL,
+        description="admins: only this user's jobs (email or id)",
+    ),
     limit: int = Query(50, ge=1, le=500),
 ) -> JobList:
     """The caller's own jobs; with ``project``, every job in that project (members only)."""
     stmt = select(Job).order_by(Job.created_at.desc()).limit(limit)
+    if owner is not None:
+        stmt = stmt.where(Job.user_id == _owner_id(db, user, owner))
     if project is not None:
         stmt = stmt.where(Job.project_id == member_project(db, user, project).id)
-    elif not (user.is_admin and all_users):
+    elif owner is None and not (user.is_admin and all_users):
         stmt = stmt.where(Job.user_id == user.id)
     scope = key_scope(db)
     if scope is not None:
@@ -124,6 +133,20 @@ def list_jobs(
     if parent is not None:  # the job tree: a batch's tasks, a turn's subagents
         stmt = stmt.where(Job.parent_job_id == parent)
     return JobList(items=[JobOut.of(j) for j in db.scalars(stmt)])
+
+
+def _owner_id(db: Session, caller: User, owner: str) -> uuid.UUID:
+    """The user an admin filters by; anyone else learns nothing about other users."""
+    if not caller.is_admin:
+        raise ApiError(403, "forbidden", "only admins may list another user's jobs")
+    wanted = owner.strip()
+    try:
+        found = db.get(User, uuid.UUID(wanted))
+    except ValueError:
+        found = db.scalar(select(User).where(User.email == wanted.lower()))
+    if found is None:
+        raise ApiError(404, "not_found", f"no user {wanted!r}")
+    return found.id
 
 
 @router.get("/{job_id}", response_model=JobOut, responses=error_responses(404))

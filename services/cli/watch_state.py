@@ -1,0 +1,172 @@
+"""What a watcher knows about a job, folded from its event stream.
+
+Both views of `leaflab watch` (plain lines, the rich live view) read this one
+model, so they never disagree about a count. Times come from the events' own
+ids (Redis stream ids start with the milliseconds at which the worker
+published), so a tool's duration and a survey's ETA are right even when the
+events are replayed long after the fact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# The survey pipeline's stages, in order (issue 13's contract with the worker).
+SURVEY_STAGES = ("plan", "gather", "read", "outline", "write", "verify", "assemble")
+TERMINAL = ("succeeded", "failed", "cancelled")
+
+
+def event_ms(event: dict[str, Any]) -> int | None:
+    """When the event was published (ms since the epoch), from an id like '1700000000000-0'."""
+    head, _, _ = str(event.get("id") or "").partition("-")
+    return int(head) if head.isdigit() else None
+
+
+@dataclass
+class ToolCall:
+    name: str
+    started_ms: int | None
+    ended_ms: int | None = None
+    status: str = "running"
+
+    @property
+    def seconds(self) -> float | None:
+        if self.started_ms is None or self.ended_ms is None:
+            return None
+        return max(self.ended_ms - self.started_ms, 0) / 1000
+
+
+@dataclass
+class Bar:
+    """One survey counter (papers read, sections written) and what its ETA is based on."""
+
+    done: int = 0
+    total: int = 0
+    first_ms: int | None = None  # the first time this counter was seen with work to do
+    first_done: int = 0
+    last_ms: int | None = None
+
+    def observe(self, done: int, total: int, at_ms: int | None) -> None:
+        if self.first_ms is None and total > 0 and done < total:
+            self.first_ms, self.first_done = at_ms, done
+        self.done, self.total, self.last_ms = done, total, at_ms
+
+    def eta_s(self) -> float | None:
+        """Seconds left at the rate seen so far; None before any progress."""
+        if self.first_ms is None or self.last_ms is None or self.done <= self.first_done:
+            return None
+        rate = (self.done - self.first_done) / max(self.last_ms - self.first_ms, 1)
+        return max(self.total - self.done, 0) / rate / 1000
+
+
+@dataclass
+class WatchState:
+    job_id: str = ""
+    kind: str = ""
+    status: str = "queued"
+    stage: str | None = None
+    batch_progress: str | None = None
+    text: str = ""  # the answer streamed since the last tool call
+    in_text: bool = False
+    tools: list[ToolCall] = field(default_factory=list)
+    running: dict[str, ToolCall] = field(default_factory=dict)
+    last_ended: ToolCall | None = None
+    todo: list[dict[str, Any]] = field(default_factory=list)
+    papers: Bar = field(default_factory=Bar)
+    sections: Bar = field(default_factory=Bar)
+    papers_found: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float = 0.0
+    final: str | None = None
+    error: str | None = None
+    first_ms: int | None = None
+    last_ms: int | None = None
+    previous: str | None = None  # the type of the event before the latest one
+    current: str | None = None
+
+    def apply(self, event: dict[str, Any]) -> None:
+        kind, data = event.get("event"), event.get("data") or {}
+        at = event_ms(event)
+        self.previous, self.current = self.current, str(kind)
+        if at is not None:
+            self.first_ms = self.first_ms if self.first_ms is not None else at
+            self.last_ms = at
+        if kind == "token":
+            self.text += str(data.get("text", ""))
+            self.in_text = True
+        elif kind == "tool_start":
+            self.in_text, self.text = False, ""
+            call = ToolCall(str(data.get("name")), at)
+            self.tools.append(call)
+            self.running[str(data.get("tool_call_id") or len(self.tools))] = call
+        elif kind == "tool_end":
+            ended = self._close(str(data.get("tool_call_id") or ""))
+            if ended is not None:
+                ended.ended_ms, ended.status = at, str(data.get("status"))
+            self.last_ended = ended
+        elif kind == "todo":
+            self.todo = [i for i in data.get("items") or [] if isinstance(i, dict)]
+        elif kind == "status":
+            self.status = str(data.get("status") or self.status)
+            self.batch_progress = data.get("progress") or self.batch_progress
+            self.error = data.get("error") or self.error
+        elif kind == "progress":
+            self._progress(data, at)
+        elif kind == "final":
+            self.final = self.status = str(data.get("status"))
+            self.error = data.get("error") or self.error
+
+    def _progress(self, data: dict[str, Any], at: int | None) -> None:
+        self.stage = str(data.get("stage") or self.stage or "")
+        found = _count(data.get("papers_found"))
+        self.papers_found = found
+        self.papers.observe(_count(data.get("papers_read")), found, at)
+        self.sections.observe(
+            _count(data.get("sections_written")), _count(data.get("sections_total")), at
+        )
+        if data.get("cost_usd") is not None:
+            self.cost_usd = max(self.cost_usd, _money(data["cost_usd"]))
+
+    def _close(self, tool_call_id: str) -> ToolCall | None:
+        if tool_call_id in self.running:
+            return self.running.pop(tool_call_id)
+        # A tool_end without a known id closes the most recent open call.
+        return self.running.pop(next(reversed(self.running))) if self.running else None
+
+    def usage_from(self, job: dict[str, Any]) -> None:
+        """Take tokens and cost from the job's row (updated after every model call)."""
+        usage = job.get("usage") or {}
+        self.kind = str(job.get("kind") or self.kind)
+        self.input_tokens = _count(usage.get("input_tokens"))
+        self.output_tokens = _count(usage.get("output_tokens"))
+        self.cached_tokens = _count(usage.get("cached_tokens"))
+        self.cost_usd = max(self.cost_usd, _money(job.get("cost_usd")))
+
+    @property
+    def todo_done(self) -> int:
+        return sum(1 for i in self.todo if i.get("status") == "completed")
+
+    @property
+    def stage_label(self) -> str | None:
+        if not self.stage:
+            return None
+        if self.stage in SURVEY_STAGES:
+            return f"{self.stage} ({SURVEY_STAGES.index(self.stage) + 1}/{len(SURVEY_STAGES)})"
+        return self.stage
+
+
+def _count(value: object) -> int:
+    try:
+        return max(int(value), 0)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return 0
+
+
+def _money(value: object) -> float:
+    try:
+        return max(float(value), 0.0)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0

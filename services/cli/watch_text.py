@@ -1,0 +1,47 @@
+"""Words both views of `leaflab watch` use: durations, usage, progress, errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from services.cli.term.literal import literal
+from services.cli.watch_state import WatchState
+
+
+def format_seconds(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 60}m {whole % 60:02d}s" if whole >= 60 else f"{whole}s"
+
+
+def usage_line(st: WatchState) -> str:
+    return (
+        f"tokens {st.input_tokens:,} in · {st.output_tokens:,} out "
+        f"({st.cached_tokens:,} cached) · cost ${st.cost_usd:.4f}"
+    )
+
+
+def progress_line(st: WatchState) -> str:
+    """`[read (3/7)] papers 4/10 read · sections 0/6 written · $0.0123 · ETA 40s`."""
+    parts = [
+        f"[{literal(st.stage_label or 'survey')}]",
+        f"papers {st.papers.done}/{st.papers_found} read",
+        f"· sections {st.sections.done}/{st.sections.total} written",
+        f"· ${st.cost_usd:.4f}",
+    ]
+    eta = st.sections.eta_s() if st.sections.total else st.papers.eta_s()
+    if eta is not None:
+        parts.append(f"· ETA {format_seconds(eta)}")
+    return " ".join(parts)
+
+
+def paused_for_budget(event: dict[str, Any]) -> bool:
+    # Paused until an admin raises the budget: stop watching; the error says why.
+    data = event.get("data") or {}
+    return event.get("event") == "status" and data.get("status") == "budget_exhausted"
+
+
+def report_error(job: dict[str, Any]) -> None:
+    if job["status"] != "succeeded" and job.get("error"):
+        click.echo(f"error: {literal(job['error'])}", err=True)

@@ -1,0 +1,104 @@
+"""`leaflab library ingest` and `library search` against the API and a real library
+service: plain lines and rows in a pipe, a bar and a table on a terminal, JSON with
+--json; a paper whose file name and title attack the terminal prints escaped."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pymupdf
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.cli.term.literal import literal
+from tests.cli.conftest import HOSTILE, run_cli, visible
+from tests.conftest import Stack
+from tests.fixtures.builders import make_user
+from tests.fixtures.processes import Services
+from tests.library.conftest import (  # noqa: F401 - fixtures used by name below
+    TOKEN,
+    LibraryService,
+    files_dir,
+    library,
+    pdf_server,
+)
+
+TITLE = HOSTILE + " on Quasi-Convex Flows"
+SEARCH_HEADER = ["#", "SCORE", "PAPER", "PAGE", "LOCATOR", "TEXT"]
+
+
+@pytest.fixture(scope="module")
+def library_api(
+    stack: Stack,
+    library: LibraryService,  # noqa: F811
+    files_dir: Path,  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[str]:
+    svc = Services(stack, tmp_path_factory.mktemp("cli_library"))
+    svc.env.update(
+        {
+            "LEAFLAB_LIBRARY_URL": library.url,
+            "LEAFLAB_INTERNAL_TOKEN": TOKEN,
+            "LEAFLAB_FILES_DIR": str(files_dir),
+        }
+    )
+    try:
+        yield svc.api()
+    finally:
+        svc.stop()
+
+
+def _paper(folder: Path) -> Path:
+    path = folder / "\x1b[31mevil [bold]paper[red].pdf"  # no "/": it is a file name
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 72), "Quasi-Convex Flows", fontsize=16, fontname="hebo")
+    body = "We study quasi-convex flows on compact manifolds and their energy decay."
+    page.insert_text((72, 110), body, fontsize=10, fontname="helv")
+    doc.set_metadata({"title": TITLE})
+    path.write_bytes(doc.tobytes())  # MuPDF cannot open such a name itself
+    return path
+
+
+def test_ingest_then_search_in_a_pipe_as_json_and_on_a_terminal(
+    library_api: str, session_factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    key = make_user(session_factory).key
+    pdf = _paper(tmp_path)
+
+    added = json.loads(run_cli(library_api, key, "library", "ingest", "--json", str(pdf)).stdout)
+    assert added["rejected"] == [] and len(added["items"]) == 1
+    doc = added["items"][0]
+    assert doc["path"] == str(pdf) and doc["status"] == "ready", doc
+
+    again = run_cli(library_api, key, "library", "ingest", str(pdf)).stdout  # a duplicate
+    assert "\x1b" not in again
+    assert f"{literal(pdf)}: ready {doc['id']} (already in the library)" in again
+
+    bar = run_cli(library_api, key, "library", "ingest", str(pdf), terminal=True).stdout
+    assert "\x1b[31mevil" not in bar
+    assert "1/1 documents" in visible(bar) and "pages" in visible(bar)
+
+    query = ("library", "search", "quasi-convex flows energy decay", "--mode", "keyword")
+    lines = run_cli(library_api, key, *query).stdout.splitlines()
+    assert lines[0].split("\t") == SEARCH_HEADER
+    hit = dict(zip(SEARCH_HEADER, lines[1].split("\t"), strict=True))
+    assert hit["#"] == "1" and float(hit["SCORE"]) > 0 and hit["PAGE"] == "1"
+    assert hit["PAPER"] == literal(TITLE)  # the hostile title, escaped on one line
+    assert "quasi-convex flows" in hit["TEXT"]
+
+    found = json.loads(run_cli(library_api, key, *query, "--json").stdout)
+    assert found["items"][0]["title"] == TITLE and found["items"][0]["document_id"] == doc["id"]
+
+    table = run_cli(library_api, key, *query, terminal=True).stdout
+    assert "\x1b[31mred" not in table and "\x1b]0;" not in table
+    shown = visible(table)
+    assert "\x1b" not in shown and re.search(r"^\s*#\s+SCORE\s+PAPER\s+PAGE", shown, re.M)
+    assert "\\x1b[31m" in shown and "quasi-convex" in shown
+    assert all(len(line) <= 80 for line in shown.splitlines())
+
+    bad = run_cli(library_api, key, "library", "search", "x", "--k", "0", ok=False)
+    assert bad.exit_code == 1 and "Error:" in bad.output and "Traceback" not in bad.output
