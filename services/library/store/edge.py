@@ -165,7 +165,7 @@ class EdgeStore(VectorStore):
         if not scored:
             return []
         with self._lock:
-            records = self.shard.retrieve([i for i, _ in scored], with_payload=True)
+            records = self.shard.retrieve([i for i, _ in scored], True, False)
         payloads = {str(r.id): dict(r.payload or {}) for r in records}
         # A point deleted since the index answered has no payload: dropped.
         return [Hit(i, s, payloads[i]) for i, s in scored if i in payloads]
