@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 
 # Items inserted per locked step: a search of the same collection waits at most one step.
 STEP = 32
+# Stored points waiting for a graph are scored exactly on every search; past this
+# many, ``add`` waits for the builder (bulk loads go at the builder's pace, and a
+# search's exact part stays small). Real ingestion (embedding-bound) never gets here.
+MAX_BACKLOG = 5000
 INITIAL_CAPACITY = 1024
 
 # (point id, collection, vector) pages, read from the store after a restart.
@@ -47,6 +51,7 @@ class _Graph:
     index: hnswlib.Index
     ids: list[str] = field(default_factory=list)  # label -> point id
     labels: dict[str, int] = field(default_factory=dict)  # live point id -> label
+    ef: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -77,9 +82,14 @@ class DenseAnn:
     def add(self, items: list[tuple[str, str, list[float]]]) -> None:
         """Points just stored: searchable at once (exactly), in a graph soon."""
         with self._wake:
+            builder = threading.current_thread() is self._thread
+            while not builder and not self._stopped and self._backlog() > MAX_BACKLOG:
+                self._wake.wait(timeout=1.0)
+            if self._stopped:  # closed, or the builder failed: the store searches exactly
+                return
             for point_id, collection, vector in items:
                 self._pending.setdefault(collection, {})[point_id] = _unit(vector)
-            self._wake.notify()
+            self._wake.notify_all()
 
     def remove(self, items: list[tuple[str, str]]) -> None:
         """Points deleted from the store: ``(point id, collection)``."""
@@ -97,7 +107,7 @@ class DenseAnn:
     def close(self) -> None:
         with self._wake:
             self._stopped = True
-            self._wake.notify()
+            self._wake.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=30)
 
@@ -112,7 +122,10 @@ class DenseAnn:
     def backlog(self) -> int:
         """Points stored but not yet in a graph."""
         with self._lock:
-            return sum(len(p) for p in self._pending.values())
+            return self._backlog()
+
+    def _backlog(self) -> int:
+        return sum(len(p) for p in self._pending.values())
 
     def search(
         self, vector: list[float], *, collections: list[str], limit: int
@@ -131,10 +144,16 @@ class DenseAnn:
             scores = matrix @ query
             for row in np.argsort(-scores)[:limit]:
                 found.append((pending[row][0], float(scores[row])))
-        best: dict[str, float] = {}
-        for point_id, score in found:  # a point both pending and in a graph counts once
-            best[point_id] = max(score, best.get(point_id, -2.0))
-        return sorted(best.items(), key=lambda kv: kv[1], reverse=True)[:limit]
+        found.sort(key=lambda kv: kv[1], reverse=True)
+        if not pending:
+            return found[:limit]
+        seen: set[str] = set()  # a point both pending and in a graph counts once
+        unique = []
+        for point_id, score in found:
+            if point_id not in seen:
+                seen.add(point_id)
+                unique.append((point_id, score))
+        return unique[:limit]
 
     def _graph_search(self, graph: _Graph, query: np.ndarray, limit: int) -> list[tuple[str, float]]:
         with graph.lock:
@@ -142,12 +161,15 @@ class DenseAnn:
             if live == 0:
                 return []
             k = min(limit, live)
-            graph.index.set_ef(max(self.params.ef_search, k))
+            ef = max(self.params.ef_search, k)
+            if graph.ef != ef:
+                graph.index.set_ef(ef)
+                graph.ef = ef
             try:
-                labels, distances = graph.index.knn_query(query, k=k)
+                labels, distances = graph.index.knn_query(query, k=k, num_threads=1)
             except RuntimeError:
                 # Too few reachable live points (many deletions): ask for fewer.
-                labels, distances = graph.index.knn_query(query, k=max(1, k // 2))
+                labels, distances = graph.index.knn_query(query, k=max(1, k // 2), num_threads=1)
             ids = graph.ids
             return [(ids[int(lb)], 1.0 - float(d)) for lb, d in zip(labels[0], distances[0])]
 
@@ -169,14 +191,17 @@ class DenseAnn:
             while True:
                 with self._wake:
                     while not self._stopped and not any(self._pending.values()):
-                        self._wake.wait()
+                        self._wake.wait(timeout=5.0)
                     if self._stopped:
                         return
                 self._drain()
         except Exception:  # the store's exact search still answers every query
             log.exception("library: dense index builder stopped")
-            with self._lock:
-                self._backfilling = True
+            with self._wake:
+                self._backfilling = True  # every collection: the store's exact search
+                self._stopped = True
+                self._pending.clear()
+                self._wake.notify_all()
 
     def _drain(self) -> None:
         """Move pending points into their graphs, one locked step at a time."""
@@ -202,6 +227,7 @@ class DenseAnn:
                             if label is not None:
                                 graph.index.mark_deleted(label)
                     # else re-stored meanwhile: the next step replaces it
+                self._wake.notify_all()  # writers waiting on the backlog
 
     def _insert(self, graph: _Graph, batch: list[tuple[str, np.ndarray]]) -> None:
         with graph.lock:

@@ -149,15 +149,19 @@ class EdgeStore(VectorStore):
             points = self.shard.query(request)
         return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
+    def exact_dense(self, vector: list[float], *, collections: list[str], limit: int) -> list[Hit]:
+        """Edge's exact filtered search (the fallback, and the bench's baseline)."""
+        return self._query(qe.Query.Nearest(vector, using=DENSE), collections, limit)
+
     def search_dense(self, vector: list[float], *, collections: list[str], limit: int) -> list[Hit]:
         if self.ann is None:
-            return self._query(qe.Query.Nearest(vector, using=DENSE), collections, limit)
+            return self.exact_dense(vector, collections=collections, limit=limit)
         exact = self.ann.plan(collections)
         indexed = [c for c in collections if c not in exact]
         scored = self.ann.search(vector, collections=indexed, limit=limit) if indexed else []
         hits = self._with_payloads(scored)
         if exact:
-            hits += self._query(qe.Query.Nearest(vector, using=DENSE), exact, limit)
+            hits += self.exact_dense(vector, collections=exact, limit=limit)
             hits.sort(key=lambda h: h.score, reverse=True)
         return hits[:limit]
 
