@@ -15,6 +15,7 @@ from services.api.health.router import router as health_router
 from services.api.jobs.artifacts import router as artifacts_router
 from services.api.jobs.router import router as jobs_router
 from services.api.library.router import UPLOAD_PATH
+from services.api.library.events import router as library_events_router
 from services.api.library.router import router as library_router
 from services.api.limits import BodySizeLimit, RouteKey
 from services.api.log_privacy import install_log_filters
@@ -98,6 +99,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         events_router,
         traces_router,
         library_router,
+        library_events_router,
     )
     for router in routers:
         # Every authenticated route may answer 429 (the per-key rate limit).
