@@ -14,8 +14,8 @@ from services.api.events.router import router as events_router
 from services.api.health.router import router as health_router
 from services.api.jobs.artifacts import router as artifacts_router
 from services.api.jobs.router import router as jobs_router
-from services.api.library.router import UPLOAD_PATH
 from services.api.library.events import router as library_events_router
+from services.api.library.router import UPLOAD_PATH
 from services.api.library.router import router as library_router
 from services.api.limits import BodySizeLimit, RouteKey
 from services.api.log_privacy import install_log_filters

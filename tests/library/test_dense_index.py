@@ -30,7 +30,9 @@ def _points(rng: np.random.Generator) -> list[StoredChunk]:
             v = rng.normal(size=DIM).astype(np.float32)
             v /= np.linalg.norm(v)
             payload = {"collection": collection, "document_id": f"{c}-{i // 50}", "ordinal": i}
-            out.append(StoredChunk(str(uuid.uuid4()), v.tolist(), SparseVector([1], [1.0]), payload))
+            out.append(
+                StoredChunk(str(uuid.uuid4()), v.tolist(), SparseVector([1], [1.0]), payload)
+            )
     return out
 
 

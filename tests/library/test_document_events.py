@@ -109,7 +109,9 @@ def test_replays_resumes_and_ends_with_the_document(
     rds: redis.Redis,
 ) -> None:
     owner = bearer(people["keys"]["owner"])
-    doc_id = _document(session_factory, people["owner"], personal_collection(people["owner"]), "ready")
+    doc_id = _document(
+        session_factory, people["owner"], personal_collection(people["owner"]), "ready"
+    )
     ids = _publish_all(rds, doc_id)
     resp = client.get(f"/v1/library/documents/{doc_id}/events", headers=owner)
     assert resp.status_code == 200
@@ -201,7 +203,9 @@ def test_who_may_not_read_it_gets_404_and_hostile_input_4xx(
     rds: redis.Redis,
 ) -> None:
     keys = people["keys"]
-    personal = _document(session_factory, people["owner"], personal_collection(people["owner"]), "ready")
+    personal = _document(
+        session_factory, people["owner"], personal_collection(people["owner"]), "ready"
+    )
     in_project = _document(
         session_factory, people["owner"], project_collection(people["project"]), "ready"
     )

@@ -48,6 +48,7 @@ router = APIRouter(
     prefix="/v1/library", tags=["library"], responses=error_responses(401, 404, 422, 503)
 )
 
+
 def readable(access: LibraryAccess) -> set[str]:
     """The collections the caller may read: a scoped key sees only its project."""
     scoped = access.scoped_collections()
@@ -113,9 +114,7 @@ def _frame(event_id: str | None, event_type: str, data: Any) -> str:
     return f"{head}event: {event_type}\ndata: {json.dumps(data)}\n\n"
 
 
-async def _stream(
-    request: Request, state: AppState, doc_id: str, start: str
-) -> AsyncIterator[str]:
+async def _stream(request: Request, state: AppState, doc_id: str, start: str) -> AsyncIterator[str]:
     key = document_stream_key(doc_id)
     ping_s = state.settings.sse_ping_s
     socket_timeout_s = state.settings.redis_socket_timeout_s

@@ -155,7 +155,9 @@ class DenseAnn:
                 unique.append((point_id, score))
         return unique[:limit]
 
-    def _graph_search(self, graph: _Graph, query: np.ndarray, limit: int) -> list[tuple[str, float]]:
+    def _graph_search(
+        self, graph: _Graph, query: np.ndarray, limit: int
+    ) -> list[tuple[str, float]]:
         with graph.lock:
             live = len(graph.labels)
             if live == 0:
@@ -171,7 +173,10 @@ class DenseAnn:
                 # Too few reachable live points (many deletions): ask for fewer.
                 labels, distances = graph.index.knn_query(query, k=max(1, k // 2), num_threads=1)
             ids = graph.ids
-            return [(ids[int(lb)], 1.0 - float(d)) for lb, d in zip(labels[0], distances[0])]
+            return [
+                (ids[int(lb)], 1.0 - float(d))
+                for lb, d in zip(labels[0], distances[0], strict=True)
+            ]
 
     # -- the builder thread ----------------------------------------------------
 
