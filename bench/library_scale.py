@@ -3,6 +3,15 @@ embedding with the configured backend + dense + BM25 + fusion) at N chunks,
 memory and disk per million chunks, with the query embedding alone measured in
 the same run as the baseline.
 
+Dense search goes through the library's background HNSW index (hnswlib graphs
+per collection, ``--dense-index hnsw``, the default) or Edge's exact filtered
+search (``store``); the same run also times, per query, the dense list alone,
+Edge's exact dense search (the baseline the index replaces), the BM25 list
+alone, and the dense recall@10 of the index against exact search. While the
+chunks are stored and indexed, a ticker thread records the longest stall of
+the Python process (the index builds with the GIL released; Edge's own
+``optimize()`` would hold it for the whole build).
+
 Chunks: real SciFact chunk texts (BM25 as ingestion encodes them), cycled to N;
 dense vectors are real embeddings of a base sample of those texts plus small
 noise (σ 0.02, renormalised) — so neighbours are realistic without embedding N
@@ -11,7 +20,7 @@ are spread over ``--projects`` collections; each search is scoped to 3 (the
 payload filter on ``collection``).
 
     .venv/bin/python -m bench.library_scale --chunks 50000 --queries 100
-    .venv/bin/python -m bench.library_scale --chunks 1000000 --optimize   # long
+    .venv/bin/python -m bench.library_scale --chunks 1000000   # long
 """
 
 from __future__ import annotations
@@ -20,9 +29,11 @@ import argparse
 import json
 import os
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +45,7 @@ from services.library.retrieval import Retriever, fusion_config
 from services.library.settings import LibrarySettings
 from services.library.store import open_store
 from services.library.store.base import StoredChunk
+from services.library.store.edge import EdgeStore
 
 SHARED = Path(
     os.environ.get("LEAFLAB_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
@@ -58,6 +70,72 @@ def _pcts(values: list[float]) -> dict[str, float]:
     }
 
 
+class StallMeter:
+    """The longest gap between 10 ms ticks of a Python thread: how long the GIL was held."""
+
+    def __init__(self) -> None:
+        self.longest_ms = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, daemon=True)
+
+    def _tick(self) -> None:
+        last = time.perf_counter()
+        while not self._stop.wait(0.01):
+            now = time.perf_counter()
+            self.longest_ms = max(self.longest_ms, (now - last) * 1000 - 10)
+            last = now
+
+    def __enter__(self) -> StallMeter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _wait_indexed(store: object) -> None:
+    ann = getattr(store, "ann", None)
+    while ann is not None and ann.backlog:
+        time.sleep(0.2)
+
+
+def _load(
+    store: Any,
+    args: argparse.Namespace,
+    flat: list[Any],
+    base: np.ndarray,
+    sparse: list[Any],
+    rng: np.random.Generator,
+) -> None:
+    """Store ``args.chunks`` chunks: SciFact texts cycled, base vectors plus noise."""
+    batch: list[StoredChunk] = []
+    for i in range(args.chunks):
+        doc_id, title, chunk = flat[i % len(flat)]
+        vector = base[i % len(base)] + rng.normal(0, 0.02, base.shape[1]).astype(np.float32)
+        vector /= np.linalg.norm(vector)
+        copy = i // len(flat)
+        payload = {
+            "collection": f"project:{i % args.projects}",
+            "document_id": f"{copy}:{doc_id}",
+            "title": title,
+            "locator": chunk.locator,
+            "page": chunk.page,
+            "section": chunk.section,
+            "kind": chunk.kind,
+            "ordinal": chunk.ordinal,
+            "text": chunk.text,
+        }
+        batch.append(
+            StoredChunk(str(uuid.uuid4()), vector.tolist(), sparse[i % len(flat)], payload)
+        )
+        if len(batch) == 2000:
+            store.upsert(batch)
+            batch = []
+    if batch:
+        store.upsert(batch)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chunks", type=int, default=50_000)
@@ -66,10 +144,13 @@ def main() -> None:
     ap.add_argument("--base", type=int, default=256, help="texts really embedded")
     ap.add_argument("--limit-docs", type=int, default=None)
     ap.add_argument("--data", default=str(SHARED / "scifact"))
-    ap.add_argument("--optimize", action="store_true", help="build the HNSW index before timing")
+    ap.add_argument(
+        "--optimize", action="store_true", help="also run Edge's own optimize() (holds the GIL)"
+    )
+    ap.add_argument("--dense-index", choices=["hnsw", "store"], default="hnsw")
     args = ap.parse_args()
 
-    settings = LibrarySettings(qdrant_url=None)
+    settings = LibrarySettings(qdrant_url=None, library_dense_index=args.dense_index)
     data = load_beir(Path(args.data), limit_docs=args.limit_docs)
     docs = document_chunks(data, max_tokens=settings.chunk_max_tokens)
     flat = [(doc_id, title, c) for doc_id, title, chunks in docs for c in chunks]
@@ -85,32 +166,11 @@ def main() -> None:
         store.ensure(embedder.dimension)
         rss0 = rss_mb()
         t0 = time.perf_counter()
-        batch: list[StoredChunk] = []
-        for i in range(args.chunks):
-            doc_id, title, chunk = flat[i % len(flat)]
-            vector = base[i % len(base)] + rng.normal(0, 0.02, base.shape[1]).astype(np.float32)
-            vector /= np.linalg.norm(vector)
-            copy = i // len(flat)
-            payload = {
-                "collection": f"project:{i % args.projects}",
-                "document_id": f"{copy}:{doc_id}",
-                "title": title,
-                "locator": chunk.locator,
-                "page": chunk.page,
-                "section": chunk.section,
-                "kind": chunk.kind,
-                "ordinal": chunk.ordinal,
-                "text": chunk.text,
-            }
-            batch.append(
-                StoredChunk(str(uuid.uuid4()), vector.tolist(), sparse[i % len(flat)], payload)
-            )
-            if len(batch) == 2000:
-                store.upsert(batch)
-                batch = []
-        if batch:
-            store.upsert(batch)
-        upsert_s = time.perf_counter() - t0
+        with StallMeter() as stall:
+            _load(store, args, flat, base, sparse, rng)
+            upsert_s = time.perf_counter() - t0
+            _wait_indexed(store)
+            indexed_s = time.perf_counter() - t0
         optimize_s = None
         if args.optimize:
             t1 = time.perf_counter()
@@ -124,20 +184,34 @@ def main() -> None:
         scope = [f"project:{p}" for p in range(min(3, args.projects))]
         for _ in range(5):
             retriever.search("warm-up query", collections=scope, mode="mix", k=10)
-        full_ms, embed_ms = [], []
+        full_ms, embed_ms, dense_ms, exact_ms, sparse_ms, recall = [], [], [], [], [], []
+        depth = settings.fusion_candidates
         for q in queries:
             t2 = time.perf_counter()
             retriever.search(q, collections=scope, mode="mix", k=10)
             full_ms.append((time.perf_counter() - t2) * 1000)
             t3 = time.perf_counter()
-            embedder.encode_query(q)
+            vector = embedder.encode_query(q).tolist()
             embed_ms.append((time.perf_counter() - t3) * 1000)
+            t4 = time.perf_counter()
+            dense = store.search_dense(vector, collections=scope, limit=depth)
+            dense_ms.append((time.perf_counter() - t4) * 1000)
+            t5 = time.perf_counter()
+            store.search_sparse(encoder.encode_query(q), collections=scope, limit=depth)
+            sparse_ms.append((time.perf_counter() - t5) * 1000)
+            if isinstance(store, EdgeStore):
+                t6 = time.perf_counter()
+                exact = store.exact_dense(vector, collections=scope, limit=depth)
+                exact_ms.append((time.perf_counter() - t6) * 1000)
+                truth = {h.id for h in exact[:10]}
+                recall.append(len(truth & {h.id for h in dense[:10]}) / max(1, len(truth)))
         store.close()
     per_million = 1_000_000 / max(1, args.chunks)
     print(
         json.dumps(
             {
                 "store": f"library default ({settings.qdrant_local_engine})",
+                "dense_index": args.dense_index,
                 "backend": settings.embedding_backend,
                 "chunks": args.chunks,
                 "distinct_texts": len(flat),
@@ -145,11 +219,17 @@ def main() -> None:
                 "scope_projects": len(scope),
                 "queries": len(queries),
                 "upsert_s": round(upsert_s, 1),
+                "stored_and_indexed_s": round(indexed_s, 1),
+                "longest_python_stall_ms": round(stall.longest_ms),
                 "optimize_s": optimize_s,
                 "rss_mb_per_million": round(rss_delta * per_million),
                 "disk_mb_per_million": round(on_disk * per_million),
                 "hybrid_with_query_embedding": _pcts(full_ms),
                 "baseline_query_embedding_only": _pcts(embed_ms),
+                "dense_list": _pcts(dense_ms),
+                "baseline_exact_dense_list": _pcts(exact_ms) if exact_ms else None,
+                "dense_recall_at_10": round(float(np.mean(recall)), 3) if recall else None,
+                "bm25_list": _pcts(sparse_ms),
                 "load_average": round(os.getloadavg()[0], 1),
             }
         ),

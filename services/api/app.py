@@ -14,6 +14,7 @@ from services.api.events.router import router as events_router
 from services.api.health.router import router as health_router
 from services.api.jobs.artifacts import router as artifacts_router
 from services.api.jobs.router import router as jobs_router
+from services.api.library.events import router as library_events_router
 from services.api.library.router import UPLOAD_PATH
 from services.api.library.router import router as library_router
 from services.api.limits import BodySizeLimit, RouteKey
@@ -101,6 +102,8 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         traces_router,
         library_router,
         surveys_router,
+
+        library_events_router,
     )
     for router in routers:
         # Every authenticated route may answer 429 (the per-key rate limit).

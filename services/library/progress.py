@@ -15,11 +15,10 @@ from typing import Any
 
 import redis
 
+from services.common.documents.streams import document_stream_key
 from services.common.events import STREAM_MAXLEN, STREAM_TTL_S
 
-
-def document_stream_key(document_id: str) -> str:
-    return f"leaflab:library:document:{document_id}"
+__all__ = ["DocumentProgress", "document_stream_key"]
 
 
 class DocumentProgress:

