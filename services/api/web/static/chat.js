@@ -93,10 +93,11 @@
       lastJob = m.job_id;
       if (m.role === "user") box.append(R.message("user", m.content));
       else if (m.role === "assistant") {
-        if (m.content) box.append(R.message("assistant", m.content));
+        if (m.content) box.append(R.message("assistant", m.content, { "data-job-id": m.job_id }));
         for (const call of m.tool_calls || []) {
           const p = R.callParts(call);
           const card = R.toolCard(p.id, p.name);
+          card.dataset.jobId = m.job_id;
           const step = byCall[p.id];
           R.fillCard(card, { status: step ? step.status : "succeeded", args: p.args, step });
           cards[p.id] = card;
@@ -175,6 +176,14 @@
     $("turn-status").textContent = "working…";
     $("chat-send").disabled = true;
     source = new EventSource(`/v1/jobs/${jobId}/events`);
+    // A stream can end without "final" (events expired): stop reconnecting once the job is over.
+    source.onerror = async () => {
+      const job = await Leaflab.api("GET", `/v1/jobs/${jobId}`);
+      if (source && ["succeeded", "failed", "cancelled"].includes(job.status)) {
+        source.close(); source = null; $("chat-send").disabled = false; $("turn-status").textContent = job.status;
+        await openSession();
+      }
+    };
     const on = (type, fn) => source.addEventListener(type, (e) => fn(JSON.parse(e.data)));
     on("token", (d) => {
       if (!bubble) { bubble = R.message("assistant", "", { "data-streamed": "true", "data-job-id": jobId }); box.append(bubble); }
@@ -184,6 +193,7 @@
     on("tool_start", (d) => {
       bubble = null;
       const card = R.toolCard(d.tool_call_id, d.name);
+      card.dataset.jobId = jobId;
       cards[d.tool_call_id] = card;
       box.append(card);
     });
@@ -204,7 +214,7 @@
       $("turn-status").textContent = d.status;
       if (d.error) showError(d.error);
       const text = d.result && (d.result.content || d.result.text);
-      if (!box.querySelector(`[data-job-id="${jobId}"]`) && text) box.append(R.message("assistant", text, { "data-job-id": jobId }));
+      if (!box.querySelector(`[data-role=assistant][data-job-id="${jobId}"]`) && text) box.append(R.message("assistant", text, { "data-job-id": jobId }));
       await fillFromSteps(jobId, cards);
       await appendArtifacts(jobId);
       box.scrollTop = box.scrollHeight;
@@ -256,7 +266,11 @@
     await loadConversation();
     await refreshUsage();
     const latest = (await Leaflab.api("GET", `/v1/jobs?session=${sessionId}&kind=turn&limit=1`)).items[0];
-    if (latest && ["queued", "running", "waiting_approval"].includes(latest.status)) watch(latest.id);
+    if (latest && ["queued", "running", "waiting_approval"].includes(latest.status)) {
+      // The stream replays the running turn from its start: drop what history drew of it.
+      for (const node of $("messages").querySelectorAll(`[data-job-id="${latest.id}"]`)) node.remove();
+      watch(latest.id);
+    }
     if (new URLSearchParams(location.search).get("rename")) startRename(s);
   }
 

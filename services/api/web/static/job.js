@@ -71,6 +71,12 @@
 
   function watch() {
     source = new EventSource(`/v1/jobs/${jobId}/events`);
+    // The server ends the stream after "final"; a finished job's stream may end without one
+    // (events expire): then stop the browser from reconnecting forever.
+    source.onerror = async () => {
+      await loadJob();
+      if (source && TERMINAL.includes(job.status)) { source.close(); source = null; showDone(); }
+    };
     const types = ["status", "token", "tool_start", "tool_end", "todo", "compression", "approval", "budget", "progress", "events_lost", "final"];
     for (const type of types) {
       source.addEventListener(type, async (e) => {
@@ -81,9 +87,14 @@
         if (type === "status" || type === "tool_end") { $("job-status").textContent = data.status || $("job-status").textContent; await loadSteps(); }
         if (type === "status" && data.status) { job.status = data.status; $("job-cancel").hidden = TERMINAL.includes(data.status); }
         if (type === "events_lost") await refreshAll();
-        if (type === "final") { source.close(); source = null; await refreshAll(); pollTrace(10); }
+        if (type === "final") { source.close(); source = null; await refreshAll(); showDone(); pollTrace(10); }
       });
     }
+  }
+
+  function showDone() {
+    const box = $("job-progress");
+    if (box.querySelector(".muted")) box.replaceChildren(el("p", { text: `Finished: ${job.status}.` }));
   }
 
   // ---- tree, steps, trace -----------------------------------------------------------------
@@ -144,7 +155,8 @@
   (async () => {
     try {
       await refreshAll();
-      if (!TERMINAL.includes(job.status)) watch();
+      // Finished jobs too: the stream replays their events (progress, log) while Redis keeps them.
+      watch();
     } catch (err) { showError(err); }
   })();
 })();
