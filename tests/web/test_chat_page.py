@@ -92,3 +92,54 @@ class TestChat:
         expect(page.get_by_test_id("message-assistant")).to_have_text([f"Assistant{ANSWER}"])
         expect(page.get_by_test_id("tool-card")).to_have_count(2)
         expect(page.get_by_test_id("message-user")).to_have_text(["YouWrite k_p to notes"])
+
+    def test_hostile_titles_messages_and_tool_output_show_as_text(
+        self, running: RunningStack, context: BrowserContext, member: TestUser
+    ) -> None:
+        hostile = f"{XSS_IMG} {XSS_SCRIPT}"
+        script = {
+            "latency_ms": 10,
+            "replies": [
+                {"tool_calls": [{"name": "write_file", "arguments": {"path": "x.md", "content": hostile}}]},
+                {"tool_calls": [{"name": "read_file", "arguments": {"path": "x.md"}}]},
+                {"content": f"Here it is: {hostile}"},
+            ],
+        }
+        session_id = _scripted_session(running, member, script, hostile)
+        page = _open(context, running, member, session_id)
+        expect(page.get_by_test_id("session-title")).to_have_text(hostile)
+        page.get_by_test_id("chat-input").fill(hostile)
+        page.get_by_test_id("chat-send").click()
+        answer = page.locator("[data-testid=message-assistant][data-streamed=true]")
+        expect(answer).to_have_text(f"AssistantHere it is: {hostile}", timeout=30_000)
+        read = page.get_by_test_id("tool-card").nth(1)
+        expect(read.get_by_test_id("tool-status")).to_have_text("succeeded")
+        read.locator("summary").click()
+        expect(read.get_by_test_id("tool-result")).to_contain_text(XSS_SCRIPT)
+        page.reload()
+        expect(page.get_by_test_id("message-user").last).to_have_text(f"You{hostile}")
+        expect(page.get_by_test_id("message-assistant")).to_have_text([f"AssistantHere it is: {hostile}"])
+        assert page.locator("#messages img, #messages script, #session-list img").count() == 0
+        assert page.evaluate("window.__xss") is None
+
+    def test_sessions_can_be_created_renamed_and_deleted(
+        self, running: RunningStack, context: BrowserContext, member: TestUser
+    ) -> None:
+        page = login(context, running.url, member.key)
+        page.get_by_test_id("new-session").click()
+        page.wait_for_url(re.compile(r"/\?session="))
+        session_id = page.url.split("session=")[1]
+        item = page.locator(f"[data-testid=session-item][data-session-id='{session_id}']")
+        expect(item).to_have_text(re.compile("New session"))
+        item.get_by_test_id("session-rename").click()
+        page.fill("#rename-input", "PID tuning")
+        page.get_by_role("button", name="Save").click()
+        expect(item.locator("a")).to_have_text("PID tuning")
+        expect(page.get_by_test_id("session-title")).to_have_text("PID tuning")
+        with client_for(running.url, member) as client:
+            assert client.get(f"/v1/sessions/{session_id}").json()["title"] == "PID tuning"
+            page.once("dialog", lambda d: d.accept())
+            item.get_by_test_id("session-delete").click()
+            page.wait_for_url(f"{running.url}/")
+            assert client.get(f"/v1/sessions/{session_id}").status_code == 404
+        expect(page.locator(f"[data-session-id='{session_id}']")).to_have_count(0)
