@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import re
 
-import httpx
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 from sqlalchemy.orm import Session, sessionmaker
 
-from tests.fixtures.builders import TestUser, client_for, make_user, wait_job
+from tests.fixtures.builders import TestUser, client_for, make_user
 from tests.fixtures.processes import RunningStack
 from tests.web.browser import login, screenshot_dir
 
@@ -100,7 +99,11 @@ class TestChat:
         script = {
             "latency_ms": 10,
             "replies": [
-                {"tool_calls": [{"name": "write_file", "arguments": {"path": "x.md", "content": hostile}}]},
+                {
+                    "tool_calls": [
+                        {"name": "write_file", "arguments": {"path": "x.md", "content": hostile}}
+                    ]
+                },
                 {"tool_calls": [{"name": "read_file", "arguments": {"path": "x.md"}}]},
                 {"content": f"Here it is: {hostile}"},
             ],
@@ -118,7 +121,9 @@ class TestChat:
         expect(read.get_by_test_id("tool-result")).to_contain_text(XSS_SCRIPT)
         page.reload()
         expect(page.get_by_test_id("message-user").last).to_have_text(f"You{hostile}")
-        expect(page.get_by_test_id("message-assistant")).to_have_text([f"AssistantHere it is: {hostile}"])
+        expect(page.get_by_test_id("message-assistant")).to_have_text(
+            [f"AssistantHere it is: {hostile}"]
+        )
         assert page.locator("#messages img, #messages script, #session-list img").count() == 0
         assert page.evaluate("window.__xss") is None
 

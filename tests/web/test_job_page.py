@@ -87,8 +87,10 @@ class TestJobPage:
         expect(tool_span).to_have_count(1, timeout=30_000)
         expect(waterfall.locator("[data-testid=span-row]", has_text="job")).not_to_have_count(0)
         # Nesting: the tool span sits deeper than the root, on the same time axis.
-        root_pad = waterfall.get_by_test_id("span-row").first.locator(".wf-label").evaluate(
-            "e => parseFloat(e.style.paddingLeft)"
+        root_pad = (
+            waterfall.get_by_test_id("span-row")
+            .first.locator(".wf-label")
+            .evaluate("e => parseFloat(e.style.paddingLeft)")
         )
         tool_pad = tool_span.locator(".wf-label").evaluate("e => parseFloat(e.style.paddingLeft)")
         assert tool_pad > root_pad

@@ -24,7 +24,9 @@ def jobs_page(request: Request, viewer: PageViewer) -> HTMLResponse:
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
-def job_page(request: Request, job_id: uuid.UUID, viewer: PageViewer, state: StateDep) -> HTMLResponse:
+def job_page(
+    request: Request, job_id: uuid.UUID, viewer: PageViewer, state: StateDep
+) -> HTMLResponse:
     # Whether the caller may see the job is the JSON API's decision (404 there);
     # the shell itself holds nothing but the id.
     jaeger = (state.settings.jaeger_ui_url or "").rstrip("/")
