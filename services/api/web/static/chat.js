@@ -251,8 +251,8 @@
 
   // ---- slash commands ---------------------------------------------------------------------
   async function loadCommands() {
-    let items = [{ command: "/compact", description: "summarise the conversation so far" }];
-    try { items = (await Leaflab.api("GET", "/v1/commands")).items; } catch (_) { /* older API: /compact only */ }
+    // Skills (/name) are not listed yet: the API has no route that reads the skill folders.
+    const items = [{ command: "/compact", description: "summarise the conversation so far" }];
     const list = $("slash-hints");
     list.replaceChildren(...items.map((c) => el("li", {},
       el("button", { type: "button", title: c.description, text: c.command, "data-testid": "slash-command",
