@@ -113,6 +113,8 @@ def list_jobs(
         pattern=NO_NUL,
         description="admins: only this user's jobs (email or id)",
     ),
+
+    session: uuid.UUID | None = Query(None, description="only the turns of this chat session"),
     limit: int = Query(50, ge=1, le=500),
 ) -> JobList:
     """The caller's own jobs; with ``project``, every job in that project (members only)."""
@@ -132,6 +134,8 @@ def list_jobs(
         stmt = stmt.where(Job.kind == kind)
     if parent is not None:  # the job tree: a batch's tasks, a turn's subagents
         stmt = stmt.where(Job.parent_job_id == parent)
+    if session is not None:  # the chat page's per-turn usage
+        stmt = stmt.where(Job.session_id == session)
     return JobList(items=[JobOut.of(j) for j in db.scalars(stmt)])
 
 

@@ -1,10 +1,17 @@
-"""The Jobs page(s)."""
+"""The jobs list and the job page (live progress, cancel, tree, steps, trace waterfall).
+
+Shells only: static/jobs.js and static/job.js read the JSON API with the session
+cookie. The Jaeger link is the one piece of server configuration a page needs.
+"""
 
 from __future__ import annotations
+
+import uuid
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from services.api.deps import StateDep
 from services.api.web.page_auth import PageViewer
 from services.api.web.templating import render
 
@@ -13,4 +20,14 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/jobs", response_class=HTMLResponse)
 def jobs_page(request: Request, viewer: PageViewer) -> HTMLResponse:
-    return render(request, "placeholder.html", viewer, nav="jobs", heading="Jobs")
+    return render(request, "jobs.html", viewer, nav="jobs")
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+def job_page(
+    request: Request, job_id: uuid.UUID, viewer: PageViewer, state: StateDep
+) -> HTMLResponse:
+    # Whether the caller may see the job is the JSON API's decision (404 there);
+    # the shell itself holds nothing but the id.
+    jaeger = (state.settings.jaeger_ui_url or "").rstrip("/")
+    return render(request, "job.html", viewer, nav="jobs", job_id=str(job_id), jaeger_url=jaeger)

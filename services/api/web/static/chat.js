@@ -1,0 +1,288 @@
+// The chat page: sessions (new, rename, delete), the conversation, a live turn over SSE,
+// token and cost bars and the per-turn chart. Data comes from the JSON API only.
+"use strict";
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const el = (...a) => Leaflab.el(...a);
+  const R = ChatRender;
+  const app = $("chat-app");
+  const contextLimit = Number(app.dataset.contextLimit) || 32000;
+  let sessionId = app.dataset.sessionId || "";
+  let sessions = [];
+  let source = null; // the EventSource of the turn being watched
+  let chart = null;
+  let budget = null;
+
+  function showError(err) {
+    const box = $("chat-error");
+    box.textContent = err ? String(err.message || err) : "";
+    box.hidden = !err;
+  }
+
+  // ---- sessions ---------------------------------------------------------------------------
+  async function loadSessions() {
+    sessions = (await Leaflab.api("GET", "/v1/sessions?limit=200")).items;
+    const list = $("session-list");
+    list.replaceChildren();
+    for (const s of sessions) {
+      const current = s.id === sessionId;
+      list.append(el("li", { "data-testid": "session-item", "data-session-id": s.id },
+        el("a", { href: `/?session=${encodeURIComponent(s.id)}`, "aria-current": current ? "page" : null, text: s.title || "Untitled" }),
+        el("button", { type: "button", class: "secondary", "aria-label": `Rename ${s.title}`, "data-testid": "session-rename",
+          text: "✎", onclick: () => startRename(s) }),
+        el("button", { type: "button", class: "danger", "aria-label": `Delete ${s.title}`, "data-testid": "session-delete",
+          text: "✕", onclick: () => removeSession(s) })));
+    }
+    const cur = sessions.find((s) => s.id === sessionId);
+    if (cur) { $("session-title").textContent = cur.title || "Untitled"; document.title = `${cur.title} · Leaflab`; }
+  }
+
+  async function newSession(title) {
+    const s = await Leaflab.api("POST", "/v1/sessions", title ? { title } : {});
+    return s.id;
+  }
+
+  function startRename(s) {
+    if (s.id !== sessionId) { window.location = `/?session=${encodeURIComponent(s.id)}&rename=1`; return; }
+    const form = $("rename-form");
+    form.hidden = false;
+    $("rename-input").value = s.title || "";
+    $("rename-input").focus();
+  }
+
+  async function submitRename(event) {
+    event.preventDefault();
+    try {
+      await Leaflab.api("PATCH", `/v1/sessions/${sessionId}`, { title: $("rename-input").value });
+      $("rename-form").hidden = true;
+      await loadSessions();
+    } catch (err) { showError(err); }
+  }
+
+  async function removeSession(s) {
+    if (!window.confirm(`Delete the session "${s.title}"?`)) return;
+    try {
+      await Leaflab.api("DELETE", `/v1/sessions/${s.id}`);
+      if (s.id === sessionId) { window.location = "/"; return; }
+      await loadSessions();
+    } catch (err) { showError(err); }
+  }
+
+  // ---- history ----------------------------------------------------------------------------
+  async function stepsOf(jobId) {
+    return (await Leaflab.api("GET", `/v1/jobs/${jobId}/steps`)).items;
+  }
+
+  async function artifactsOf(jobId) {
+    return (await Leaflab.api("GET", `/v1/jobs/${jobId}/artifacts`)).items;
+  }
+
+  async function loadConversation() {
+    const box = $("messages");
+    box.replaceChildren();
+    const msgs = (await Leaflab.api("GET", `/v1/sessions/${sessionId}/messages?limit=1000`)).items;
+    const jobIds = [...new Set(msgs.map((m) => m.job_id).filter(Boolean))];
+    const steps = {};
+    await Promise.all(jobIds.map(async (j) => { steps[j] = await stepsOf(j); }));
+    const byCall = {};
+    for (const j of jobIds) for (const s of steps[j]) if (s.tool_call_id) byCall[s.tool_call_id] = s;
+    const cards = {};
+    let lastJob = null;
+    for (const m of msgs) {
+      if (lastJob && m.job_id !== lastJob) await appendArtifacts(lastJob);
+      lastJob = m.job_id;
+      if (m.role === "user") box.append(R.message("user", m.content));
+      else if (m.role === "assistant") {
+        if (m.content) box.append(R.message("assistant", m.content, { "data-job-id": m.job_id }));
+        for (const call of m.tool_calls || []) {
+          const p = R.callParts(call);
+          const card = R.toolCard(p.id, p.name);
+          card.dataset.jobId = m.job_id;
+          const step = byCall[p.id];
+          R.fillCard(card, { status: step ? step.status : "succeeded", args: p.args, step });
+          cards[p.id] = card;
+          box.append(card);
+        }
+      } else if (m.role === "tool" && cards[m.tool_call_id]) {
+        R.fillCard(cards[m.tool_call_id], { result: m.content });
+      }
+    }
+    if (lastJob) await appendArtifacts(lastJob);
+    box.scrollTop = box.scrollHeight;
+  }
+
+  async function appendArtifacts(jobId) {
+    const items = await artifactsOf(jobId);
+    if (items.length) $("messages").append(R.artifacts(items));
+  }
+
+  // ---- usage bars and chart ---------------------------------------------------------------
+  const tokensOf = (j) => j.usage.input_tokens + j.usage.output_tokens;
+
+  function contextTokens(steps) {
+    const llm = steps.filter((s) => s.kind === "llm");
+    const last = llm[llm.length - 1];
+    const r = last && last.result;
+    const u = r && (r.usage || r);
+    return u && Number(u.input_tokens) ? Number(u.input_tokens) : null;
+  }
+
+  function setMeter(id, value, text) {
+    $(id).value = Math.max(0, Math.min(1, value || 0));
+    $(`${id}-text`).textContent = text;
+  }
+
+  async function refreshUsage() {
+    const jobs = (await Leaflab.api("GET", `/v1/jobs?session=${sessionId}&kind=turn&limit=500`)).items.reverse();
+    const total = jobs.reduce((a, j) => a + tokensOf(j), 0);
+    const cost = jobs.reduce((a, j) => a + j.cost_usd, 0);
+    const last = jobs[jobs.length - 1];
+    if (last) {
+      const used = contextTokens(await stepsOf(last.id));
+      if (used !== null) setMeter("bar-context", used / contextLimit, `${used} / ${contextLimit} tokens`);
+      setMeter("bar-turn", total ? tokensOf(last) / total : 0, `${tokensOf(last)} tokens · ${Leaflab.fmtUsd(last.cost_usd)}`);
+    }
+    const share = budget && budget.usd_remaining !== null ? cost / (cost + budget.usd_remaining) : (jobs.length ? 1 : 0);
+    setMeter("bar-session", share, `${total} tokens · ${Leaflab.fmtUsd(cost)} in ${jobs.length} turns`
+      + (budget && budget.usd_remaining !== null ? ` · ${Leaflab.fmtUsd(budget.usd_remaining)} budget left` : ""));
+    drawChart(jobs);
+  }
+
+  function drawChart(jobs) {
+    if (typeof Chart === "undefined") return;
+    const labels = jobs.map((_, i) => `#${i + 1}`);
+    const data = {
+      labels,
+      datasets: [
+        { label: "input tokens", data: jobs.map((j) => j.usage.input_tokens), backgroundColor: "#1f6f43", yAxisID: "y" },
+        { label: "output tokens", data: jobs.map((j) => j.usage.output_tokens), backgroundColor: "#8fbf9f", yAxisID: "y" },
+        { label: "cost (USD)", data: jobs.map((j) => j.cost_usd), type: "line", borderColor: "#8a5a00", yAxisID: "cost" },
+      ],
+    };
+    if (chart) { chart.data = data; chart.update(); return; }
+    chart = new Chart($("turn-chart"), {
+      type: "bar", data,
+      options: { maintainAspectRatio: false, animation: false,
+        scales: { y: { stacked: true, beginAtZero: true }, cost: { position: "right", beginAtZero: true, grid: { drawOnChartArea: false } } } },
+    });
+  }
+
+  // ---- a live turn ------------------------------------------------------------------------
+  function watch(jobId) {
+    if (source) source.close();
+    const box = $("messages");
+    let bubble = null;
+    const cards = {};
+    $("turn-status").textContent = "working…";
+    $("chat-send").disabled = true;
+    source = new EventSource(`/v1/jobs/${jobId}/events`);
+    // A stream can end without "final" (events expired): stop reconnecting once the job is over.
+    source.onerror = async () => {
+      const job = await Leaflab.api("GET", `/v1/jobs/${jobId}`);
+      if (source && ["succeeded", "failed", "cancelled"].includes(job.status)) {
+        source.close(); source = null; $("chat-send").disabled = false; $("turn-status").textContent = job.status;
+        await openSession();
+      }
+    };
+    const on = (type, fn) => source.addEventListener(type, (e) => fn(JSON.parse(e.data)));
+    on("token", (d) => {
+      if (!bubble) { bubble = R.message("assistant", "", { "data-streamed": "true", "data-job-id": jobId }); box.append(bubble); }
+      bubble.querySelector(".text").textContent += d.text;
+      box.scrollTop = box.scrollHeight;
+    });
+    on("tool_start", (d) => {
+      bubble = null;
+      const card = R.toolCard(d.tool_call_id, d.name);
+      card.dataset.jobId = jobId;
+      cards[d.tool_call_id] = card;
+      box.append(card);
+    });
+    on("tool_end", async (d) => {
+      const card = cards[d.tool_call_id];
+      if (!card) return;
+      R.fillCard(card, { status: d.status, result: d.preview });
+      await fillFromSteps(jobId, cards);
+    });
+    on("todo", (d) => R.todos($("todo-list"), d.items));
+    on("status", (d) => { $("turn-status").textContent = d.status + (d.error ? `: ${d.error}` : ""); });
+    on("compression", (d) => setMeter("bar-context", d.after_tokens / contextLimit, `${d.after_tokens} / ${contextLimit} tokens`));
+    on("events_lost", () => { source.close(); openSession(); });
+    on("final", async (d) => {
+      source.close();
+      source = null;
+      $("chat-send").disabled = false;
+      $("turn-status").textContent = d.status;
+      if (d.error) showError(d.error);
+      const text = d.result && (d.result.content || d.result.text);
+      if (!box.querySelector(`[data-role=assistant][data-job-id="${jobId}"]`) && text) box.append(R.message("assistant", text, { "data-job-id": jobId }));
+      await fillFromSteps(jobId, cards);
+      await appendArtifacts(jobId);
+      box.scrollTop = box.scrollHeight;
+      await refreshUsage();
+    });
+  }
+
+  async function fillFromSteps(jobId, cards) {
+    for (const s of await stepsOf(jobId)) {
+      const card = s.tool_call_id && cards[s.tool_call_id];
+      if (card) R.fillCard(card, { status: s.status, args: s.arguments, result: R.stepResultText(s), step: s });
+    }
+  }
+
+  async function send(event) {
+    event.preventDefault();
+    showError(null);
+    const input = $("chat-input");
+    const content = input.value;
+    if (!content.trim()) return;
+    try {
+      if (!sessionId) {
+        sessionId = await newSession(content.trim().slice(0, 60));
+        history.replaceState(null, "", `/?session=${sessionId}`);
+        await loadSessions();
+      }
+      const accepted = await Leaflab.api("POST", `/v1/sessions/${sessionId}/messages`, { content });
+      budget = accepted.budget;
+      input.value = "";
+      $("messages").append(R.message("user", content));
+      watch(accepted.job_id);
+    } catch (err) { showError(err); }
+  }
+
+  // ---- slash commands ---------------------------------------------------------------------
+  async function loadCommands() {
+    // Skills (/name) are not listed yet: the API has no route that reads the skill folders.
+    const items = [{ command: "/compact", description: "summarise the conversation so far" }];
+    const list = $("slash-hints");
+    list.replaceChildren(...items.map((c) => el("li", {},
+      el("button", { type: "button", title: c.description, text: c.command, "data-testid": "slash-command",
+        onclick: () => { const i = $("chat-input"); i.value = `${c.command} ${i.value}`.trimEnd() + " "; i.focus(); } }))));
+  }
+
+  async function openSession() {
+    if (!sessionId) return;
+    const s = await Leaflab.api("GET", `/v1/sessions/${sessionId}`);
+    R.todos($("todo-list"), s.todos);
+    await loadConversation();
+    await refreshUsage();
+    const latest = (await Leaflab.api("GET", `/v1/jobs?session=${sessionId}&kind=turn&limit=1`)).items[0];
+    if (latest && ["queued", "running", "waiting_approval"].includes(latest.status)) {
+      // The stream replays the running turn from its start: drop what history drew of it.
+      for (const node of $("messages").querySelectorAll(`[data-job-id="${latest.id}"]`)) node.remove();
+      watch(latest.id);
+    }
+    if (new URLSearchParams(location.search).get("rename")) startRename(s);
+  }
+
+  $("chat-form").addEventListener("submit", send);
+  $("chat-input").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("chat-form").requestSubmit(); }
+  });
+  $("rename-form").addEventListener("submit", submitRename);
+  $("new-session").addEventListener("click", async () => {
+    try { window.location = `/?session=${await newSession("New session")}`; } catch (err) { showError(err); }
+  });
+  (async () => {
+    try { await loadSessions(); await loadCommands(); await openSession(); } catch (err) { showError(err); }
+  })();
+})();

@@ -1,0 +1,87 @@
+// DOM pieces of the chat page: messages, tool cards, artifacts, the todo list.
+// Everything user- or model-made goes in as text (Leaflab.el), never as markup.
+"use strict";
+const ChatRender = (() => {
+  const el = (...a) => Leaflab.el(...a);
+
+  function pretty(value) {
+    if (value === undefined || value === null) return "";
+    if (typeof value === "string") {
+      try { return JSON.stringify(JSON.parse(value), null, 2); } catch (_) { return value; }
+    }
+    return JSON.stringify(value, null, 2);
+  }
+
+  // A tool call as the API stores it: OpenAI's {id, function: {name, arguments}} or flat.
+  function callParts(call) {
+    const fn = call.function || call;
+    return { id: call.id || "", name: fn.name || "?", args: fn.arguments };
+  }
+
+  function message(role, text, extra) {
+    const attrs = { class: `msg ${role}`, "data-role": role, ...(extra || {}) };
+    if (role === "assistant") attrs["data-testid"] = "message-assistant";
+    if (role === "user") attrs["data-testid"] = "message-user";
+    const body = el("span", { class: "text", text: text || "" });
+    return el("div", attrs, el("span", { class: "role", text: role === "user" ? "You" : "Assistant" }), body);
+  }
+
+  function durationOf(step) {
+    if (!step || !step.finished_at) return null;
+    return new Date(step.finished_at) - new Date(step.started_at);
+  }
+
+  // A collapsible card: name, status and duration in the summary; arguments and result inside.
+  function toolCard(id, name) {
+    const card = el("details", { class: "tool", "data-testid": "tool-card", "data-tool-call-id": id, "data-status": "running" },
+      el("summary", {},
+        el("span", { class: "tool-name", "data-testid": "tool-name", text: name }), " · ",
+        el("span", { class: "tool-status", "data-testid": "tool-status", text: "running" }), " · ",
+        el("span", { class: "tool-duration", "data-testid": "tool-duration", text: "…" })),
+      el("div", { class: "label", text: "Arguments" }),
+      el("pre", { class: "tool-args", "data-testid": "tool-args" }),
+      el("div", { class: "label", text: "Result" }),
+      el("pre", { class: "tool-result", "data-testid": "tool-result" }));
+    return card;
+  }
+
+  function fillCard(card, { status, args, result, step }) {
+    if (status) { card.dataset.status = status; card.querySelector(".tool-status").textContent = status; }
+    if (args !== undefined) card.querySelector(".tool-args").textContent = pretty(args);
+    if (result !== undefined && result !== null) card.querySelector(".tool-result").textContent = pretty(result);
+    const ms = durationOf(step);
+    if (ms !== null) card.querySelector(".tool-duration").textContent = Leaflab.fmtMs(ms);
+  }
+
+  function stepResultText(step) {
+    const r = step && step.result;
+    if (r && typeof r === "object" && "content" in r) return r.content;
+    return r;
+  }
+
+  function artifacts(items) {
+    const box = el("div", { class: "artifacts", "data-testid": "artifacts" });
+    for (const a of items) {
+      if (/^image\/(png|jpeg|gif|webp)$/.test(a.mime)) {
+        box.append(el("figure", {},
+          el("img", { src: a.url, alt: a.display_name, "data-testid": "artifact-image", loading: "lazy" }),
+          el("figcaption", {}, el("a", { href: a.url, download: a.display_name, text: a.display_name }))));
+      } else {
+        box.append(el("a", { href: a.url, download: a.display_name, "data-testid": "artifact-file",
+          text: `${a.display_name} (${a.size} bytes)` }));
+      }
+    }
+    return box;
+  }
+
+  function todos(list, items) {
+    list.replaceChildren();
+    if (!items || !items.length) { list.append(el("li", { class: "muted", text: "No todo list yet." })); return; }
+    for (const t of items) {
+      const mark = t.status === "completed" ? "✓ " : t.status === "in_progress" ? "▶ " : "○ ";
+      list.append(el("li", { "data-status": t.status || "pending", "data-testid": "todo-item", text: mark + (t.content || "") }));
+    }
+  }
+
+  return { message, toolCard, fillCard, callParts, stepResultText, artifacts, todos, pretty };
+})();

@@ -1,0 +1,162 @@
+// The job page: facts, live progress from the event stream, cancel, the job tree, the steps
+// and the trace waterfall (with a Jaeger link when the deployment names one).
+"use strict";
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const el = (...a) => Leaflab.el(...a);
+  const app = $("job-app");
+  const jobId = app.dataset.jobId;
+  const jaeger = app.dataset.jaegerUrl;
+  const TERMINAL = ["succeeded", "failed", "cancelled"];
+  let job = null;
+  let source = null;
+  let traceSpans = -1;
+
+  function showError(err) {
+    $("job-error").textContent = err ? String(err.message || err) : "";
+    $("job-error").hidden = !err;
+  }
+
+  function fact(name, value, testid) {
+    return [el("dt", { text: name }), el("dd", { "data-testid": testid, text: value === null || value === undefined ? "—" : String(value) })];
+  }
+
+  function renderJob() {
+    $("job-kind").textContent = `${job.kind[0].toUpperCase()}${job.kind.slice(1)} job`;
+    const status = $("job-status");
+    status.textContent = job.status;
+    status.className = `badge status-${job.status}`;
+    $("job-cancel").hidden = TERMINAL.includes(job.status);
+    const i = job.input || {};
+    const u = job.usage;
+    $("job-facts").replaceChildren(
+      ...fact("Input", i.content || i.topic || (i.tasks ? `${i.tasks.length} tasks` : JSON.stringify(i)), "job-input"),
+      ...fact("Cost", Leaflab.fmtUsd(job.cost_usd), "job-cost"),
+      ...fact("Tokens", `${u.input_tokens} in · ${u.output_tokens} out · ${u.cached_tokens} cached`, "job-tokens"),
+      ...fact("Attempts", job.attempts, "job-attempts"),
+      ...fact("Created", new Date(job.created_at).toLocaleString(), "job-created"),
+      ...fact("Finished", job.finished_at ? new Date(job.finished_at).toLocaleString() : null, "job-finished"),
+      ...fact("Error", job.error, "job-error-text"),
+      ...fact("Result", job.result ? (job.result.content || JSON.stringify(job.result)).slice(0, 2000) : null, "job-result"));
+    if (job.session_id) $("job-facts").append(el("dt", { text: "Session" }), el("dd", {}, el("a", { href: `/?session=${job.session_id}`, text: "open the chat" })));
+  }
+
+  async function loadJob() {
+    job = await Leaflab.api("GET", `/v1/jobs/${jobId}`);
+    renderJob();
+  }
+
+  // ---- progress ---------------------------------------------------------------------------
+  function bar(label, done, total, testid) {
+    const id = `p-${testid}`;
+    return el("div", {}, el("label", { for: id, text: `${label}: ${done} / ${total}` }),
+      el("progress", { id, "data-testid": testid, max: String(Math.max(total, 1)), value: String(done) }));
+  }
+
+  function renderProgress(p) {
+    const box = $("job-progress");
+    const parts = [];
+    if (p.stage) parts.push(el("p", {}, "Stage: ", el("span", { class: "stage", "data-testid": "progress-stage", text: p.stage })));
+    if (p.papers_found !== undefined) parts.push(bar("Papers read", p.papers_read || 0, p.papers_found || 0, "progress-papers"));
+    if (p.sections_total !== undefined) parts.push(bar("Sections written", p.sections_written || 0, p.sections_total || 0, "progress-sections"));
+    if (p.done !== undefined && p.total !== undefined) parts.push(bar("Tasks done", p.done, p.total, "progress-tasks"));
+    if (p.cost_usd !== undefined) parts.push(el("p", { "data-testid": "progress-cost", text: `Cost so far: ${Leaflab.fmtUsd(p.cost_usd)}` }));
+    if (parts.length) box.replaceChildren(...parts);
+  }
+
+  function logEvent(type, data) {
+    const text = type === "token" ? data.text : JSON.stringify(data);
+    $("event-log").append(el("li", { "data-type": type, text: `${type} ${text.slice(0, 300)}` }));
+  }
+
+  function watch() {
+    source = new EventSource(`/v1/jobs/${jobId}/events`);
+    // The server ends the stream after "final"; a finished job's stream may end without one
+    // (events expire): then stop the browser from reconnecting forever.
+    source.onerror = async () => {
+      await loadJob();
+      if (source && TERMINAL.includes(job.status)) { source.close(); source = null; showDone(); }
+    };
+    const types = ["status", "token", "tool_start", "tool_end", "todo", "compression", "approval", "budget", "progress", "events_lost", "final"];
+    for (const type of types) {
+      source.addEventListener(type, async (e) => {
+        const data = JSON.parse(e.data);
+        logEvent(type, data);
+        if (type === "progress") renderProgress(data);
+        if (type === "status" && data.progress) renderProgress(data.progress);
+        if (type === "status" || type === "tool_end") { $("job-status").textContent = data.status || $("job-status").textContent; await loadSteps(); }
+        if (type === "status" && data.status) { job.status = data.status; $("job-cancel").hidden = TERMINAL.includes(data.status); }
+        if (type === "events_lost") await refreshAll();
+        if (type === "final") { source.close(); source = null; await refreshAll(); showDone(); pollTrace(10); }
+      });
+    }
+  }
+
+  function showDone() {
+    const box = $("job-progress");
+    if (box.querySelector(".muted")) box.replaceChildren(el("p", { text: `Finished: ${job.status}.` }));
+  }
+
+  // ---- tree, steps, trace -----------------------------------------------------------------
+  async function loadTree() {
+    const box = $("job-tree");
+    const kids = (await Leaflab.api("GET", `/v1/jobs?parent=${jobId}&limit=500`)).items.reverse();
+    const parts = [];
+    if (job.parent_job_id) parts.push(el("p", {}, "Part of ", el("a", { href: `/jobs/${job.parent_job_id}`, "data-testid": "job-parent", text: `job ${job.parent_job_id.slice(0, 8)}` })));
+    if (kids.length) {
+      parts.push(el("ul", { class: "tree" }, ...kids.map((k) => el("li", { "data-testid": "job-child", "data-job-id": k.id },
+        el("a", { href: `/jobs/${k.id}`, text: `${k.kind} ${k.id.slice(0, 8)}` }), " ",
+        el("span", { class: `badge status-${k.status}`, text: k.status }), " ",
+        el("span", { class: "muted", text: (k.input.content || k.input.task || "").slice(0, 100) })))));
+    }
+    if (!parts.length) parts.push(el("p", { class: "muted", text: "No parent and no child jobs." }));
+    box.replaceChildren(...parts);
+  }
+
+  async function loadSteps() {
+    const steps = (await Leaflab.api("GET", `/v1/jobs/${jobId}/steps`)).items;
+    $("step-rows").replaceChildren(...steps.map((s) => el("tr", { "data-testid": "step-row", "data-status": s.status },
+      el("td", { text: String(s.seq) }), el("td", { text: s.kind }), el("td", { text: s.name }),
+      el("td", { text: String(s.round) }), el("td", { text: s.status }),
+      el("td", { text: s.finished_at ? Leaflab.fmtMs(new Date(s.finished_at) - new Date(s.started_at)) : "…" }))));
+  }
+
+  async function loadTrace() {
+    if (!job.trace_id) return 0;
+    $("trace-id").textContent = job.trace_id;
+    if (jaeger) { const a = $("jaeger-link"); a.href = `${jaeger}/trace/${job.trace_id}`; a.hidden = false; }
+    let trace;
+    try { trace = await Leaflab.api("GET", `/v1/traces/${job.trace_id}`); } catch (err) { if (err.status === 404) return 0; throw err; }
+    if (trace.spans.length !== traceSpans) {
+      traceSpans = trace.spans.length;
+      Waterfall.render($("trace-waterfall"), $("span-detail"), trace.spans);
+    }
+    return trace.spans.length;
+  }
+
+  // Spans reach Postgres in batches after the job ends: look again a few times.
+  function pollTrace(times) {
+    if (times <= 0) return;
+    setTimeout(async () => { try { await loadTrace(); } catch (_) { /* next try */ } pollTrace(times - 1); }, 1500);
+  }
+
+  async function refreshAll() {
+    await loadJob();
+    await Promise.all([loadTree(), loadSteps(), loadTrace()]);
+  }
+
+  $("job-cancel").addEventListener("click", async () => {
+    try {
+      job = await Leaflab.api("POST", `/v1/jobs/${jobId}/cancel`);
+      renderJob();
+    } catch (err) { showError(err); }
+  });
+
+  (async () => {
+    try {
+      await refreshAll();
+      // Finished jobs too: the stream replays their events (progress, log) while Redis keeps them.
+      watch();
+    } catch (err) { showError(err); }
+  })();
+})();

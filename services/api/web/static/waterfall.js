@@ -1,0 +1,78 @@
+// The trace waterfall: one row per span, nested under its parent, its bar placed on a shared
+// time axis; clicking (or Enter on) a row shows the span's attributes. Rows are buttons so the
+// keyboard reaches them. Names and attributes are shown as text only.
+"use strict";
+const Waterfall = (() => {
+  const el = (...a) => Leaflab.el(...a);
+
+  // Spans in tree order (parents before children, siblings by start), each with its depth.
+  function ordered(spans) {
+    const byId = new Map(spans.map((s) => [s.span_id, s]));
+    const children = new Map();
+    const roots = [];
+    for (const s of spans) {
+      if (s.parent_span_id && byId.has(s.parent_span_id)) {
+        if (!children.has(s.parent_span_id)) children.set(s.parent_span_id, []);
+        children.get(s.parent_span_id).push(s);
+      } else roots.push(s);
+    }
+    const byStart = (a, b) => new Date(a.start) - new Date(b.start);
+    const out = [];
+    const stack = roots.sort(byStart).reverse().map((s) => [s, 0]);
+    while (stack.length) {  // iterative: a deep trace must not overflow the call stack
+      const [span, depth] = stack.pop();
+      out.push([span, depth]);
+      const kids = (children.get(span.span_id) || []).sort(byStart);
+      for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i], depth + 1]);
+    }
+    return out;
+  }
+
+  function axis(totalMs) {
+    return el("div", { class: "wf-row wf-axis", "aria-hidden": "true" },
+      el("span", { class: "wf-label", text: "span" }),
+      el("span", { class: "wf-track" }, ...[0, 0.25, 0.5, 0.75, 1].map((f) =>
+        el("span", { class: "wf-tick", style: `left:${f * 100}%`, text: Leaflab.fmtMs(f * totalMs) }))),
+      el("span", { class: "wf-dur", text: "duration" }));
+  }
+
+  function detail(box, span, t0) {
+    const rows = Object.entries(span.attributes || {}).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) =>
+      el("tr", { "data-testid": "span-attribute", "data-key": k }, el("th", { scope: "row", text: k }),
+        el("td", {}, el("code", { text: typeof v === "string" ? v : JSON.stringify(v) }))));
+    const events = (span.events || []).map((e) => el("li", { text: `${e.name || "event"} ${JSON.stringify(e.attributes || {})}` }));
+    box.replaceChildren(
+      el("h3", { "data-testid": "span-name", text: span.name }),
+      el("p", { class: "muted", text: `${span.service} · ${span.kind} · ${span.status}${span.status_message ? `: ${span.status_message}` : ""}` }),
+      el("p", { text: `starts at +${Leaflab.fmtMs(new Date(span.start) - t0)}, takes ${Leaflab.fmtMs(span.duration_ms)}` }),
+      el("table", { class: "attrs" }, el("tbody", {}, ...rows)),
+      events.length ? el("details", {}, el("summary", { text: `${events.length} events` }), el("ul", {}, ...events)) : "");
+  }
+
+  function render(box, detailBox, spans) {
+    box.replaceChildren();
+    if (!spans.length) { box.append(el("p", { class: "muted", text: "No spans stored for this trace yet." })); return; }
+    const t0 = Math.min(...spans.map((s) => +new Date(s.start)));
+    const t1 = Math.max(...spans.map((s) => +new Date(s.end)));
+    const total = Math.max(t1 - t0, 1);
+    box.append(axis(total));
+    let selected = null;
+    for (const [span, depth] of ordered(spans)) {
+      const left = ((new Date(span.start) - t0) / total) * 100;
+      const width = Math.max((span.duration_ms / total) * 100, 0.3);
+      const row = el("button", { type: "button", class: `wf-row wf-span status-${span.status}`, role: "listitem",
+        "data-testid": "span-row", "data-span-id": span.span_id, "aria-pressed": "false",
+        onclick: () => {
+          if (selected) selected.setAttribute("aria-pressed", "false");
+          selected = row; row.setAttribute("aria-pressed", "true");
+          detail(detailBox, span, t0);
+        } },
+        el("span", { class: "wf-label", style: `padding-left:${Math.min(depth, 20) * 12}px`, title: span.name, text: span.name }),
+        el("span", { class: "wf-track" }, el("span", { class: `wf-bar svc-${(span.service || "").replace(/[^a-z]/g, "")}`, style: `left:${left}%;width:${Math.min(width, 100 - left)}%` })),
+        el("span", { class: "wf-dur", text: Leaflab.fmtMs(span.duration_ms) }));
+      box.append(row);
+    }
+  }
+
+  return { render, ordered };
+})();
