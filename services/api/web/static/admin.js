@@ -56,7 +56,7 @@
     charts[by] = new Chart(canvas, {
       type: by === "day" ? "line" : "bar",
       data: { labels, datasets },
-      options: { animation: false, maintainAspectRatio: false, scales: { y: { beginAtZero: true } },
+      options: { animation: false, maintainAspectRatio: false, scales: { y: { beginAtZero: true, ticks: { callback: (v) => "$" + Number(v).toPrecision(2) } } },
                  plugins: { legend: { display: by === "user" } } },
     });
   }
