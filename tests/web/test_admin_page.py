@@ -55,9 +55,12 @@ class TestBudgetsAndSpend:
         admin = make_user(session_factory, admin=True)
         erin = make_user(session_factory)
         admin_api = client_for(running.url, admin)
-        assert admin_api.put(
-            "/v1/admin/budgets", json={"user_email": erin.email, "usd": 0, "period": "total"}
-        ).status_code == 200
+        assert (
+            admin_api.put(
+                "/v1/admin/budgets", json={"user_email": erin.email, "usd": 0, "period": "total"}
+            ).status_code
+            == 200
+        )
         client = client_for(running.url, erin)
         session = client.post("/v1/sessions", json={}).json()
         running.sim.set_script(session["id"], {"replies": [{"content": "paid for"}]})
@@ -94,9 +97,9 @@ class TestBudgetsAndSpend:
         spent = admin_api.get("/v1/admin/spend", params={"by": "user"}).json()["items"]
         assert abs(_chart(page, "user")[erin.email] - _row(spent, erin.email)) < 1e-9
         expect(page.get_by_test_id("top-jobs")).to_contain_text(job_id[:8])
-        expect(page.locator(f"[data-testid=budget-form][data-target='{erin.email}']")).to_contain_text(
-            "spent $"
-        )
+        expect(
+            page.locator(f"[data-testid=budget-form][data-target='{erin.email}']")
+        ).to_contain_text("spent $")
         assert any(v > 0 for v in _chart(page, "model").values())
         assert _chart(page, "day")  # today's spend is on the time axis
         page.screenshot(path=str(screenshot_dir() / "admin.png"), full_page=True)
@@ -136,9 +139,12 @@ class TestKeys:
         panel.get_by_role("button", name="Create key").click()
         shown = page.get_by_test_id("new-key-value").inner_text()
         assert shown.startswith("lf_")
-        assert httpx.get(
-            f"{running.url}/v1/sessions", headers={"Authorization": f"Bearer {shown}"}
-        ).status_code == 200
+        assert (
+            httpx.get(
+                f"{running.url}/v1/sessions", headers={"Authorization": f"Bearer {shown}"}
+            ).status_code
+            == 200
+        )
         expect(panel.get_by_test_id("keys")).to_contain_text(XSS_SCRIPT)  # the name, as text
         page.reload()
         page.wait_for_selector("body[data-admin-ready='1']")
@@ -149,9 +155,12 @@ class TestKeys:
         page.on("dialog", lambda dialog: dialog.accept())
         row.get_by_role("button", name="Revoke").click()
         expect(row).to_contain_text("revoked")
-        assert httpx.get(
-            f"{running.url}/v1/sessions", headers={"Authorization": f"Bearer {shown}"}
-        ).status_code == 401
+        assert (
+            httpx.get(
+                f"{running.url}/v1/sessions", headers={"Authorization": f"Bearer {shown}"}
+            ).status_code
+            == 401
+        )
         assert shown not in page.content()
         assert page.evaluate("window.__xss") is None
 

@@ -122,7 +122,9 @@ class TestLibraryPage:
         assert page.evaluate("window.__xss") is None
 
 
-def test_pdf_route_refuses_bad_ids(library_url: str, session_factory: sessionmaker[Session]) -> None:
+def test_pdf_route_refuses_bad_ids(
+    library_url: str, session_factory: sessionmaker[Session]
+) -> None:
     key = make_user(session_factory).key
     for ident in ("not-a-uuid", "00000000-0000-0000-0000-000000000000", "%2E%2E"):
         resp = httpx.get(
@@ -131,5 +133,3 @@ def test_pdf_route_refuses_bad_ids(library_url: str, session_factory: sessionmak
         )
         assert resp.status_code == 404, (ident, resp.text)
     assert httpx.get(f"{library_url}/v1/library/documents/x/pdf").status_code == 401
-
-

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import uuid
 
+from typing import Any
+
 from fastapi import APIRouter
 from fastapi.responses import FileResponse
 
@@ -23,7 +25,7 @@ from services.common.models import Document
 
 router = APIRouter(prefix="/v1/library", tags=["library"], responses=error_responses(401, 422))
 
-PDF_RESPONSE = {
+PDF_RESPONSE: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "The PDF as uploaded",
         "content": {"application/pdf": {"schema": {"type": "string", "format": "binary"}}},

@@ -32,15 +32,15 @@ MAX_BREAKERS = 200
 def queue_depths(redis: Redis) -> list[QueueDepth]:
     depths = []
     for name in QUEUES:
-        waiting = int(redis.llen(name))  # type: ignore[arg-type]
+        waiting = int(redis.llen(name))
         for key in redis.scan_iter(match=f"{name}{PRIORITY_SEP}*", count=100):
-            waiting += int(redis.llen(key))  # type: ignore[arg-type]
+            waiting += int(redis.llen(key))
         depths.append(QueueDepth(name=name, waiting=waiting))
     return depths
 
 
 def unacked(redis: Redis) -> int:
-    return int(redis.hlen(UNACKED_KEY))  # type: ignore[arg-type]
+    return int(redis.hlen(UNACKED_KEY))
 
 
 def workers(celery: Celery) -> tuple[list[WorkerState], str | None]:
@@ -69,7 +69,7 @@ def breakers(redis: Redis) -> list[CircuitState]:
         key = raw.decode() if isinstance(raw, bytes) else str(raw)
         fields = {
             (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
-            for k, v in redis.hgetall(key).items()  # type: ignore[union-attr]
+            for k, v in redis.hgetall(key).items()
         }
         endpoint, model = split_breaker_key(key)
         found.append(
