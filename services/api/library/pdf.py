@@ -9,7 +9,6 @@ document id reveals nothing to someone who may not read it.
 from __future__ import annotations
 
 import uuid
-
 from typing import Any
 
 from fastapi import APIRouter
