@@ -15,6 +15,8 @@ from services.api.health.router import router as health_router
 from services.api.jobs.artifacts import router as artifacts_router
 from services.api.jobs.router import router as jobs_router
 from services.api.library.events import router as library_events_router
+
+from services.api.library.pdf import router as library_pdf_router
 from services.api.library.router import UPLOAD_PATH
 from services.api.library.router import router as library_router
 from services.api.limits import BodySizeLimit, RouteKey
@@ -104,6 +106,8 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         surveys_router,
 
         library_events_router,
+
+        library_pdf_router,
     )
     for router in routers:
         # Every authenticated route may answer 429 (the per-key rate limit).

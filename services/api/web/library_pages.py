@@ -1,4 +1,7 @@
-"""The Library page(s)."""
+"""The Library page: uploads, live ingestion status, search, links into the PDFs.
+
+A shell; its script calls ``/v1/library/*`` (and the PDF route) with the session cookie.
+"""
 
 from __future__ import annotations
 
@@ -13,4 +16,4 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/library", response_class=HTMLResponse)
 def library_page(request: Request, viewer: PageViewer) -> HTMLResponse:
-    return render(request, "placeholder.html", viewer, nav="library", heading="Library")
+    return render(request, "library.html", viewer, nav="library")

@@ -22,12 +22,13 @@ from typing import Literal, Protocol
 
 from redis import Redis
 
+from services.common.circuits import BREAKER_KEY_PREFIX
 from services.common.metrics import MODEL_BREAKER_STATE
 
 State = Literal["closed", "half_open", "open"]
 Decision = Literal["allow", "probe", "skip"]
 STATE_VALUES: dict[str, int] = {"closed": 0, "half_open": 1, "open": 2}
-KEY_PREFIX = "leaflab:breaker:"
+KEY_PREFIX = BREAKER_KEY_PREFIX  # the admin dashboard reads these keys too
 # Circuits nobody touched for a day are forgotten (closed).
 KEY_TTL_S = 86_400
 

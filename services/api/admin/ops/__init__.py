@@ -1,0 +1,1 @@
+"""The operations view of the admin dashboard: queues, workers, breakers, costly jobs."""

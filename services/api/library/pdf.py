@@ -1,0 +1,62 @@
+"""``GET /v1/library/documents/{id}/pdf``: the stored PDF, for the pages' "open at page N" links.
+
+Served only from a collection the caller may read (their own, a project's they
+belong to; a project-scoped key: that project's only), the same rule the
+library service applies to listings and search. Anything else is 404, so a
+document id reveals nothing to someone who may not read it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import FileResponse
+
+from services.api.access import key_scope
+from services.api.deps import CurrentUser, DbSession
+from services.api.errors import error_responses, not_found
+from services.api.library.router import IntakeDep
+from services.common.documents.blobs import BlobStore
+from services.common.documents.collections import project_collection, readable_collections
+from services.common.models import Document
+
+router = APIRouter(prefix="/v1/library", tags=["library"], responses=error_responses(401, 422))
+
+PDF_RESPONSE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The PDF as uploaded",
+        "content": {"application/pdf": {"schema": {"type": "string", "format": "binary"}}},
+    }
+}
+
+
+@router.get(
+    "/documents/{document_id}/pdf",
+    response_class=FileResponse,
+    responses={**PDF_RESPONSE, **error_responses(404)},
+)
+def document_pdf(
+    document_id: str, db: DbSession, user: CurrentUser, intake: IntakeDep
+) -> FileResponse:
+    """The document's PDF, inline (open it at a page with ``#page=N``)."""
+    try:
+        doc = db.get(Document, uuid.UUID(document_id))
+    except ValueError:
+        doc = None
+    readable = readable_collections(db, user.id) or []
+    scope = key_scope(db)
+    if scope is not None:
+        readable = [c for c in readable if c == project_collection(scope)]
+    if doc is None or doc.collection not in readable:
+        raise not_found("document")
+    path = BlobStore(intake.resolved_files_dir).path(doc.content_hash)
+    if not path.is_file():  # a URL document not fetched yet, or a failed download
+        raise not_found("PDF")
+    return FileResponse(
+        path,
+        media_type="application/pdf",
+        filename=doc.filename or f"{doc.id}.pdf",
+        content_disposition_type="inline",
+    )

@@ -1,0 +1,194 @@
+"""The admin dashboard in Chromium: budgets edited inline move the spend chart, a new
+key is shown once, keys are revoked, queues/workers/breakers show, user data stays text."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import redis
+from playwright.sync_api import BrowserContext, Page, expect
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.common.circuits import breaker_key
+from tests.conftest import Stack
+from tests.fixtures.builders import TestUser, client_for, make_user, wait_job
+from tests.fixtures.processes import RunningStack
+from tests.web.browser import login, screenshot_dir
+
+XSS_IMG = '<img src=x onerror="window.__xss=1">'
+XSS_SCRIPT = "<script>window.__xss=1</script>"
+XSS_EMAIL = "<img/src=x/onerror=window.__xss=1>@lab.test"
+
+
+def _chart(page: Page, by: str) -> dict[str, float]:
+    """What the chart draws: label → value of its first dataset (spent US$)."""
+    canvas = page.locator(f"canvas[data-testid=spend-chart][data-by={by}]")
+    labels = json.loads(canvas.get_attribute("data-labels") or "[]")
+    values = json.loads(canvas.get_attribute("data-values") or "[]")
+    return dict(zip(labels, values, strict=True))
+
+
+def _budget_bar(page: Page, email: str) -> float | None:
+    """The user's budget bar, read from the live Chart.js instance."""
+    return page.evaluate(
+        """(email) => {
+            const chart = Chart.getChart(document.querySelector(
+                'canvas[data-testid=spend-chart][data-by=user]'));
+            const i = chart.data.labels.indexOf(email);
+            return i < 0 ? null : chart.data.datasets[1].data[i];
+        }""",
+        email,
+    )
+
+
+def _open_admin(context: BrowserContext, url: str, admin: TestUser) -> Page:
+    page = login(context, url, admin.key, next_path="/admin")
+    page.wait_for_selector("body[data-admin-ready='1']")
+    return page
+
+
+class TestBudgetsAndSpend:
+    def test_raising_a_budget_resumes_the_paused_job_and_the_spend_chart_shows_its_cost(
+        self, running: RunningStack, context: BrowserContext, session_factory: sessionmaker[Session]
+    ) -> None:
+        admin = make_user(session_factory, admin=True)
+        erin = make_user(session_factory)
+        admin_api = client_for(running.url, admin)
+        assert (
+            admin_api.put(
+                "/v1/admin/budgets", json={"user_email": erin.email, "usd": 0, "period": "total"}
+            ).status_code
+            == 200
+        )
+        client = client_for(running.url, erin)
+        session = client.post("/v1/sessions", json={}).json()
+        running.sim.set_script(session["id"], {"replies": [{"content": "paid for"}]})
+        job_id = client.post(
+            f"/v1/sessions/{session['id']}/messages", json={"content": "hi"}
+        ).json()["job_id"]
+        paused = wait_job(client, job_id, statuses=("budget_exhausted", "succeeded", "failed"))
+        assert paused["status"] == "budget_exhausted"
+
+        page = _open_admin(context, running.url, admin)
+        assert _chart(page, "user").get(erin.email) == 0  # a budget, nothing spent yet
+        assert _budget_bar(page, erin.email) == 0
+        form = page.locator(f"[data-testid=budget-form][data-target='{erin.email}']")
+        form.locator("input[name=usd]").fill("10")
+        form.get_by_role("button", name="Save").click()
+        expect(form.locator(".saved")).to_contain_text("1 paused job(s) resumed")
+        page.wait_for_function(
+            """(email) => { const c = Chart.getChart(document.querySelector(
+                 'canvas[data-testid=spend-chart][data-by=user]'));
+                 return c.data.datasets[1].data[c.data.labels.indexOf(email)] === 10; }""",
+            arg=erin.email,
+        )
+        assert wait_job(client, job_id)["status"] == "succeeded"
+        # The page refreshes itself: the job's cost arrives in the chart and top jobs.
+        page.wait_for_function(
+            """(email) => { const c = document.querySelector(
+                 'canvas[data-testid=spend-chart][data-by=user]');
+                 const d = JSON.parse(c.dataset.labels || '[]');
+                 const v = JSON.parse(c.dataset.values || '[]');
+                 return v[d.indexOf(email)] > 0; }""",
+            arg=erin.email,
+            timeout=20_000,
+        )
+        spent = admin_api.get("/v1/admin/spend", params={"by": "user"}).json()["items"]
+        assert abs(_chart(page, "user")[erin.email] - _row(spent, erin.email)) < 1e-9
+        expect(page.get_by_test_id("top-jobs")).to_contain_text(job_id[:8])
+        expect(
+            page.locator(f"[data-testid=budget-form][data-target='{erin.email}']")
+        ).to_contain_text("spent $")
+        assert any(v > 0 for v in _chart(page, "model").values())
+        assert _chart(page, "day")  # today's spend is on the time axis
+        page.screenshot(path=str(screenshot_dir() / "admin.png"), full_page=True)
+
+    def test_a_bad_budget_is_refused_with_its_message(
+        self, running: RunningStack, context: BrowserContext, session_factory: sessionmaker[Session]
+    ) -> None:
+        admin = make_user(session_factory, admin=True)
+        target = make_user(session_factory)
+        client_for(running.url, admin).put(
+            "/v1/admin/budgets", json={"user_email": target.email, "usd": 3}
+        )
+        page = _open_admin(context, running.url, admin)
+        form = page.locator(f"[data-testid=budget-form][data-target='{target.email}']")
+        form.locator("input[name=tokens]").evaluate("(i) => { i.min = ''; i.value = '-5'; }")
+        form.get_by_role("button", name="Save").click()
+        expect(page.get_by_test_id("admin-error")).to_contain_text("tokens")
+        budgets = client_for(running.url, admin).get("/v1/admin/budgets").json()["items"]
+        mine = next(b for b in budgets if b["user_email"] == target.email)
+        assert mine["token_limit"] is None and mine["usd_limit"] == 3
+
+
+def _row(items: list[dict], key: str) -> float:
+    return float(next(i["cost_usd"] for i in items if i["key"] == key))
+
+
+class TestKeys:
+    def test_a_new_key_is_shown_once_works_and_can_be_revoked(
+        self, running: RunningStack, context: BrowserContext, session_factory: sessionmaker[Session]
+    ) -> None:
+        admin = make_user(session_factory, admin=True)
+        frank = make_user(session_factory)
+        page = _open_admin(context, running.url, admin)
+        page.get_by_role("button", name=f"Keys of {frank.email}").click()
+        panel = page.get_by_test_id("keys-panel")
+        panel.get_by_label("Key name").fill(XSS_SCRIPT)
+        panel.get_by_role("button", name="Create key").click()
+        shown = page.get_by_test_id("new-key-value").inner_text()
+        assert shown.startswith("lf_")
+        assert (
+            httpx.get(
+                f"{running.url}/v1/sessions", headers={"Authorization": f"Bearer {shown}"}
+            ).status_code
+            == 200
+        )
+        expect(panel.get_by_test_id("keys")).to_contain_text(XSS_SCRIPT)  # the name, as text
+        page.reload()
+        page.wait_for_selector("body[data-admin-ready='1']")
+        assert shown not in page.content()
+        assert page.get_by_test_id("new-key").is_hidden()
+        page.get_by_role("button", name=f"Keys of {frank.email}").click()
+        row = page.locator("[data-testid=keys] tr", has_text=shown[:8])
+        page.on("dialog", lambda dialog: dialog.accept())
+        row.get_by_role("button", name="Revoke").click()
+        expect(row).to_contain_text("revoked")
+        assert (
+            httpx.get(
+                f"{running.url}/v1/sessions", headers={"Authorization": f"Bearer {shown}"}
+            ).status_code
+            == 401
+        )
+        assert shown not in page.content()
+        assert page.evaluate("window.__xss") is None
+
+
+class TestOpsAndEscaping:
+    def test_queues_workers_breakers_and_hostile_names_show_as_text(
+        self,
+        running: RunningStack,
+        context: BrowserContext,
+        session_factory: sessionmaker[Session],
+        stack: Stack,
+    ) -> None:
+        admin = make_user(session_factory, admin=True)
+        client_for(running.url, admin).post("/v1/admin/users", json={"email": XSS_EMAIL})
+        circuit = breaker_key("http://model.test/v1", XSS_IMG)
+        store = redis.Redis.from_url(stack.redis_url)
+        store.hset(circuit, mapping={"state": "open", "failures": 3, "opened_at": 0})
+        try:
+            page = _open_admin(context, running.url, admin)
+            expect(page.locator("#users")).to_contain_text(XSS_EMAIL)
+            breakers = page.get_by_test_id("breakers")
+            expect(breakers).to_contain_text(XSS_IMG)
+            expect(breakers.locator("tr", has_text=XSS_IMG)).to_contain_text("open")
+            queues = page.get_by_test_id("queue-depths")
+            for name in ("agent", "sandbox", "library"):
+                expect(queues.locator(f"tr[data-queue={name}]")).to_be_visible()
+            # The stack's worker answers Celery's broadcast with the queue it consumes.
+            expect(page.get_by_test_id("workers")).to_contain_text("agent", timeout=15_000)
+            assert page.evaluate("window.__xss") is None
+        finally:
+            store.delete(circuit)

@@ -1,0 +1,135 @@
+"""The Library page in Chromium: several PDFs uploaded at once (file input and drag and
+drop), ingestion followed live, search with a mode, hits linking to the PDF page."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from playwright.sync_api import BrowserContext, expect
+from sqlalchemy.orm import Session, sessionmaker
+
+from tests.api.live_library import api_with_library
+from tests.conftest import Stack
+from tests.fixtures.builders import make_user
+from tests.library.conftest import PDF_DIR
+from tests.web.browser import login, screenshot_dir
+
+XSS_NAME = "<img src=x onerror=window.__xss=1>.pdf"  # browsers send \" in filenames as %22
+XSS_TEXT_NAME = "<script>window.__xss=1</script>.txt"
+INGEST_TIMEOUT_MS = 240_000
+
+
+@pytest.fixture(scope="module")
+def library_url(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with api_with_library(stack, tmp_path_factory.mktemp("web_library")) as url:
+        yield url
+
+
+def _pdf(name: str) -> bytes:
+    return (PDF_DIR / name).read_bytes()
+
+
+def _drop(page, files: list[tuple[str, str, bytes]]) -> None:  # type: ignore[no-untyped-def]
+    """Drops files on the drop zone as a user's drag from the desktop would."""
+    page.evaluate(
+        """(files) => {
+            const dt = new DataTransfer();
+            for (const [name, type, b64] of files) {
+                const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+                dt.items.add(new File([bytes], name, { type }));
+            }
+            document.querySelector('[data-testid=drop-zone]').dispatchEvent(
+                new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+        }""",
+        [[n, t, base64.b64encode(b).decode()] for n, t, b in files],
+    )
+
+
+class TestLibraryPage:
+    def test_upload_several_follow_ingestion_search_and_open_the_page(
+        self, library_url: str, context: BrowserContext, session_factory: sessionmaker[Session]
+    ) -> None:
+        user = make_user(session_factory)
+        page = login(context, library_url, user.key, next_path="/library")
+        page.set_input_files(
+            "[data-testid=library-file-input]",
+            [
+                {"name": XSS_NAME, "mimeType": "application/pdf", "buffer": _pdf("1903.10676.pdf")},
+                {"name": "uu.pdf", "mimeType": "application/pdf", "buffer": _pdf("test-uu.pdf")},
+            ],
+        )
+        uploads = page.get_by_test_id("upload-item")
+        expect(uploads).to_have_count(2)
+        expect(uploads.filter(has_text="queued for ingestion")).to_have_count(2)
+        rows = page.locator("#documents tr")
+        expect(rows).to_have_count(2)
+        # The list follows ingestion by itself: no reload.
+        expect(rows.locator("xpath=self::*[@data-status='ready']")).to_have_count(
+            2, timeout=INGEST_TIMEOUT_MS
+        )
+        expect(page.get_by_test_id("documents")).to_contain_text(XSS_NAME)
+
+        page.get_by_test_id("search-input").fill("JNLPBA NCBI-disease")
+        page.get_by_test_id("search-mode").select_option("keyword")
+        page.get_by_role("button", name="Search").click()
+        expect(page.locator("#search-status")).to_contain_text("mode keyword")
+        hits = page.get_by_test_id("search-hit")
+        expect(hits.first).to_be_visible()
+        first = hits.first
+        expect(first.get_by_test_id("hit-where")).to_contain_text("page 1")
+        href = first.locator("a.hit-title").get_attribute("href") or ""
+        assert href.endswith("/pdf#page=1"), href
+        pdf = page.request.get(library_url + href.split("#")[0])  # with the session cookie
+        assert pdf.status == 200 and pdf.headers["content-type"] == "application/pdf"
+        assert pdf.body()[:5] == b"%PDF-"
+        # Someone else's key gets nothing from the same link.
+        stranger = make_user(session_factory)
+        other = httpx.get(
+            library_url + href.split("#")[0],
+            headers={"Authorization": f"Bearer {stranger.key}"},
+        )
+        assert other.status_code == 404 and other.json()["error"]["code"] == "not_found"
+
+        with page.expect_request(lambda r: "mode=vector" in r.url):
+            page.get_by_test_id("search-mode").select_option("vector")
+            page.get_by_role("button", name="Search").click()
+        expect(page.locator("#search-status")).to_contain_text("mode vector")
+        expect(hits.first).to_be_visible()
+        assert page.evaluate("window.__xss") is None
+        page.screenshot(path=str(screenshot_dir() / "library.png"), full_page=True)
+
+    def test_dropping_files_uploads_each_and_says_why_one_was_refused(
+        self, library_url: str, context: BrowserContext, session_factory: sessionmaker[Session]
+    ) -> None:
+        page = login(context, library_url, make_user(session_factory).key, next_path="/library")
+        page.wait_for_selector("body[data-library-ready='1']")
+        _drop(
+            page,
+            [
+                ("dropped.pdf", "application/pdf", _pdf("test-uu.pdf")),
+                (XSS_TEXT_NAME, "text/plain", b"not a pdf at all"),
+            ],
+        )
+        uploads = page.get_by_test_id("upload-item")
+        expect(uploads).to_have_count(2)
+        expect(uploads.filter(has_text="dropped.pdf")).to_contain_text("queued for ingestion")
+        refused = uploads.filter(has_text=XSS_TEXT_NAME)
+        expect(refused).to_contain_text("refused: ")
+        expect(page.locator("#documents tr")).to_have_count(1)
+        assert page.evaluate("window.__xss") is None
+
+
+def test_pdf_route_refuses_bad_ids(
+    library_url: str, session_factory: sessionmaker[Session]
+) -> None:
+    key = make_user(session_factory).key
+    for ident in ("not-a-uuid", "00000000-0000-0000-0000-000000000000", "%2E%2E"):
+        resp = httpx.get(
+            f"{library_url}/v1/library/documents/{ident}/pdf",
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        assert resp.status_code == 404, (ident, resp.text)
+    assert httpx.get(f"{library_url}/v1/library/documents/x/pdf").status_code == 401
