@@ -15,7 +15,6 @@ from services.api.health.router import router as health_router
 from services.api.jobs.artifacts import router as artifacts_router
 from services.api.jobs.router import router as jobs_router
 from services.api.library.events import router as library_events_router
-
 from services.api.library.pdf import router as library_pdf_router
 from services.api.library.router import UPLOAD_PATH
 from services.api.library.router import router as library_router
@@ -104,9 +103,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         traces_router,
         library_router,
         surveys_router,
-
         library_events_router,
-
         library_pdf_router,
     )
     for router in routers:

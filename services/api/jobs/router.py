@@ -113,7 +113,6 @@ def list_jobs(
         pattern=NO_NUL,
         description="admins: only this user's jobs (email or id)",
     ),
-
     session: uuid.UUID | None = Query(None, description="only the turns of this chat session"),
     limit: int = Query(50, ge=1, le=500),
 ) -> JobList:

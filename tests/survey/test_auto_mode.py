@@ -1,8 +1,7 @@
 """With the simulator in auto mode (no script) a survey completes and its citations resolve.
 
-Not collected yet (the name does not start with test_): rename it to test_auto_mode.py
-once the simulator's auto mode (branch helper-simauto) is merged. Checked by hand on
-2026-12-01 against helper-simauto merged into this branch: 1 passed in 109 s.
+Nothing here scripts the simulator: every model reply comes from its auto mode
+(services/model_sim/auto), as it would for `leaflab up --model-sim` with no script.
 """
 
 from __future__ import annotations
