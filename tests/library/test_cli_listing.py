@@ -1,6 +1,10 @@
 """`leaflab library ingest` and `library search` against the API and a real library
 service: plain lines and rows in a pipe, a bar and a table on a terminal, JSON with
---json; a paper whose file name and title attack the terminal prints escaped."""
+--json; a paper whose file name and title attack the terminal prints escaped.
+
+It lives beside the library tests to share their one library service: a second one,
+started by another package's copy of the fixture, would consume half of the library
+queue's tasks into its own store and break the other package's ingestion tests."""
 
 from __future__ import annotations
 
@@ -18,13 +22,7 @@ from tests.cli.conftest import HOSTILE, run_cli, visible
 from tests.conftest import Stack
 from tests.fixtures.builders import make_user
 from tests.fixtures.processes import Services
-from tests.library.conftest import (  # noqa: F401 - fixtures used by name below
-    TOKEN,
-    LibraryService,
-    files_dir,
-    library,
-    pdf_server,
-)
+from tests.library.conftest import TOKEN, LibraryService
 
 TITLE = HOSTILE + " on Quasi-Convex Flows"
 SEARCH_HEADER = ["#", "SCORE", "PAPER", "PAGE", "LOCATOR", "TEXT"]
@@ -33,8 +31,8 @@ SEARCH_HEADER = ["#", "SCORE", "PAPER", "PAGE", "LOCATOR", "TEXT"]
 @pytest.fixture(scope="module")
 def library_api(
     stack: Stack,
-    library: LibraryService,  # noqa: F811
-    files_dir: Path,  # noqa: F811
+    library: LibraryService,
+    files_dir: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[str]:
     svc = Services(stack, tmp_path_factory.mktemp("cli_library"))
