@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+import redis
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.conftest import Stack
@@ -76,10 +77,16 @@ def survey_stack(
     stack: Stack,
     tmp_path_factory: pytest.TempPathFactory,
     session_factory: sessionmaker[Session],
+    isolated_redis_url: str,
 ) -> Iterator[SurveyStack]:
     base = tmp_path_factory.mktemp("survey")
     files = base / "files"
-    library = LibraryProcess(base, {"LEAFLAB_FILES_DIR": str(files)})
+    # A Redis db of its own: the library tests' session-wide library service consumes the
+    # `library` queue of the shared db and would take this stack's ingestion tasks (and
+    # fail them: their files live in this stack's folder).
+    redis.Redis.from_url(isolated_redis_url).flushdb()
+    own_redis = {"LEAFLAB_REDIS_URL": isolated_redis_url}
+    library = LibraryProcess(base, {"LEAFLAB_FILES_DIR": str(files), **own_redis})
     svc = Services(stack, base)
     with ExitStack() as cleanup:
         cleanup.callback(library.stop)
@@ -93,6 +100,7 @@ def survey_stack(
                 "LEAFLAB_FILES_DIR": str(files),
                 "LEAFLAB_OPENALEX_BASE_URL": recorded.base,
                 "LEAFLAB_WEB_ALLOW": recorded.allow_entry,
+                **own_redis,
             }
         )
         sim = svc.simulator()
