@@ -3,6 +3,7 @@ budget, and ``leaflab survey`` from estimate to a finished report."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -89,7 +90,8 @@ class TestSurveyCommand:
             result = CliRunner().invoke(cli, argv, env=env)
             assert result.exit_code == 0, result.output
             assert "estimate: 11 model calls over 3 papers" in result.output
-            assert "[read] papers 3/3" in result.output
+            # The watch line of the read stage once every paper is noted (services/cli/watch_text).
+            assert re.search(r"\[read \(\d/\d\)\] papers 3/3 read", result.output), result.output
             assert "[succeeded]" in result.output
             (job,) = [
                 j
