@@ -46,5 +46,6 @@ def test_common_settings_hold_only_shared_fields() -> None:
         "env", "home", "database_url", "redis_url", "workspace_root", "log_level",
         "task_soft_time_limit_s", "task_hard_time_limit_s", "broker_visibility_timeout_s",
         "library_url", "internal_token",
+        "context_limit_tokens",  # the worker budgets by it, the chat page shows it
     }  # fmt: skip
     assert set(CommonSettings.model_fields) == shared

@@ -26,7 +26,3 @@ class ApiSettings(CommonSettings):
     # The Jaeger UI's base URL (e.g. http://jaeger:16686): job pages link each trace
     # there; unset, no link is shown.
     jaeger_ui_url: str | None = None
-    # The model's context window, for the chat page's "context used" bar. The same
-    # variable (LEAFLAB_CONTEXT_LIMIT_TOKENS) sets the worker's; the API may not
-    # import the worker's settings, so the default is repeated here.
-    context_limit_tokens: int = 32_000

@@ -30,6 +30,9 @@ class CommonSettings(BaseSettings):
     redis_url: str | None = None
     workspace_root: Path | None = None
     log_level: str = "INFO"
+    # The model's context window: the worker budgets prompts by it, the chat page
+    # shows how much of it a turn used.
+    context_limit_tokens: int = Field(default=32_000, ge=512)
 
     # Celery limits: every Celery service (worker, sandbox, library) builds its
     # app from these, and they must agree with the broker's visibility timeout.

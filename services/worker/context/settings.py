@@ -11,8 +11,7 @@ from services.common.settings import CommonSettings
 
 
 class ContextSettings(CommonSettings):
-    # The model's context window; the input budget is this minus the output reserve.
-    context_limit_tokens: int = Field(default=32_000, ge=512)
+    # context_limit_tokens (CommonSettings): the input budget is it minus the output reserve.
     context_output_reserve_tokens: int = Field(default=4_096, ge=0)
     # Long tool outputs are cut to these sizes (head and tail kept) by the 60 % / 70 % layers.
     context_truncate_primary_chars: int = Field(default=4_000, ge=200)
