@@ -113,6 +113,9 @@ class TestProjectVisibility:
                     if path.endswith("/events"):  # Server-Sent Events, not JSON
                         assert list(ok["content"]) == ["text/event-stream"], (path, ok)
                         continue
+                    if path.endswith("/pdf"):  # the stored paper itself
+                        assert "application/pdf" in ok["content"], (path, ok)
+                        continue
                     ref = ok["content"]["application/json"]["schema"].get("$ref", "")
                     assert ref.startswith("#/components/schemas/Library"), (method, path, ok)
 
