@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -43,12 +44,17 @@ class ResearchStack:
 
 @pytest.fixture(scope="module")
 def research_stack(
-    stack: Stack, tmp_path_factory: pytest.TempPathFactory
+    stack: Stack, tmp_path_factory: pytest.TempPathFactory, isolated_redis_url: str
 ) -> Iterator[ResearchStack]:
+    # A Redis db of its own: no library service runs for this stack, so an added paper
+    # stays queued; the library tests' session-wide service (shared db) would take the
+    # task and fail it, the file being in this stack's folder.
+    redis.Redis.from_url(isolated_redis_url).flushdb()
     with serve_recorded_web() as web, listening_canary() as canary:
         svc = Services(stack, tmp_path_factory.mktemp("research"))
         svc.env.update(
             {
+                "LEAFLAB_REDIS_URL": isolated_redis_url,
                 "LEAFLAB_WEB_ALLOW": web.allow_entry,
                 "LEAFLAB_BRAVE_API_KEY": BRAVE_KEY,
                 "LEAFLAB_BRAVE_BASE_URL": f"{web.base}/res/v1",
