@@ -6,9 +6,13 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, expect, sync_playwright
 
 from tests.web.browser import chromium_path, launch
+
+# Pages refresh on timers (the admin page every 5 s); on a loaded machine an assertion's
+# default 5 s can miss one refresh. Waiting longer costs nothing when the page is right.
+expect.set_options(timeout=20_000)
 
 
 @pytest.fixture(scope="session")
