@@ -1,8 +1,8 @@
 """Gather beyond the library: seed DOIs validated against OpenAlex, and an OpenAlex
 search when the library holds fewer papers than the survey wants (recorded answers).
 
-No script is given past the plan, so the read stage gets text that is not JSON
-twice: the job fails there, with the stage and the reason in its error.
+Only the plan is scripted; the simulator's auto mode answers the later stages, so the
+survey completes and its gather step is what this test reads.
 """
 
 from __future__ import annotations
@@ -38,8 +38,7 @@ def test_seeds_and_an_openalex_search_fill_a_thin_library(
             "/v1/jobs", json={"kind": "survey", "session_id": session_id, "input": survey_input}
         )
         job = wait_job(client, resp.json()["id"], timeout_s=120)
-    assert job["status"] == "failed"
-    assert "survey_note" in job["error"] and "after one repair" in job["error"], job["error"]
+    assert job["status"] == "succeeded", job.get("error")
     gathered = step_keys(session_factory, job["id"])[stage_key("gather")].result
     papers = list(gathered["papers"].values())
     from_openalex = {p["openalex_id"]: p for p in papers if p["openalex_id"]}
