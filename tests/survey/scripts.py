@@ -39,9 +39,13 @@ def _reply(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def survey_scripts(
-    session_id: str, keys: list[str], *, latency_ms: int = 10, read_latency_ms: int | None = None
+    session_id: str,
+    keys: list[str],
+    *,
+    latency_ms: int = 10,
+    read_latency_ms: dict[str, int] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """conversation key → script."""
+    """conversation key → script; ``read_latency_ms`` maps a paper key to its read's latency."""
     k0, k1, k2 = keys
     plan = {
         "research_questions": ["How are language models adapted to scientific text?"],
@@ -65,7 +69,7 @@ def survey_scripts(
             "locators": [{"chunk_id": "c1", "evidence": f"evidence from {key}"}],
         }
         scripts[conversation(session_id, "read", key)] = {
-            "latency_ms": read_latency_ms if read_latency_ms is not None else latency_ms,
+            "latency_ms": (read_latency_ms or {}).get(key, latency_ms),
             "replies": [_reply(note)],
         }
     outline = {

@@ -12,6 +12,7 @@ from services.worker.survey.keys import conversation, item_key, stage_key
 from tests.fixtures.builders import client_for, make_project, make_user, wait_job
 from tests.fixtures.processes import Proc
 from tests.survey.conftest import SurveyStack
+from tests.survey.scripts import expected_keys
 from tests.survey.survey_run import Survey, finish, open_scripted_session, step_keys, submit
 
 
@@ -19,6 +20,13 @@ def _workers(stack: SurveyStack) -> list[Proc]:
     return [
         p for p in stack.services.procs if p.name.startswith("worker") and p.popen.poll() is None
     ]
+
+
+def _ensure_worker(stack: SurveyStack) -> None:
+    """A test that stopped the workers and failed before starting one again must not
+    leave the next test's jobs queued with nobody to run them."""
+    if not _workers(stack):
+        stack.services.worker()
 
 
 def _read_requests(stack: SurveyStack, session_id: str, keys: list[str]) -> dict[str, int]:
@@ -42,12 +50,18 @@ class TestKilledDuringRead:
         finally:
             del svc.env["LEAFLAB_FAILPOINTS"]
         with survey_stack.client() as client:
-            # Slow reads: while the first note is written the other two are in flight.
-            session_id, keys = open_scripted_session(survey_stack, client, read_latency_ms=400)
+            # One quick read, two slow ones: the quick note is written while the other
+            # two are still in flight (reads run in parallel), so exactly one is noted.
+            keys = expected_keys(survey_stack.documents)
+            quick = keys[0]
+            latency = {k: 300 if k == quick else 4000 for k in keys}
+            session_id, keys = open_scripted_session(
+                survey_stack, client, read_latency_ms=latency
+            )
             job_id = submit(client, session_id)
             victim.popen.wait(120)
             noted = [k for k in keys if item_key("read", k) in step_keys(session_factory, job_id)]
-            assert len(noted) == 1, noted  # died right after the first note
+            assert noted == [quick], noted  # died right after the first note
             before = _read_requests(survey_stack, session_id, keys)
             assert all(n == 1 for n in before.values()), before  # all three were asked
             svc.worker()
@@ -63,6 +77,7 @@ class TestBudgetHardLimit:
     def test_a_survey_pauses_at_the_limit_and_resumes_after_a_raise(
         self, survey_stack: SurveyStack, session_factory: sessionmaker[Session]
     ) -> None:
+        _ensure_worker(survey_stack)
         admin = client_for(survey_stack.url, make_user(session_factory, admin=True))
         project = make_project(session_factory, survey_stack.member)
         # Room for the plan and about one note: the next call's worst case does not fit.
