@@ -57,3 +57,15 @@ def test_concurrency_benchmark_prints_its_figures(stack: Stack) -> None:
     for line in ("agent worker(s)", "postgres backends", "celery no-op round trip"):
         assert line in out
     assert "http call to the simulator" in out and "postgres insert" in out
+
+
+def test_multi_host_benchmark_prints_its_figures(stack: Stack) -> None:
+    out = _run(
+        "bench.multi_host_throughput", "--jobs", "4", "--calls", "2", "--latency-ms", "20", "-c", "2"
+    )
+    assert re.search(r"1 worker host : +[\d.]+ s +[\d.]+ jobs/s", out), out
+    assert re.search(r"2 worker hosts: +[\d.]+ s +[\d.]+ jobs/s", out), out
+    # The figures are real only if both hosts ran the second batch's jobs.
+    split = re.search(r"job slices per host \(2 hosts\): (\{.*\})", out)
+    assert split, out
+    assert sum(int(n) for n in re.findall(r": (\d+)", split[1])) >= 4, out

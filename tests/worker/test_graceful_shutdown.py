@@ -67,7 +67,7 @@ def test_sigterm_finishes_the_step_and_another_worker_continues_at_once(
     assert left["status"] != "succeeded", (
         f"ran the whole job in {stopped_after:.1f}s: {stopping.log()[-2500:]}"
     )
-    assert stopped_after < 10, f"the worker took {stopped_after:.1f}s to stop"
+    assert stopped_after < 25, f"the worker took {stopped_after:.1f}s to stop"
     job = wait_job(client, job_id, timeout_s=LEASE_TTL_S - 10)
     took = time.monotonic() - terminated
     assert job["status"] == "succeeded", job
