@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
+from tests.bench.runner import last_json, run_bench
 from tests.conftest import Stack
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_accounts_benchmark_prints_its_figures(stack: Stack) -> None:
     args = ["--keys", "20", "--checks", "10", "--jobs", "5"]
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.accounts_overhead", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    stdout = run_bench("bench.accounts_overhead", *args)
+    figures = last_json(stdout)
     assert figures["keys_stored"] == 21
     for name in (
         "auth_salted_prefix_lookup",

@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.runner import last_json, run_bench
 
 
 def test_cli_watch_benchmark_prints_its_figures() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.cli_watch_render", "--quick"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    stdout = run_bench("bench.cli_watch_render", "--quick")
+    figures = last_json(stdout)
     assert figures["events"] > 200
     for view in ("plain_baseline", "rich_live"):
         assert set(figures[view]) == {"us_per_event", "events_per_cpu_s", "bytes_per_event"}

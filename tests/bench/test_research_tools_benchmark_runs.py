@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.runner import last_json, run_bench
 
 
 def test_research_tools_benchmark_prints_its_figures() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.research_tools", "--requests", "5"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    stdout = run_bench("bench.research_tools", "--requests", "5")
+    figures = last_json(stdout)
     for key in (
         "guarded_fetch",
         "baseline_plain_httpx",

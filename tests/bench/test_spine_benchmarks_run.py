@@ -3,30 +3,13 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
+from tests.bench.runner import run_bench
 from tests.conftest import Stack
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _run(module: str, *args: str) -> str:
-    out = subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-    return out.stdout
 
 
 def test_step_overhead_benchmark_prints_its_figures(stack: Stack) -> None:
-    out = _run("bench.spine_step_overhead", "--jobs", "1", "--rounds", "3")
+    out = run_bench("bench.spine_step_overhead", "--jobs", "1", "--rounds", "3")
     assert "platform overhead per step, tracing on (Postgres + OTLP): p50" in out
     assert "platform overhead per step, tracing off: p50" in out
     assert "baseline: bare ModelClient.complete round trip: p50" in out
@@ -37,7 +20,7 @@ def test_step_overhead_benchmark_prints_its_figures(stack: Stack) -> None:
 
 
 def test_concurrency_benchmark_prints_its_figures(stack: Stack) -> None:
-    out = _run(
+    out = run_bench(
         "bench.spine_concurrency",
         "--jobs",
         "4",
@@ -60,8 +43,16 @@ def test_concurrency_benchmark_prints_its_figures(stack: Stack) -> None:
 
 
 def test_multi_host_benchmark_prints_its_figures(stack: Stack) -> None:
-    out = _run(
-        "bench.multi_host_throughput", "--jobs", "4", "--calls", "2", "--latency-ms", "20", "-c", "2"
+    out = run_bench(
+        "bench.multi_host_throughput",
+        "--jobs",
+        "4",
+        "--calls",
+        "2",
+        "--latency-ms",
+        "20",
+        "-c",
+        "2",
     )
     assert re.search(r"1 worker host : +[\d.]+ s +[\d.]+ jobs/s", out), out
     assert re.search(r"2 worker hosts: +[\d.]+ s +[\d.]+ jobs/s", out), out

@@ -3,30 +3,13 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
+from tests.bench.runner import run_bench
 from tests.conftest import Stack
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _run(module: str, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    return done.stdout
 
 
 def test_end_to_end_span_throughput_reaches_both_sinks(stack: Stack) -> None:
-    out = _run("bench.tracing_overhead", "--spans", "600", "--batch", "128")
+    out = run_bench("bench.tracing_overhead", "--spans", "600", "--batch", "128")
     found = re.search(r"\((\d+) stored\), OTLP .* \((\d+) received\), (\d+) dropped", out)
     assert found, out
     stored, received, dropped = map(int, found.groups())
@@ -35,6 +18,6 @@ def test_end_to_end_span_throughput_reaches_both_sinks(stack: Stack) -> None:
 
 
 def test_sinks_down_benchmark_prints_each_case(stack: Stack) -> None:
-    out = _run("bench.tracing_sinks_down", "--spans", "100")
+    out = run_bench("bench.tracing_sinks_down", "--spans", "100")
     for case in ("healthy", "unreachable", "hung"):
         assert re.search(rf"^{case} +span.end p50 [\d.]+ ms, p95", out, re.M), out
