@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 
 from services.cli.main import cli
 from tests.conftest import Stack
-from tests.fixtures.processes import RunningStack, Services
+from tests.fixtures.processes import RunningStack, running_stack
 
 # rich's own styling (CSI sequences); anything ESC left after removing it came from data.
 RICH_CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -23,14 +23,8 @@ LONG = "L" * 400
 
 @pytest.fixture(scope="package")
 def lab(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
-    svc = Services(stack, tmp_path_factory.mktemp("cli_lab"))
-    try:
-        sim = svc.simulator()
-        url = svc.api()
-        svc.worker(concurrency=2)
-        yield RunningStack(svc, sim, url)
-    finally:
-        svc.stop()
+    with running_stack(stack, tmp_path_factory.mktemp("cli_lab"), concurrency=2) as running:
+        yield running
 
 
 def run_cli(url: str, key: str, *args: str, terminal: bool = False, ok: bool = True) -> Result:

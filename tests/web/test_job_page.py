@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tests.conftest import Stack
 from tests.fixtures.builders import TestUser, client_for, make_user, wait_job
-from tests.fixtures.processes import RunningStack, Services
+from tests.fixtures.processes import RunningStack, running_stack
 from tests.web.browser import login, screenshot_dir
 
 JAEGER = "http://jaeger.lab.example:16686"
@@ -38,15 +38,9 @@ SLOW_SCRIPT = {
 @pytest.fixture(scope="module")
 def running(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
     """The usual stack, with a Jaeger UI configured so job pages link their traces."""
-    svc = Services(stack, tmp_path_factory.mktemp("running-jobs"))
-    svc.env["LEAFLAB_JAEGER_UI_URL"] = JAEGER + "/"
-    try:
-        sim = svc.simulator()
-        url = svc.api()
-        svc.worker()
-        yield RunningStack(svc, sim, url)
-    finally:
-        svc.stop()
+    env = {"LEAFLAB_JAEGER_UI_URL": JAEGER + "/"}
+    with running_stack(stack, tmp_path_factory.mktemp("running-jobs"), env=env) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
