@@ -60,7 +60,7 @@ const Waterfall = (() => {
     for (const [span, depth] of ordered(spans)) {
       const left = ((new Date(span.start) - t0) / total) * 100;
       const width = Math.max((span.duration_ms / total) * 100, 0.3);
-      const row = el("button", { type: "button", class: `wf-row wf-span status-${span.status}`, role: "listitem",
+      const row = el("button", { type: "button", class: `wf-row wf-span status-${span.status}`,
         "data-testid": "span-row", "data-span-id": span.span_id, "aria-pressed": "false",
         onclick: () => {
           if (selected) selected.setAttribute("aria-pressed", "false");
@@ -70,7 +70,9 @@ const Waterfall = (() => {
         el("span", { class: "wf-label", style: `padding-left:${Math.min(depth, 20) * 12}px`, title: span.name, text: span.name }),
         el("span", { class: "wf-track" }, el("span", { class: `wf-bar svc-${(span.service || "").replace(/[^a-z]/g, "")}`, style: `left:${left}%;width:${Math.min(width, 100 - left)}%` })),
         el("span", { class: "wf-dur", text: Leaflab.fmtMs(span.duration_ms) }));
-      box.append(row);
+      // The list item wraps the button: a listitem role on the button itself would
+      // not allow its aria-pressed state (axe: aria-allowed-attr).
+      box.append(el("div", { role: "listitem" }, row));
     }
   }
 
