@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 BENCHMARKS = [
     ["bench/spine_step_overhead.py"],
     ["bench/spine_concurrency.py"],
+    ["bench/multi_host_throughput.py"],
     ["bench/llm_sim_latency.py"],
+    ["bench/model_breaker.py"],
     ["bench/tools_files.py"],
     ["bench/research_tools.py"],
     ["bench/tracing_overhead.py"],
@@ -21,8 +26,20 @@ BENCHMARKS = [
     ["bench/sandbox_latency.py"],
     ["bench/library_latency.py"],
     ["bench/library_scifact.py"],
+    ["bench/library_parsing.py"],
+    ["bench/library_embedding.py"],
+    ["bench/library_ingest.py", "--pdfs", str(SHARED / "pdfs")],
+    ["bench/library_scale.py"],
+    ["bench/context_compression.py"],
+    ["bench/accounts_overhead.py"],
     ["bench/budget_reservation.py"],
+    ["bench/approvals_subagents.py"],
+    ["bench/survey_pipeline.py"],
+    ["bench/cli_watch_render.py"],
+    ["bench/web_paint.py"],
 ]
+# Not benchmarks of their own: servers and helpers the benchmarks above start or import.
+NOT_BENCHMARKS = {"run_all.py", "otlp_sink.py"}
 
 
 def main() -> int:
