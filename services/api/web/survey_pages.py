@@ -29,6 +29,4 @@ def surveys_page(request: Request, viewer: PageViewer) -> HTMLResponse:
 
 @router.get("/surveys/{job_id}", response_class=HTMLResponse)
 def survey_page(request: Request, job_id: uuid.UUID, viewer: PageViewer) -> HTMLResponse:
-    return render(
-        request, "survey.html", viewer, nav="surveys", job_id=str(job_id), stages=STAGES
-    )
+    return render(request, "survey.html", viewer, nav="surveys", job_id=str(job_id), stages=STAGES)
