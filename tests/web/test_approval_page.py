@@ -9,14 +9,17 @@ from the model: here they carry markup, which must show as text and never run.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import httpx
 from playwright.sync_api import BrowserContext, Locator, Page, expect
+from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
-from tests.fixtures.builders import TestUser, client_for, make_user, wait_job
+from services.common.models import Project
+from tests.fixtures.builders import TestUser, client_for, make_project, make_user, wait_job
 from tests.fixtures.processes import RunningStack
 from tests.web.browser import login, screenshot_dir
 
@@ -30,10 +33,12 @@ def _write_script(path: str, content: str, then: str) -> dict[str, Any]:
     return {"latency_ms": 20, "replies": [{"tool_calls": [call]}, {"content": then}]}
 
 
-def _waiting_turn(running: RunningStack, user: TestUser, script: dict[str, Any]) -> tuple[str, str]:
-    """(session id, job id) of a turn that now waits for approval of a protected write."""
+def _waiting_turn(
+    running: RunningStack, user: TestUser, script: dict[str, Any], **session: Any
+) -> tuple[str, str]:
+    """(session id, job id) of a turn that now waits for approval of its tool call."""
     with client_for(running.url, user) as client:
-        session_id = client.post("/v1/sessions", json={"title": "edit"}).json()["id"]
+        session_id = client.post("/v1/sessions", json={"title": "edit", **session}).json()["id"]
         running.sim.set_script(session_id, script)
         resp = client.post(f"/v1/sessions/{session_id}/messages", json={"content": "please edit"})
         assert resp.status_code == 202, resp.text
@@ -159,3 +164,29 @@ class TestApprovalsPage:
             "Nothing is waiting for your approval."
         )
         expect(page.get_by_test_id("approval")).to_have_count(0)
+
+    def test_a_command_in_a_strict_project_is_shown_as_text_and_rejected_with_feedback(
+        self, running: RunningStack, context: BrowserContext, session_factory: sessionmaker[Session]
+    ) -> None:
+        user = make_user(session_factory)
+        project = make_project(session_factory, user)
+        with session_factory() as db, db.begin():
+            db.execute(
+                update(Project).where(Project.name == project).values(approval_mode="strict")
+            )
+        command = "echo '<img src=x onerror=window.__xss=3>' > out.html"
+        call = {"name": "bash", "arguments": {"command": command}}
+        script = {"replies": [{"tool_calls": [call]}, {"content": "skipped"}]}
+        session_id, job_id = _waiting_turn(running, user, script, project=project)
+        page = login(context, running.url, user.key, next_path="/approvals")
+        card = _approval_card(page, job_id)
+        expect(card.get_by_test_id("approval-diff")).to_have_text(re.compile(re.escape(command)))
+        assert card.locator("img").count() == 0
+        card.get_by_test_id("approval-feedback").fill("not now")
+        card.get_by_test_id("approval-reject").click()
+        expect(card.get_by_test_id("approval-outcome")).to_contain_text(
+            "Job succeeded", timeout=JOB_TIMEOUT_MS
+        )
+        expect(card).to_have_attribute("data-status", "rejected")
+        assert not _workspace_file(session_id, "out.html").exists()
+        assert page.evaluate("window.__xss") is None

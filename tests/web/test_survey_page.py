@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.worker.survey.keys import conversation
 from tests.conftest import Stack
-from tests.fixtures.builders import client_for
+from tests.fixtures.builders import client_for, make_user
 from tests.survey.scripts import FABRICATED, FABRICATED_CLAIM, expected_keys
 from tests.web.browser import login, screenshot_dir
 from tests.web.survey_stack import SurveyWebStack, survey_web_stack
@@ -145,6 +145,27 @@ class TestSurveyPages:
         # Fixed, the estimate comes back.
         page.get_by_test_id("survey-year-from").fill("2019")
         expect(estimate).to_have_attribute("data-state", "ok")
+
+    def test_an_estimate_over_the_budget_says_so_before_anything_starts(
+        self,
+        survey_web: SurveyWebStack,
+        context: BrowserContext,
+        session_factory: sessionmaker[Session],
+    ) -> None:
+        newcomer = make_user(session_factory)  # an empty library, and a tiny budget
+        with client_for(survey_web.url, make_user(session_factory, admin=True)) as admin:
+            body = {"user_email": newcomer.email, "usd": 0.0001, "period": "total"}
+            resp = admin.put("/v1/admin/budgets", json=body)
+            assert resp.status_code == 200, resp.text
+        page = login(context, survey_web.url, newcomer.key, next_path="/surveys")
+        page.get_by_test_id("survey-topic").fill("control of <b>bold</b> systems")
+        estimate = page.get_by_test_id("survey-estimate")
+        expect(estimate).to_have_attribute("data-state", "over")
+        expect(page.get_by_test_id("estimate-budget")).to_contain_text("Over your remaining budget")
+        expect(page.get_by_test_id("estimate-budget-left")).to_have_text("$0.0001 left")
+        expect(page.get_by_test_id("estimate-papers")).to_have_text("0")
+        expect(estimate).to_contain_text("Your library has no ready papers")
+        expect(page.locator("#survey-list-status")).to_have_text("No surveys yet.")
 
     def test_a_survey_page_for_a_job_that_is_not_yours_says_so(
         self, survey_web: SurveyWebStack, context: BrowserContext
