@@ -39,6 +39,36 @@ document.addEventListener('DOMContentLoaded', () => {
 });
 """
 
+HOSTILE_MARKDOWN = """# Title <img src=x onerror=window.__xss=1>
+
+Para **bold <b>x</b>** and *it* `<i>code</i>` [@a1; @b2:x] and [not a cite]
+<script>window.__xss=2</script>
+continued
+
+## Needs checking
+
+- item [@c3]
+- **k**: x
+
+1. one
+2. two
+"""
+# Renders markdown with SurveyMarkdown (loaded by every survey page) into the document.
+RENDER = """(md) => {
+  const cite = (k) => {
+    const a = document.createElement('a');
+    a.dataset.key = k;
+    a.textContent = '@' + k;
+    return a;
+  };
+  const box = document.createElement('div');
+  box.append(SurveyMarkdown.render(md, cite));
+  document.body.append(box);
+  return { tags: [...box.querySelectorAll('*')].map((e) => e.tagName),
+           keys: [...box.querySelectorAll('a')].map((a) => a.dataset.key),
+           h2: box.querySelector('h2').textContent, text: box.textContent };
+}"""
+
 
 @pytest.fixture(scope="module")
 def survey_web(
@@ -230,3 +260,32 @@ class TestSurveyReport:
         body_text = report.inner_text().partition("Needs checking")[0]
         assert "SciBERT helps on scientific tasks" in body_text
         assert FABRICATED_CLAIM not in body_text
+
+    def test_the_report_renderer_builds_only_its_own_elements_from_hostile_markdown(
+        self, survey_web: SurveyWebStack, context: BrowserContext
+    ) -> None:
+        page = login(
+            context,
+            survey_web.url,
+            survey_web.member.key,
+            next_path="/surveys/00000000-0000-0000-0000-000000000000",
+        )
+        rendered = page.evaluate(RENDER, HOSTILE_MARKDOWN)
+        assert set(rendered["tags"]) <= {
+            "H2",
+            "H3",
+            "P",
+            "STRONG",
+            "EM",
+            "CODE",
+            "A",
+            "UL",
+            "OL",
+            "LI",
+        }
+        assert rendered["tags"].count("LI") == 4 and "OL" in rendered["tags"]
+        assert rendered["keys"] == ["a1", "b2:x", "c3"]
+        assert rendered["h2"] == "Title <img src=x onerror=window.__xss=1>"
+        assert "<script>window.__xss=2</script>" in rendered["text"]
+        assert "[not a cite]" in rendered["text"] and "continued" in rendered["text"]
+        assert page.evaluate("window.__xss") is None
