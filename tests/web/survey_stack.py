@@ -1,0 +1,81 @@
+"""A stack for the survey page tests: simulator (auto mode: no script plays a whole survey),
+library service, API and agent worker, and a member whose library holds one small shared PDF.
+
+Built like tests/survey/conftest.py's, on a Redis db of its own (the library tests'
+session-wide service consumes the shared db's `library` queue), with one PDF instead of
+three: ingestion is the slow part.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import redis
+from sqlalchemy.orm import Session, sessionmaker
+
+from tests.conftest import Stack
+from tests.fixtures.builders import TestUser, client_for, make_user
+from tests.fixtures.processes import Services, Simulator
+from tests.library.conftest import PDF_DIR, TOKEN, LibraryProcess
+
+SURVEY_PDF = "1903.10676.pdf"  # SciBERT; arXiv-named, so its citation key carries a year
+INGEST_TIMEOUT_S = 300
+
+
+@dataclass
+class SurveyWebStack:
+    url: str
+    sim: Simulator
+    member: TestUser
+    document: dict[str, Any]  # {id, title, filename}
+
+
+def ingest_one(client: httpx.Client, name: str) -> dict[str, Any]:
+    data = (PDF_DIR / name).read_bytes()
+    resp = client.post("/v1/library/documents", files={"file": (name, data, "application/pdf")})
+    assert resp.status_code == 202, resp.text
+    doc_id = resp.json()["id"]
+    deadline = time.monotonic() + INGEST_TIMEOUT_S
+    while time.monotonic() < deadline:
+        doc = client.get(f"/v1/library/documents/{doc_id}").json()
+        assert doc["status"] != "failed", doc
+        if doc["status"] == "ready":
+            return {"id": doc_id, "title": doc["title"], "filename": name}
+        time.sleep(1)
+    raise AssertionError(f"{name} was not ingested in time")
+
+
+@contextmanager
+def survey_web_stack(
+    stack: Stack, base: Path, factory: sessionmaker[Session], isolated_redis_url: str
+) -> Iterator[SurveyWebStack]:
+    files = base / "files"
+    redis.Redis.from_url(isolated_redis_url).flushdb()
+    own_redis = {"LEAFLAB_REDIS_URL": isolated_redis_url}
+    library = LibraryProcess(base, {"LEAFLAB_FILES_DIR": str(files), **own_redis})
+    svc = Services(stack, base)
+    with ExitStack() as cleanup:
+        cleanup.callback(library.stop)
+        cleanup.callback(svc.stop)
+        library.wait_ready()
+        svc.env.update(
+            {
+                "LEAFLAB_LIBRARY_URL": library.url,
+                "LEAFLAB_INTERNAL_TOKEN": TOKEN,
+                "LEAFLAB_FILES_DIR": str(files),
+                **own_redis,
+            }
+        )
+        sim = svc.simulator()
+        url = svc.api()
+        svc.worker()
+        member = make_user(factory)
+        with client_for(url, member) as client:
+            document = ingest_one(client, SURVEY_PDF)
+        yield SurveyWebStack(url, sim, member, document)
