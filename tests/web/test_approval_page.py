@@ -73,7 +73,10 @@ class TestApprovalsPage:
         session_id, job_id = _waiting_turn(
             running, user, _write_script(XSS_PATH, content, then="written")
         )
-        page = login(context, running.url, user.key, next_path="/approvals")
+        # From the job's own page, its link leads to the pending approval.
+        page = login(context, running.url, user.key, next_path=f"/jobs/{job_id}")
+        page.get_by_test_id("job-approval-link").click()
+        page.wait_for_url(f"**/approvals?job={job_id}")
         card = _approval_card(page, job_id)
         expect(page.get_by_test_id("approval")).to_have_count(1)
         diff = card.get_by_test_id("approval-diff")

@@ -21,12 +21,19 @@
     return [el("dt", { text: name }), el("dd", { "data-testid": testid, text: value === null || value === undefined ? "—" : String(value) })];
   }
 
+  // Where the job's own page elsewhere says more: its pending approval, its survey report.
+  function showLinks(status) {
+    $("job-approval-link").hidden = status !== "waiting_approval";
+    $("job-survey-link").hidden = job.kind !== "survey";
+  }
+
   function renderJob() {
     $("job-kind").textContent = `${job.kind[0].toUpperCase()}${job.kind.slice(1)} job`;
     const status = $("job-status");
     status.textContent = job.status;
     status.className = `badge status-${job.status}`;
     $("job-cancel").hidden = TERMINAL.includes(job.status);
+    showLinks(job.status);
     const i = job.input || {};
     const u = job.usage;
     $("job-facts").replaceChildren(
@@ -85,7 +92,7 @@
         if (type === "progress") renderProgress(data);
         if (type === "status" && data.progress) renderProgress(data.progress);
         if (type === "status" || type === "tool_end") { $("job-status").textContent = data.status || $("job-status").textContent; await loadSteps(); }
-        if (type === "status" && data.status) { job.status = data.status; $("job-cancel").hidden = TERMINAL.includes(data.status); }
+        if (type === "status" && data.status) { job.status = data.status; $("job-cancel").hidden = TERMINAL.includes(data.status); showLinks(data.status); }
         if (type === "events_lost") await refreshAll();
         if (type === "final") { source.close(); source = null; await refreshAll(); showDone(); pollTrace(10); }
       });
