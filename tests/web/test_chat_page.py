@@ -212,7 +212,10 @@ class TestPythonPlot:
         with page.expect_download() as csv_download:
             page.get_by_test_id("artifact-file").filter(has_text="parabola.csv").click()
         assert csv_download.value.suggested_filename == "parabola.csv"
-        assert Path(csv_download.value.path()).read_text().splitlines()[1] == "0.1,0.010000000000000002"
+        assert (
+            Path(csv_download.value.path()).read_text().splitlines()[1]
+            == "0.1,0.010000000000000002"
+        )
 
         # A reload shows the same plot from the job's artifacts.
         page.reload()
@@ -229,7 +232,9 @@ class TestSlashCommands:
     ) -> None:
         project = make_project(session_factory, member)
         with client_for(running.url, member) as client:
-            session = client.post("/v1/sessions", json={"title": "units", "project": project}).json()
+            session = client.post(
+                "/v1/sessions", json={"title": "units", "project": project}
+            ).json()
         home = Path(os.environ["LEAFLAB_HOME"])
         skill = home / "projects" / str(session["project_id"]) / "skills" / "units"
         skill.mkdir(parents=True)
@@ -248,11 +253,15 @@ class TestSlashCommands:
             [re.compile(r"^/compact"), re.compile(r"^/unitsHow to report physical units$")]
         )
         expect(options.nth(0)).to_have_attribute("aria-selected", "true")
-        expect(box).to_have_attribute("aria-activedescendant", options.nth(0).get_attribute("id") or "")
+        expect(box).to_have_attribute(
+            "aria-activedescendant", options.nth(0).get_attribute("id") or ""
+        )
         box.press("ArrowDown")
         expect(options.nth(1)).to_have_attribute("aria-selected", "true")
         expect(options.nth(0)).to_have_attribute("aria-selected", "false")
-        expect(box).to_have_attribute("aria-activedescendant", options.nth(1).get_attribute("id") or "")
+        expect(box).to_have_attribute(
+            "aria-activedescendant", options.nth(1).get_attribute("id") or ""
+        )
         box.press("Enter")  # picks the option, does not send
         expect(listbox).to_be_hidden()
         expect(box).to_have_value("/units ")
