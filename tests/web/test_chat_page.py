@@ -239,6 +239,8 @@ class TestSlashCommands:
         skill = home / "projects" / str(session["project_id"]) / "skills" / "units"
         skill.mkdir(parents=True)
         (skill / "SKILL.md").write_text(SKILL)
+        (skill.parent / "broken").mkdir()
+        (skill.parent / "broken" / "SKILL.md").write_text("no front matter: never offered")
         session_id = str(session["id"])
         replies = [{"content": "3 miles is 4.83 km."}, {"content": "Compacted; go on."}]
         running.sim.set_script(session_id, {"latency_ms": 10, "replies": replies})
@@ -298,3 +300,21 @@ class TestSlashCommands:
         expect(page.get_by_test_id("message-user")).to_have_text(
             ["You/units convert 3 miles", "You/compact "]
         )
+
+
+def test_commands_route_hides_other_users_sessions(
+    running: RunningStack, member: TestUser, session_factory: sessionmaker[Session]
+) -> None:
+    with client_for(running.url, member) as client:
+        session_id = client.post("/v1/sessions", json={}).json()["id"]
+        own = client.get(f"/v1/sessions/{session_id}/commands")
+        assert own.status_code == 200
+        assert own.json()["items"][0] == {
+            "command": "/compact",
+            "description": "Summarise the conversation so far to free the context window",
+            "kind": "builtin",
+        }
+        assert client.get("/v1/sessions/not-a-uuid/commands").status_code == 404
+    with client_for(running.url, make_user(session_factory)) as stranger:
+        other = stranger.get(f"/v1/sessions/{session_id}/commands")
+        assert other.status_code == 404 and other.json()["error"]["code"] == "not_found"
