@@ -47,5 +47,6 @@ def test_common_settings_hold_only_shared_fields() -> None:
         "task_soft_time_limit_s", "task_hard_time_limit_s", "broker_visibility_timeout_s",
         "library_url", "internal_token",
         "context_limit_tokens",  # the worker budgets by it, the chat page shows it
+        "skills_dir",  # the worker loads the skills, the chat page lists them
     }  # fmt: skip
     assert set(CommonSettings.model_fields) == shared

@@ -21,6 +21,7 @@ from services.api.library.router import router as library_router
 from services.api.limits import BodySizeLimit, RouteKey
 from services.api.log_privacy import install_log_filters
 from services.api.outages import install_outage_handlers
+from services.api.sessions.commands import router as session_commands_router
 from services.api.sessions.router import router as sessions_router
 from services.api.settings import ApiSettings
 from services.api.state import AppState
@@ -105,6 +106,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         surveys_router,
         library_events_router,
         library_pdf_router,
+        session_commands_router,
     )
     for router in routers:
         # Every authenticated route may answer 429 (the per-key rate limit).

@@ -33,6 +33,9 @@ class CommonSettings(BaseSettings):
     # The model's context window: the worker budgets prompts by it, the chat page
     # shows how much of it a turn used.
     context_limit_tokens: int = Field(default=32_000, ge=512)
+    # Deployment-wide skills (default <home>/skills): the worker loads them, the
+    # chat page lists them as slash commands.
+    skills_dir: str | None = None
 
     # Celery limits: every Celery service (worker, sandbox, library) builds its
     # app from these, and they must agree with the broker's visibility timeout.

@@ -1,17 +1,22 @@
 """The chat page in Chromium: sessions, a streamed answer with tool cards, todos, usage,
-artifacts inline, and hostile text shown as text."""
+a python plot inline and its files downloadable, slash commands (``/compact``, skills)
+offered from the input, and hostile text shown as text."""
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 from sqlalchemy.orm import Session, sessionmaker
 
-from tests.fixtures.builders import TestUser, client_for, make_user
+from tests.fixtures.builders import TestUser, client_for, make_project, make_user
 from tests.fixtures.processes import RunningStack
 from tests.web.browser import login, screenshot_dir
+from tests.web.sandbox_stack import sandbox_worker_for_pages  # noqa: F401 - a fixture
 
 XSS_IMG = '<img src=x onerror="window.__xss=1">'
 XSS_SCRIPT = "<script>window.__xss=1</script>"
@@ -41,6 +46,29 @@ TOOL_SCRIPT = {
         {"content": ANSWER},
     ],
 }
+
+
+PLOT_CODE = """
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+xs = [i / 10 for i in range(100)]
+plt.figure(figsize=(4, 3), dpi=80)
+plt.plot(xs, [x * x for x in xs])
+plt.savefig("parabola.png")
+with open("parabola.csv", "w") as f:
+    f.writelines(f"{x},{x * x}\\n" for x in xs)
+print("saved")
+"""
+PLOT_SCRIPT = {
+    "latency_ms": 10,
+    "replies": [
+        {"tool_calls": [{"name": "python", "arguments": {"code": PLOT_CODE, "timeout": 60}}]},
+        {"content": "Here is the parabola."},
+    ],
+}
+SKILL = "---\nname: units\ndescription: How to report physical units\n---\nAlways use SI."
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
@@ -148,3 +176,145 @@ class TestChat:
             page.wait_for_url(f"{running.url}/")
             assert client.get(f"/v1/sessions/{session_id}").status_code == 404
         expect(page.locator(f"[data-session-id='{session_id}']")).to_have_count(0)
+
+
+class TestPythonPlot:
+    @pytest.mark.usefixtures("sandbox_worker_for_pages")
+    def test_a_python_tool_plot_shows_inline_and_its_files_download(
+        self, running: RunningStack, context: BrowserContext, member: TestUser
+    ) -> None:
+        session_id = _scripted_session(running, member, PLOT_SCRIPT, "parabola")
+        page = _open(context, running, member, session_id)
+        page.get_by_test_id("chat-input").fill("Plot x squared")
+        page.get_by_test_id("chat-send").click()
+        expect(page.get_by_test_id("turn-status")).to_have_text("succeeded", timeout=120_000)
+        card = page.get_by_test_id("tool-card")
+        expect(card.get_by_test_id("tool-name")).to_have_text("python")
+        expect(card.get_by_test_id("tool-status")).to_have_text("succeeded")
+        card.locator("summary").click()
+        expect(card.get_by_test_id("tool-result")).to_contain_text("saved")
+
+        image = page.get_by_test_id("artifact-image")
+        expect(image).to_have_attribute("alt", "parabola.png")
+        image.scroll_into_view_if_needed()
+        expect(image).to_be_visible()
+        page.wait_for_function(
+            "() => { const i = document.querySelector('[data-testid=artifact-image]');"
+            " return i && i.complete && i.naturalWidth > 0; }"
+        )
+        assert image.evaluate("i => [i.naturalWidth, i.naturalHeight]") == [320, 240]
+        page.screenshot(path=str(screenshot_dir() / "chat-python-plot.png"), full_page=True)
+
+        with page.expect_download() as png_download:
+            page.get_by_role("link", name="parabola.png").click()
+        assert png_download.value.suggested_filename == "parabola.png"
+        assert Path(png_download.value.path()).read_bytes()[:8] == PNG_MAGIC
+        with page.expect_download() as csv_download:
+            page.get_by_test_id("artifact-file").filter(has_text="parabola.csv").click()
+        assert csv_download.value.suggested_filename == "parabola.csv"
+        assert (
+            Path(csv_download.value.path()).read_text().splitlines()[1]
+            == "0.1,0.010000000000000002"
+        )
+
+        # A reload shows the same plot from the job's artifacts.
+        page.reload()
+        expect(page.get_by_test_id("artifact-image")).to_have_count(1)
+
+
+class TestSlashCommands:
+    def test_slash_lists_commands_a_skill_runs_and_compact_summarises(
+        self,
+        running: RunningStack,
+        context: BrowserContext,
+        member: TestUser,
+        session_factory: sessionmaker[Session],
+    ) -> None:
+        project = make_project(session_factory, member)
+        with client_for(running.url, member) as client:
+            session = client.post(
+                "/v1/sessions", json={"title": "units", "project": project}
+            ).json()
+        home = Path(os.environ["LEAFLAB_HOME"])
+        skill = home / "projects" / str(session["project_id"]) / "skills" / "units"
+        skill.mkdir(parents=True)
+        (skill / "SKILL.md").write_text(SKILL)
+        (skill.parent / "broken").mkdir()
+        (skill.parent / "broken" / "SKILL.md").write_text("no front matter: never offered")
+        session_id = str(session["id"])
+        replies = [{"content": "3 miles is 4.83 km."}, {"content": "Compacted; go on."}]
+        running.sim.set_script(session_id, {"latency_ms": 10, "replies": replies})
+        running.sim.set_script(f"{session_id}:summary", {"replies": [{"content": "Miles to km."}]})
+        page = _open(context, running, member, session_id)
+        box = page.get_by_test_id("chat-input")
+
+        box.press_sequentially("/")
+        listbox = page.get_by_role("listbox", name="Slash commands")
+        options = listbox.get_by_role("option")
+        expect(options).to_have_text(
+            [re.compile(r"^/compact"), re.compile(r"^/unitsHow to report physical units$")]
+        )
+        expect(options.nth(0)).to_have_attribute("aria-selected", "true")
+        expect(box).to_have_attribute(
+            "aria-activedescendant", options.nth(0).get_attribute("id") or ""
+        )
+        box.press("ArrowDown")
+        expect(options.nth(1)).to_have_attribute("aria-selected", "true")
+        expect(options.nth(0)).to_have_attribute("aria-selected", "false")
+        expect(box).to_have_attribute(
+            "aria-activedescendant", options.nth(1).get_attribute("id") or ""
+        )
+        box.press("Enter")  # picks the option, does not send
+        expect(listbox).to_be_hidden()
+        expect(box).to_have_value("/units ")
+        box.press_sequentially("convert 3 miles")
+        box.press("Enter")
+        answer = page.locator("[data-testid=message-assistant][data-streamed=true]")
+        expect(answer).to_have_text("Assistant3 miles is 4.83 km.", timeout=30_000)
+        expect(page.get_by_test_id("turn-status")).to_have_text("succeeded")
+        sim = running.sim.url.removesuffix("/v1")
+        seen = httpx.get(f"{sim}/_sim/requests", params={"key": session_id}, timeout=5).json()
+        last_user = seen["items"][0]["messages"][-1]["content"]
+        assert last_user.startswith("/units convert 3 miles") and "Always use SI." in last_user
+
+        # Escape closes the list; a partial command narrows it; Enter completes, Enter sends.
+        box.press_sequentially("/")
+        expect(listbox).to_be_visible()
+        box.press("Escape")
+        expect(listbox).to_be_hidden()
+        box.press_sequentially("co")
+        expect(options).to_have_text([re.compile(r"^/compact")])
+        box.press("Enter")
+        expect(box).to_have_value("/compact ")
+        box.press("Enter")
+        notice = page.get_by_test_id("compaction")
+        expect(notice).to_contain_text(re.compile(r"Conversation compacted: \d+ → \d+ tokens"))
+        expect(answer.last).to_have_text("AssistantCompacted; go on.", timeout=30_000)
+        expect(page.get_by_test_id("turn-status")).to_have_text("succeeded")
+        notice.locator("summary").click()
+        expect(notice.get_by_test_id("compaction-summary")).to_have_text("Miles to km.")
+
+        page.reload()
+        expect(page.get_by_test_id("compaction")).to_have_count(1)
+        expect(page.get_by_test_id("compaction-summary")).to_have_text("Miles to km.")
+        expect(page.get_by_test_id("message-user")).to_have_text(
+            ["You/units convert 3 miles", "You/compact "]
+        )
+
+
+def test_commands_route_hides_other_users_sessions(
+    running: RunningStack, member: TestUser, session_factory: sessionmaker[Session]
+) -> None:
+    with client_for(running.url, member) as client:
+        session_id = client.post("/v1/sessions", json={}).json()["id"]
+        own = client.get(f"/v1/sessions/{session_id}/commands")
+        assert own.status_code == 200
+        assert own.json()["items"][0] == {
+            "command": "/compact",
+            "description": "Summarise the conversation so far to free the context window",
+            "kind": "builtin",
+        }
+        assert client.get("/v1/sessions/not-a-uuid/commands").status_code == 404
+    with client_for(running.url, make_user(session_factory)) as stranger:
+        other = stranger.get(f"/v1/sessions/{session_id}/commands")
+        assert other.status_code == 404 and other.json()["error"]["code"] == "not_found"

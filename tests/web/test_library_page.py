@@ -1,9 +1,11 @@
 """The Library page in Chromium: several PDFs uploaded at once (file input and drag and
-drop), ingestion followed live, search with a mode, hits linking to the PDF page."""
+drop), ingestion followed live over each document's event stream (pages, chunks, the
+embedding progress), search with a mode, hits linking to the PDF page."""
 
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Iterator
 
 import httpx
@@ -54,6 +56,8 @@ class TestLibraryPage:
     ) -> None:
         user = make_user(session_factory)
         page = login(context, library_url, user.key, next_path="/library")
+        streamed: list[str] = []
+        page.on("request", lambda r: streamed.append(r.url) if r.url.endswith("/events") else None)
         page.set_input_files(
             "[data-testid=library-file-input]",
             [
@@ -71,6 +75,16 @@ class TestLibraryPage:
             2, timeout=INGEST_TIMEOUT_MS
         )
         expect(page.get_by_test_id("documents")).to_contain_text(XSS_NAME)
+        # Progress came over each document's event stream, not from polling the list:
+        # only the stream's last event says how many chunks were embedded and how fast.
+        assert len({u.rsplit("/", 2)[-2] for u in streamed}) == 2, streamed
+        progress = page.get_by_test_id("doc-progress")
+        expect(progress).to_have_count(2)
+        for i in range(2):
+            expect(progress.nth(i)).to_have_text(
+                re.compile(r"^\d+ chunks from \d+ pages \(\d+ embedded, \d+ reused\) in [\d.]+ s$")
+            )
+            expect(page.get_by_test_id("doc-pages").nth(i)).to_have_text(re.compile(r"^[1-9]\d*$"))
 
         page.get_by_test_id("search-input").fill("JNLPBA NCBI-disease")
         page.get_by_test_id("search-mode").select_option("keyword")
@@ -101,10 +115,12 @@ class TestLibraryPage:
         assert page.evaluate("window.__xss") is None
         page.screenshot(path=str(screenshot_dir() / "library.png"), full_page=True)
 
-    def test_dropping_files_uploads_each_and_says_why_one_was_refused(
+    def test_dropping_files_uploads_each_says_why_one_was_refused_and_polls_without_sse(
         self, library_url: str, context: BrowserContext, session_factory: sessionmaker[Session]
     ) -> None:
         page = login(context, library_url, make_user(session_factory).key, next_path="/library")
+        # Every event stream fails here (a proxy that breaks SSE): the page falls back to polling.
+        page.route("**/v1/library/documents/*/events", lambda route: route.abort())
         page.wait_for_selector("body[data-library-ready='1']")
         _drop(
             page,
@@ -118,7 +134,11 @@ class TestLibraryPage:
         expect(uploads.filter(has_text="dropped.pdf")).to_contain_text("queued for ingestion")
         refused = uploads.filter(has_text=XSS_TEXT_NAME)
         expect(refused).to_contain_text("refused: ")
-        expect(page.locator("#documents tr")).to_have_count(1)
+        rows = page.locator("#documents tr")
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_have_attribute("data-status", "ready", timeout=INGEST_TIMEOUT_MS)
+        expect(rows.first.get_by_test_id("doc-chunks")).to_have_text(re.compile(r"^[1-9]\d*$"))
+        expect(rows.first.get_by_test_id("doc-progress")).not_to_contain_text("embedded")
         assert page.evaluate("window.__xss") is None
 
 

@@ -19,9 +19,9 @@ class ContextSettings(CommonSettings):
     # Newest user messages kept verbatim beside a rolling summary.
     context_keep_user_tokens: int = Field(default=2_000, ge=0)
     context_summary_max_tokens: int = Field(default=1_024, ge=64)
-    # Deployment-wide prompt pieces and skills (a project may add its own under its folder).
+    # Deployment-wide prompt pieces (a project may add its own under its folder);
+    # skills_dir is a common setting: the API lists the skills too.
     prompts_dir: str | None = None
-    skills_dir: str | None = None
     # Prompt switching: after user turn k the system prompt becomes a named prompt
     # file (``<name>.md`` in a prompts folder) or, failing that, this literal text.
     prompt_switch_after_turn: int | None = Field(default=None, ge=0)

@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.common.skills import skill_folders as common_skill_folders
 from services.worker.context.settings import ContextSettings
 
 DEFAULTS = Path(__file__).parent / "default"
@@ -98,7 +99,4 @@ def _is_name(target: str) -> bool:
 
 def skill_folders(settings: ContextSettings, project_id: uuid.UUID | None) -> list[Path]:
     """Deployment skills first, then the project's (which replace same-named ones)."""
-    folders = [Path(settings.skills_dir) if settings.skills_dir else settings.home / "skills"]
-    if project_id is not None:
-        folders.append(settings.home / "projects" / str(project_id) / "skills")
-    return folders
+    return common_skill_folders(settings.home, settings.skills_dir, project_id)

@@ -91,7 +91,14 @@
     for (const m of msgs) {
       if (lastJob && m.job_id !== lastJob) await appendArtifacts(lastJob);
       lastJob = m.job_id;
-      if (m.role === "user") box.append(R.message("user", m.content));
+      if (m.role === "user") {
+        box.append(R.message("user", m.content));
+        for (const s of (steps[m.job_id] || []).filter((x) => x.kind === "summary")) {
+          const notice = R.compaction(m.job_id, "Conversation compacted");
+          R.fillCompaction(notice, s);
+          box.append(notice);
+        }
+      }
       else if (m.role === "assistant") {
         if (m.content) box.append(R.message("assistant", m.content, { "data-job-id": m.job_id }));
         for (const call of m.tool_calls || []) {
@@ -205,7 +212,10 @@
     });
     on("todo", (d) => R.todos($("todo-list"), d.items));
     on("status", (d) => { $("turn-status").textContent = d.status + (d.error ? `: ${d.error}` : ""); });
-    on("compression", (d) => setMeter("bar-context", d.after_tokens / contextLimit, `${d.after_tokens} / ${contextLimit} tokens`));
+    on("compression", (d) => {
+      setMeter("bar-context", d.after_tokens / contextLimit, `${d.after_tokens} / ${contextLimit} tokens`);
+      if (d.layer === "summary") box.append(R.compaction(jobId, `Conversation compacted: ${d.before_tokens} → ${d.after_tokens} tokens`));
+    });
     on("events_lost", () => { source.close(); openSession(); });
     on("final", async (d) => {
       source.close();
@@ -223,9 +233,11 @@
   }
 
   async function fillFromSteps(jobId, cards) {
+    const notice = $("messages").querySelector(`[data-testid=compaction][data-job-id="${jobId}"]`);
     for (const s of await stepsOf(jobId)) {
       const card = s.tool_call_id && cards[s.tool_call_id];
       if (card) R.fillCard(card, { status: s.status, args: s.arguments, result: R.stepResultText(s), step: s });
+      if (notice && s.kind === "summary") R.fillCompaction(notice, s);
     }
   }
 
@@ -240,6 +252,7 @@
         sessionId = await newSession(content.trim().slice(0, 60));
         history.replaceState(null, "", `/?session=${sessionId}`);
         await loadSessions();
+        await commands.load(sessionId);
       }
       const accepted = await Leaflab.api("POST", `/v1/sessions/${sessionId}/messages`, { content });
       budget = accepted.budget;
@@ -249,15 +262,8 @@
     } catch (err) { showError(err); }
   }
 
-  // ---- slash commands ---------------------------------------------------------------------
-  async function loadCommands() {
-    // Skills (/name) are not listed yet: the API has no route that reads the skill folders.
-    const items = [{ command: "/compact", description: "summarise the conversation so far" }];
-    const list = $("slash-hints");
-    list.replaceChildren(...items.map((c) => el("li", {},
-      el("button", { type: "button", title: c.description, text: c.command, "data-testid": "slash-command",
-        onclick: () => { const i = $("chat-input"); i.value = `${c.command} ${i.value}`.trimEnd() + " "; i.focus(); } }))));
-  }
+  // ---- slash commands (static/chat_commands.js) ----------------------------------------------
+  const commands = ChatCommands.attach($("chat-input"), $("slash-list"));
 
   async function openSession() {
     if (!sessionId) return;
@@ -276,6 +282,7 @@
 
   $("chat-form").addEventListener("submit", send);
   $("chat-input").addEventListener("keydown", (e) => {
+    if (commands.handleKey(e)) return;
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("chat-form").requestSubmit(); }
   });
   $("rename-form").addEventListener("submit", submitRename);
@@ -283,6 +290,6 @@
     try { window.location = `/?session=${await newSession("New session")}`; } catch (err) { showError(err); }
   });
   (async () => {
-    try { await loadSessions(); await loadCommands(); await openSession(); } catch (err) { showError(err); }
+    try { await loadSessions(); await commands.load(sessionId); await openSession(); } catch (err) { showError(err); }
   })();
 })();

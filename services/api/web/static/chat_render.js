@@ -83,5 +83,19 @@ const ChatRender = (() => {
     }
   }
 
-  return { message, toolCard, fillCard, callParts, stepResultText, artifacts, todos, pretty };
+  // A /compact (or an automatic summary): the notice says what shrank; the summary itself
+  // (the step's result) is folded inside once known.
+  function compaction(jobId, text) {
+    return el("div", { class: "notice compaction", "data-testid": "compaction", "data-job-id": jobId },
+      el("span", { class: "compaction-text", text }));
+  }
+
+  function fillCompaction(notice, step) {
+    const r = step.result || {};
+    if (!r.content || notice.querySelector("details")) return;
+    notice.append(el("details", {}, el("summary", { text: `Summary of ${r.covers ?? "?"} messages` }),
+      el("pre", { "data-testid": "compaction-summary", text: r.content })));
+  }
+
+  return { message, toolCard, fillCard, callParts, stepResultText, artifacts, todos, pretty, compaction, fillCompaction };
 })();

@@ -1,15 +1,22 @@
-// The library page: upload PDFs (file input or drag and drop, several at once), follow their
-// ingestion by polling the document list, search with a mode, open a hit's PDF at its page.
+// The library page: upload PDFs (file input or drag and drop, several at once), follow each
+// document's ingestion live over its event stream (SSE; polling only if a stream fails),
+// search with a mode, open a hit's PDF at its page.
 // Filenames, titles and snippets are the uploader's data: they only ever become text nodes.
 "use strict";
 (() => {
   const { api, el } = Leaflab;
   const $ = (id) => document.getElementById(id);
-  const FAST_POLL_MS = 1500;   // while something is being ingested
-  const SLOW_POLL_MS = 10000;  // otherwise (someone else may upload into a shared project)
+  const FALLBACK_POLL_MS = 1500; // only while a document's stream has failed
+  const LIST_REFRESH_MS = 10000; // someone else may upload into a shared project
   const PARALLEL_UPLOADS = 3;
+  // A browser opens at most 6 connections to one host over HTTP/1.1: streams beyond
+  // this wait their turn, so the page's own API calls never queue behind them.
+  const MAX_STREAMS = 3;
   const DONE = new Set(["ready", "failed"]);
-  let pollTimer = null;
+  const docs = new Map();    // id -> the document row, merged with its live progress
+  const streams = new Map(); // id -> the EventSource following it
+  const polled = new Set();  // ids whose stream failed: followed by polling instead
+  let listTimer = null;
 
   function showError(err) {
     const box = $("library-error");
@@ -64,24 +71,104 @@
   }
 
   // ---- documents and their ingestion ----------------------------------------------
+  function progressCell(d) {
+    const p = d.progress || {};
+    const cell = el("td", { "data-testid": "doc-progress" });
+    if (d.status === "failed") return cell;
+    if (p.total) cell.append(el("progress", { max: p.total, value: p.done || 0, "aria-label": `chunks of ${d.title || d.filename || "document"}` }), " ");
+    cell.append(el("span", { class: "progress-text", text: progressText(d) }));
+    return cell;
+  }
+
+  function progressText(d) {
+    const p = d.progress || {};
+    if (d.status === "ready" && p.seconds !== undefined) {
+      return `${p.chunks} chunks from ${p.pages} pages (${p.embedded} embedded, ${p.reused} reused) in ${p.seconds} s`;
+    }
+    if (d.status === "ready") return "";
+    if (p.total) return `${p.done || 0}/${p.total} chunks embedded`;
+    if (p.pages !== undefined) return `parsed: ${p.pages} pages, ${p.chunks} chunks`;
+    return polled.has(d.id) ? "waiting (polling)" : "waiting";
+  }
+
+  function row(d) {
+    return el("tr", { "data-document-id": d.id, "data-status": d.status },
+      el("td", { text: d.title || "(untitled)" }),
+      el("td", { text: d.filename || d.source_url || "" }),
+      el("td", {}, el("span", { class: "badge status-" + d.status, text: d.status }),
+        d.error ? el("span", { class: "error", text: " " + d.error }) : null),
+      el("td", { "data-testid": "doc-pages", text: d.pages ?? "" }), el("td", { "data-testid": "doc-chunks", text: d.chunks ?? "" }),
+      progressCell(d),
+      el("td", {}, d.status === "ready" ? el("a", { href: pdfLink(d.id), target: "_blank", rel: "noopener", text: "PDF" }) : ""));
+  }
+
+  function render() {
+    $("documents").replaceChildren(...[...docs.values()].map(row));
+  }
+
+  // One document's event stream: replayed from its start, so nothing is missed between
+  // the upload and the moment the stream opens.
+  function follow(id) {
+    if (streams.has(id) || polled.has(id) || streams.size >= MAX_STREAMS) return;
+    const source = new EventSource(`/v1/library/documents/${encodeURIComponent(id)}/events`);
+    streams.set(id, source);
+    const update = (change) => {
+      const d = docs.get(id);
+      if (!d) return;
+      Object.assign(d, change(d));
+      render();
+    };
+    const on = (type, fn) => source.addEventListener(type, (e) => update((d) => fn(JSON.parse(e.data), d)));
+    const end = () => { source.close(); streams.delete(id); followWaiting(); };
+    on("document.parsed", (x, d) => ({ status: d.status === "queued" || d.status === "parsing" ? "embedding" : d.status,
+      pages: x.pages, progress: { pages: x.pages, chunks: x.chunks } }));
+    on("document.batch", (x, d) => ({ progress: { ...d.progress, done: x.done, total: x.total } }));
+    on("document.ready", (x) => { end(); return { status: "ready", pages: x.pages, chunks: x.chunks, progress: x }; });
+    on("document.failed", (x) => { end(); return { status: "failed", error: x.reason || "failed", progress: {} }; });
+    on("events_lost", () => { end(); return {}; });
+    // The server ends the stream after the last event; an error before that means the
+    // stream broke (no EventSource support behind a proxy, Redis gone): poll instead.
+    source.onerror = () => {
+      if (!streams.has(id)) return;
+      end();
+      const d = docs.get(id);
+      if (d && !DONE.has(d.status)) { polled.add(id); schedule(FALLBACK_POLL_MS); }
+    };
+  }
+
+  function followWaiting() {
+    for (const d of docs.values()) if (!DONE.has(d.status)) follow(d.id);
+  }
+
+  function merge(fresh) {
+    const seen = new Set();
+    for (const d of fresh) {
+      seen.add(d.id);
+      const known = docs.get(d.id);
+      // A live stream knows more than the row (progress): keep it until the row is done.
+      if (known && streams.has(d.id) && !DONE.has(d.status)) continue;
+      docs.set(d.id, { ...d, progress: known ? known.progress : undefined });
+    }
+    for (const id of [...docs.keys()]) if (!seen.has(id)) docs.delete(id);
+  }
+
+  function schedule(ms) {
+    clearTimeout(listTimer);
+    listTimer = setTimeout(loadDocuments, ms);
+  }
+
   async function loadDocuments() {
-    clearTimeout(pollTimer);
-    let busy = false;
+    clearTimeout(listTimer);
     try {
-      const docs = (await api("GET", "/v1/library/documents")).items;
-      busy = docs.some((d) => !DONE.has(d.status));
-      $("documents").replaceChildren(...docs.map((d) => el("tr", { "data-document-id": d.id, "data-status": d.status },
-        el("td", { text: d.title || "(untitled)" }),
-        el("td", { text: d.filename || d.source_url || "" }),
-        el("td", {}, el("span", { class: "badge status-" + d.status, text: d.status }),
-          d.error ? el("span", { class: "error", text: " " + d.error }) : null),
-        el("td", { text: d.pages ?? "" }), el("td", { text: d.chunks ?? "" }),
-        el("td", {}, d.status === "ready" ? el("a", { href: pdfLink(d.id), target: "_blank", rel: "noopener", text: "PDF" }) : ""))));
+      merge((await api("GET", "/v1/library/documents")).items);
+      render();
+      followWaiting();
       showError(null);
     } catch (err) {
       showError(err);
     }
-    pollTimer = setTimeout(loadDocuments, busy ? FAST_POLL_MS : SLOW_POLL_MS);
+    const polling = [...polled].some((id) => docs.has(id) && !DONE.has(docs.get(id).status));
+    schedule(polling ? FALLBACK_POLL_MS : LIST_REFRESH_MS);
   }
 
   // ---- search ---------------------------------------------------------------------
