@@ -165,10 +165,11 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.jobs} jobs x {args.calls} model calls at {args.latency_ms} ms, "
         f"-c {args.concurrency} per worker host, {args.users} users"
     )
-    print(f"1 worker host : {one:6.2f} s  {args.jobs / one:6.2f} jobs/s  (ideal {ideal_one:.2f} s)")
-    print(
-        f"2 worker hosts: {two:6.2f} s  {args.jobs / two:6.2f} jobs/s  (ideal {ideal_one / 2:.2f} s)"
-    )
+    for label, took, ideal in (
+        ("1 worker host ", one, ideal_one),
+        ("2 worker hosts", two, ideal_one / 2),
+    ):
+        print(f"{label}: {took:6.2f} s  {args.jobs / took:6.2f} jobs/s  (ideal {ideal:.2f} s)")
     print(f"2 hosts / 1 host jobs/s: {one / two:.2f}x; job slices per host (2 hosts): {split}")
     figures = {"one_host_s": one, "two_hosts_s": two, "speedup": one / two, "split": split}
     print(json.dumps(figures))
