@@ -14,6 +14,7 @@ The follow loop is shared with the library's document events (``stream_follow.py
 from __future__ import annotations
 
 import asyncio
+
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 

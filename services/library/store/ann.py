@@ -9,20 +9,32 @@ One graph per collection (``user:<id>``, ``project:<id>``): a search scoped to
 some collections walks only their graphs, with no filter, and the results are
 merged by cosine score. Points stored but not yet in a graph wait in
 ``pending`` and are scored exactly (numpy) at search time, so a search never
-misses a stored chunk. A collection whose graph is still being filled from an
-existing store (``backfill`` after a restart) is reported by :meth:`plan`, and
-the store answers it by its own exact filtered search until it is complete.
+misses a stored chunk. While the graphs are still being filled from an
+existing store (``backfill`` after a restart) or checked against it, every
+collection is reported by :meth:`plan`, and the store answers it by its own
+exact filtered search until they are complete.
+
+Persistence (``folder`` given): the graphs are saved by the builder when it is
+idle (at most every ``save_interval_s``) and on close, and loaded at start
+(``ann_files.py``). A save no write overlapped answers at once; otherwise the
+loaded graphs are checked against the store page by page and only points that
+differ are inserted or removed. A missing, damaged or mismatched save is
+rebuilt from the store. :meth:`status` says which happened.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import hnswlib
 import numpy as np
+
+from services.library.store import ann_files
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +56,7 @@ class AnnParams:
     ef_construction: int = 100
     ef_search: int = 256  # raised to the number asked for when that is larger
     threads: int = 1  # insert threads: the builder shares the CPU with ingestion
+    save_interval_s: float = 60.0  # the builder saves the graphs at most this often
 
 
 @dataclass
@@ -55,10 +68,28 @@ class _Graph:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+@dataclass(frozen=True)
+class AnnStatus:
+    origin: str  # "new" (empty store), "loaded" (from disk) or "rebuilt" (from the store)
+    ready: bool  # the graphs answer every collection (not filling or checking)
+    vectors: int  # points in graphs or waiting for one
+    reason: str | None = None  # why a saved index was not used
+
+
 class DenseAnn:
-    def __init__(self, dimension: int, params: AnnParams | None = None) -> None:
+    def __init__(
+        self, dimension: int, params: AnnParams | None = None, folder: Path | None = None
+    ) -> None:
         self.dimension = dimension
         self.params = params or AnnParams()
+        self.folder = folder  # None: nothing saved or loaded
+        self._origin = "new"
+        self._reason: str | None = None
+        self._generation = 0  # writes announced so far
+        self._saved_generation = -1  # -1: nothing saved or loaded yet
+        self._last_save = time.monotonic()
+        self._touched: set[str] | None = None  # ids written while the loaded graphs are checked
+        self._closing = False
         self._graphs: dict[str, _Graph] = {}
         # collection -> point id -> unit vector, stored but not yet in a graph
         self._pending: dict[str, dict[str, np.ndarray]] = {}
@@ -71,13 +102,51 @@ class DenseAnn:
     # -- writers -------------------------------------------------------------
 
     def start(self, backfill: Callable[[], Iterator[Page]] | None = None) -> None:
-        """Start the builder; ``backfill`` yields the pages already in the store."""
+        """Start the builder; ``backfill`` yields the pages already in the store
+        (None: the store is empty). A saved index is loaded first when there is one."""
+        check = False
+        if backfill is not None and self.folder is not None:
+            check = self._load_saved()
         with self._lock:
-            self._backfilling = backfill is not None
+            self._backfilling = backfill is not None and (check or self._origin != "loaded")
+            if self._backfilling and self._origin != "loaded":
+                self._origin = "rebuilt"
+        fill = self._check_loaded if check else self._backfill
         self._thread = threading.Thread(
-            target=self._run, args=(backfill,), name="library-ann", daemon=True
+            target=self._run, args=(backfill, fill), name="library-ann", daemon=True
         )
         self._thread.start()
+
+    def _load_saved(self) -> bool:
+        """Load the saved graphs; True when they must be checked against the store."""
+        assert self.folder is not None
+        try:
+            saved = ann_files.load(self.folder, self.dimension, self.params.m)
+        except ann_files.IndexFileError as exc:
+            self._reason = str(exc)
+            log.warning("library: dense index rebuilt from the store (%s)", exc)
+            return False
+        for graph in saved.graphs:
+            labels = {pid: label for label, pid in enumerate(graph.ids) if pid}
+            _forget_unnamed(graph)
+            self._graphs[graph.collection] = _Graph(graph.index, list(graph.ids), labels)
+        self._origin = "loaded"
+        self._saved_generation = self._generation
+        log.info(
+            "library: dense index loaded (%d vectors, %s)",
+            saved.vectors,
+            "clean" if saved.clean else "checking against the store",
+        )
+        if not saved.clean:
+            self._touched = set()
+        return not saved.clean
+
+    def will_write(self) -> None:
+        """Called before the store takes a write: the saved graphs stop matching it."""
+        with self._lock:
+            self._generation += 1
+            if self.folder is not None and self._generation == self._saved_generation + 1:
+                ann_files.mark_dirty(self.folder)
 
     def add(self, items: list[tuple[str, str, list[float]]]) -> None:
         """Points just stored: searchable at once (exactly), in a graph soon."""
@@ -89,11 +158,15 @@ class DenseAnn:
                 return
             for point_id, collection, vector in items:
                 self._pending.setdefault(collection, {})[point_id] = _unit(vector)
+            if self._touched is not None and not builder:
+                self._touched.update(point_id for point_id, _, _ in items)
             self._wake.notify_all()
 
     def remove(self, items: list[tuple[str, str]]) -> None:
         """Points deleted from the store: ``(point id, collection)``."""
         with self._lock:
+            if self._touched is not None and threading.current_thread() is not self._thread:
+                self._touched.update(point_id for point_id, _ in items)
             for point_id, collection in items:
                 self._pending.get(collection, {}).pop(point_id, None)
                 graph = self._graphs.get(collection)
@@ -105,11 +178,21 @@ class DenseAnn:
                         graph.index.mark_deleted(label)
 
     def close(self) -> None:
+        """Stop the builder; it first drains what waits and saves the graphs."""
+        with self._wake:
+            self._closing = True
+            self._wake.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=120)
         with self._wake:
             self._stopped = True
             self._wake.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+
+    def status(self) -> AnnStatus:
+        with self._lock:
+            vectors = self._backlog() + sum(len(g.labels) for g in self._graphs.values())
+            ready = not self._backfilling
+            return AnnStatus(self._origin, ready, vectors, self._reason)
 
     # -- readers -------------------------------------------------------------
 
@@ -180,26 +263,30 @@ class DenseAnn:
 
     # -- the builder thread ----------------------------------------------------
 
-    def _run(self, backfill: Callable[[], Iterator[Page]] | None) -> None:
+    def _run(
+        self,
+        pages: Callable[[], Iterator[Page]] | None,
+        fill: Callable[[Callable[[], Iterator[Page]]], bool],
+    ) -> None:
         try:
-            if backfill is not None:
-                loaded = 0
-                for page in backfill():
-                    if self._stopped:
-                        return
-                    self.add(page)
-                    loaded += len(page)
-                    self._drain()
+            if self._backfilling and pages is not None:
+                if not fill(pages):
+                    return  # closed before the graphs were complete: nothing saved
                 with self._lock:
                     self._backfilling = False
-                log.info("library: dense index holds the %d stored chunks", loaded)
+                    self._touched = None
+                self._save(force=True)
             while True:
                 with self._wake:
-                    while not self._stopped and not any(self._pending.values()):
+                    while not self._busy():
                         self._wake.wait(timeout=5.0)
                     if self._stopped:
                         return
                 self._drain()
+                if self._closing:
+                    self._save(force=False)
+                    return
+                self._save(force=False, due=True)
         except Exception:  # the store's exact search still answers every query
             log.exception("library: dense index builder stopped")
             with self._wake:
@@ -207,6 +294,89 @@ class DenseAnn:
                 self._stopped = True
                 self._pending.clear()
                 self._wake.notify_all()
+
+    def _busy(self) -> bool:
+        """Something for the builder: points waiting, a save due, or the end."""
+        if self._stopped or self._closing or any(self._pending.values()):
+            return True
+        due = time.monotonic() - self._last_save >= self.params.save_interval_s
+        return due and self._generation != self._saved_generation
+
+    def _backfill(self, pages: Callable[[], Iterator[Page]]) -> bool:
+        loaded = 0
+        for page in pages():
+            if self._stopped or self._closing:
+                return False
+            self.add(page)
+            loaded += len(page)
+            self._drain()
+        log.info("library: dense index holds the %d stored chunks", loaded)
+        return True
+
+    def _check_loaded(self, pages: Callable[[], Iterator[Page]]) -> bool:
+        """Compare the loaded graphs with the store: insert what is new or changed,
+        remove what the store no longer holds (points written meanwhile excepted)."""
+        seen: dict[str, str] = {}
+        inserted = 0
+        for page in pages():
+            if self._stopped or self._closing:
+                return False
+            changed = []
+            for point_id, collection, vector in page:
+                seen[point_id] = collection
+                if not self._holds(collection, point_id, vector):
+                    changed.append((point_id, collection, vector))
+            self.add(changed)
+            inserted += len(changed)
+            self._drain()
+        with self._lock:
+            touched = self._touched or set()
+            gone = [
+                (point_id, collection)
+                for collection, graph in self._graphs.items()
+                for point_id in graph.labels
+                if seen.get(point_id) != collection and point_id not in touched
+            ]
+        self.remove(gone)
+        log.info("library: dense index checked: %d points new, %d gone", inserted, len(gone))
+        return True
+
+    def _holds(self, collection: str, point_id: str, vector: list[float]) -> bool:
+        graph = self._graphs.get(collection)
+        if graph is None:
+            return False
+        with graph.lock:
+            label = graph.labels.get(point_id)
+            if label is None:
+                return False
+            held = np.asarray(graph.index.get_items([label]), dtype=np.float32)[0]
+        return bool(np.allclose(held, _unit(vector), atol=1e-4))
+
+    def _save(self, *, force: bool, due: bool = False) -> None:
+        """Save the graphs when they changed (and, with ``due``, the interval passed)."""
+        if self.folder is None or self._backfilling:
+            return
+        with self._lock:
+            if any(self._pending.values()):
+                return
+            generation = self._generation
+            unchanged = generation == self._saved_generation
+            graphs = list(self._graphs.items())
+        if unchanged and not force:
+            return
+        if due and time.monotonic() - self._last_save < self.params.save_interval_s:
+            return
+        snapshot = []
+        for collection, graph in graphs:
+            with graph.lock:
+                ids = [pid if graph.labels.get(pid) == n else "" for n, pid in enumerate(graph.ids)]
+                snapshot.append(ann_files.SavedGraph(collection, graph.index, ids))
+        ann_files.save(self.folder, self.dimension, self.params.m, snapshot)
+        self._last_save = time.monotonic()
+        with self._lock:
+            self._saved_generation = generation
+            if self._generation == generation and not any(self._pending.values()):
+                ann_files.mark_clean(self.folder)
 
     def _drain(self) -> None:
         """Move pending points into their graphs, one locked step at a time."""
@@ -261,6 +431,16 @@ class DenseAnn:
             ef_construction=self.params.ef_construction,
         )
         return _Graph(index)
+
+
+def _forget_unnamed(graph: ann_files.SavedGraph) -> None:
+    """A label saved without an id (removed while the save ran) must never answer."""
+    for label, point_id in enumerate(graph.ids):
+        if not point_id:
+            try:
+                graph.index.mark_deleted(label)
+            except RuntimeError:  # already marked in the saved graph
+                pass
 
 
 def _unit(vector: list[float]) -> np.ndarray:
