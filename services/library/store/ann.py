@@ -14,27 +14,18 @@ existing store (``backfill`` after a restart) or checked against it, every
 collection is reported by :meth:`plan`, and the store answers it by its own
 exact filtered search until they are complete.
 
-Persistence (``folder`` given): the graphs are saved by the builder when it is
-idle (at most every ``save_interval_s``) and on close, and loaded at start
-(``ann_files.py``). A save no write overlapped answers at once; otherwise the
-loaded graphs are checked against the store page by page and only points that
-differ are inserted or removed. A missing, damaged or mismatched save is
-rebuilt from the store. :meth:`status` says which happened.
+The graphs live in memory; ``ann_saved.py`` saves and loads them.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import hnswlib
 import numpy as np
-
-from services.library.store import ann_files
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +51,7 @@ class AnnParams:
 
 
 @dataclass
-class _Graph:
+class Graph:
     index: hnswlib.Index
     ids: list[str] = field(default_factory=list)  # label -> point id
     labels: dict[str, int] = field(default_factory=dict)  # live point id -> label
@@ -77,20 +68,14 @@ class AnnStatus:
 
 
 class DenseAnn:
-    def __init__(
-        self, dimension: int, params: AnnParams | None = None, folder: Path | None = None
-    ) -> None:
+    def __init__(self, dimension: int, params: AnnParams | None = None) -> None:
         self.dimension = dimension
         self.params = params or AnnParams()
-        self.folder = folder  # None: nothing saved or loaded
         self._origin = "new"
         self._reason: str | None = None
-        self._generation = 0  # writes announced so far
-        self._saved_generation = -1  # -1: nothing saved or loaded yet
-        self._last_save = time.monotonic()
         self._touched: set[str] | None = None  # ids written while the loaded graphs are checked
         self._closing = False
-        self._graphs: dict[str, _Graph] = {}
+        self._graphs: dict[str, Graph] = {}
         # collection -> point id -> unit vector, stored but not yet in a graph
         self._pending: dict[str, dict[str, np.ndarray]] = {}
         self._lock = threading.Lock()  # guards _graphs, _pending, _backfilling
@@ -103,50 +88,31 @@ class DenseAnn:
 
     def start(self, backfill: Callable[[], Iterator[Page]] | None = None) -> None:
         """Start the builder; ``backfill`` yields the pages already in the store
-        (None: the store is empty). A saved index is loaded first when there is one."""
-        check = False
-        if backfill is not None and self.folder is not None:
-            check = self._load_saved()
+        (None: the store is empty)."""
         with self._lock:
-            self._backfilling = backfill is not None and (check or self._origin != "loaded")
-            if self._backfilling and self._origin != "loaded":
+            self._backfilling = backfill is not None
+            if backfill is not None:
                 self._origin = "rebuilt"
-        fill = self._check_loaded if check else self._backfill
+        self._launch(backfill, self._backfill)
+
+    def _launch(
+        self,
+        pages: Callable[[], Iterator[Page]] | None,
+        fill: Callable[[Callable[[], Iterator[Page]]], bool],
+    ) -> None:
         self._thread = threading.Thread(
-            target=self._run, args=(backfill, fill), name="library-ann", daemon=True
+            target=self._run, args=(pages, fill), name="library-ann", daemon=True
         )
         self._thread.start()
 
-    def _load_saved(self) -> bool:
-        """Load the saved graphs; True when they must be checked against the store."""
-        assert self.folder is not None
-        try:
-            saved = ann_files.load(self.folder, self.dimension, self.params.m)
-        except ann_files.IndexFileError as exc:
-            self._reason = str(exc)
-            log.warning("library: dense index rebuilt from the store (%s)", exc)
-            return False
-        for graph in saved.graphs:
-            labels = {pid: label for label, pid in enumerate(graph.ids) if pid}
-            _forget_unnamed(graph)
-            self._graphs[graph.collection] = _Graph(graph.index, list(graph.ids), labels)
-        self._origin = "loaded"
-        self._saved_generation = self._generation
-        log.info(
-            "library: dense index loaded (%d vectors, %s)",
-            saved.vectors,
-            "clean" if saved.clean else "checking against the store",
-        )
-        if not saved.clean:
-            self._touched = set()
-        return not saved.clean
-
     def will_write(self) -> None:
-        """Called before the store takes a write: the saved graphs stop matching it."""
-        with self._lock:
-            self._generation += 1
-            if self.folder is not None and self._generation == self._saved_generation + 1:
-                ann_files.mark_dirty(self.folder)
+        """Called before the store takes a write (persistence keeps track)."""
+
+    def _save(self, *, force: bool, due: bool = False) -> None:
+        """Save the graphs (persistence does; here nothing is saved)."""
+
+    def _save_due(self) -> bool:
+        return False
 
     def add(self, items: list[tuple[str, str, list[float]]]) -> None:
         """Points just stored: searchable at once (exactly), in a graph soon."""
@@ -157,7 +123,7 @@ class DenseAnn:
             if self._stopped:  # closed, or the builder failed: the store searches exactly
                 return
             for point_id, collection, vector in items:
-                self._pending.setdefault(collection, {})[point_id] = _unit(vector)
+                self._pending.setdefault(collection, {})[point_id] = unit_vector(vector)
             if self._touched is not None and not builder:
                 self._touched.update(point_id for point_id, _, _ in items)
             self._wake.notify_all()
@@ -214,7 +180,7 @@ class DenseAnn:
         self, vector: list[float], *, collections: list[str], limit: int
     ) -> list[tuple[str, float]]:
         """``(point id, cosine)`` best first, over the graphs and pending points."""
-        query = _unit(vector)
+        query = unit_vector(vector)
         found: list[tuple[str, float]] = []
         with self._lock:
             graphs = [self._graphs[c] for c in collections if c in self._graphs]
@@ -238,9 +204,7 @@ class DenseAnn:
                 unique.append((point_id, score))
         return unique[:limit]
 
-    def _graph_search(
-        self, graph: _Graph, query: np.ndarray, limit: int
-    ) -> list[tuple[str, float]]:
+    def _graph_search(self, graph: Graph, query: np.ndarray, limit: int) -> list[tuple[str, float]]:
         with graph.lock:
             live = len(graph.labels)
             if live == 0:
@@ -299,8 +263,7 @@ class DenseAnn:
         """Something for the builder: points waiting, a save due, or the end."""
         if self._stopped or self._closing or any(self._pending.values()):
             return True
-        due = time.monotonic() - self._last_save >= self.params.save_interval_s
-        return due and self._generation != self._saved_generation
+        return self._save_due()
 
     def _backfill(self, pages: Callable[[], Iterator[Page]]) -> bool:
         loaded = 0
@@ -312,71 +275,6 @@ class DenseAnn:
             self._drain()
         log.info("library: dense index holds the %d stored chunks", loaded)
         return True
-
-    def _check_loaded(self, pages: Callable[[], Iterator[Page]]) -> bool:
-        """Compare the loaded graphs with the store: insert what is new or changed,
-        remove what the store no longer holds (points written meanwhile excepted)."""
-        seen: dict[str, str] = {}
-        inserted = 0
-        for page in pages():
-            if self._stopped or self._closing:
-                return False
-            changed = []
-            for point_id, collection, vector in page:
-                seen[point_id] = collection
-                if not self._holds(collection, point_id, vector):
-                    changed.append((point_id, collection, vector))
-            self.add(changed)
-            inserted += len(changed)
-            self._drain()
-        with self._lock:
-            touched = self._touched or set()
-            gone = [
-                (point_id, collection)
-                for collection, graph in self._graphs.items()
-                for point_id in graph.labels
-                if seen.get(point_id) != collection and point_id not in touched
-            ]
-        self.remove(gone)
-        log.info("library: dense index checked: %d points new, %d gone", inserted, len(gone))
-        return True
-
-    def _holds(self, collection: str, point_id: str, vector: list[float]) -> bool:
-        graph = self._graphs.get(collection)
-        if graph is None:
-            return False
-        with graph.lock:
-            label = graph.labels.get(point_id)
-            if label is None:
-                return False
-            held = np.asarray(graph.index.get_items([label]), dtype=np.float32)[0]
-        return bool(np.allclose(held, _unit(vector), atol=1e-4))
-
-    def _save(self, *, force: bool, due: bool = False) -> None:
-        """Save the graphs when they changed (and, with ``due``, the interval passed)."""
-        if self.folder is None or self._backfilling:
-            return
-        with self._lock:
-            if any(self._pending.values()):
-                return
-            generation = self._generation
-            unchanged = generation == self._saved_generation
-            graphs = list(self._graphs.items())
-        if unchanged and not force:
-            return
-        if due and time.monotonic() - self._last_save < self.params.save_interval_s:
-            return
-        snapshot = []
-        for collection, graph in graphs:
-            with graph.lock:
-                ids = [pid if graph.labels.get(pid) == n else "" for n, pid in enumerate(graph.ids)]
-                snapshot.append(ann_files.SavedGraph(collection, graph.index, ids))
-        ann_files.save(self.folder, self.dimension, self.params.m, snapshot)
-        self._last_save = time.monotonic()
-        with self._lock:
-            self._saved_generation = generation
-            if self._generation == generation and not any(self._pending.values()):
-                ann_files.mark_clean(self.folder)
 
     def _drain(self) -> None:
         """Move pending points into their graphs, one locked step at a time."""
@@ -404,7 +302,7 @@ class DenseAnn:
                     # else re-stored meanwhile: the next step replaces it
                 self._wake.notify_all()  # writers waiting on the backlog
 
-    def _insert(self, graph: _Graph, batch: list[tuple[str, np.ndarray]]) -> None:
+    def _insert(self, graph: Graph, batch: list[tuple[str, np.ndarray]]) -> None:
         with graph.lock:
             index = graph.index
             needed = len(graph.ids) + len(batch)
@@ -423,27 +321,17 @@ class DenseAnn:
                 np.stack([v for _, v in batch]), np.asarray(labels), num_threads=self.params.threads
             )
 
-    def _new_graph(self) -> _Graph:
+    def _new_graph(self) -> Graph:
         index = hnswlib.Index(space="cosine", dim=self.dimension)
         index.init_index(
             max_elements=INITIAL_CAPACITY,
             M=self.params.m,
             ef_construction=self.params.ef_construction,
         )
-        return _Graph(index)
+        return Graph(index)
 
 
-def _forget_unnamed(graph: ann_files.SavedGraph) -> None:
-    """A label saved without an id (removed while the save ran) must never answer."""
-    for label, point_id in enumerate(graph.ids):
-        if not point_id:
-            try:
-                graph.index.mark_deleted(label)
-            except RuntimeError:  # already marked in the saved graph
-                pass
-
-
-def _unit(vector: list[float]) -> np.ndarray:
+def unit_vector(vector: list[float]) -> np.ndarray:
     v = np.asarray(vector, dtype=np.float32)
     norm = float(np.linalg.norm(v))
     return v / norm if norm > 0 else v

@@ -24,6 +24,7 @@ import qdrant_edge as qe
 
 from services.library.lexical import SparseVector
 from services.library.store.ann import AnnParams, DenseAnn, Page
+from services.library.store.ann_saved import SavedDenseAnn
 from services.library.store.base import DENSE, SPARSE, Hit, StoredChunk, VectorStore
 
 BACKFILL_PAGE = 1000
@@ -58,7 +59,7 @@ class EdgeStore(VectorStore):
                         qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword)
                     )
             if self._ann_params is not None:
-                self.ann = DenseAnn(dimension, self._ann_params, self.index_folder)
+                self.ann = SavedDenseAnn(dimension, self._ann_params, self.index_folder)
                 self.ann.start(self._stored_pages if existing else None)
 
     @property
