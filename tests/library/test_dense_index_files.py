@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +16,7 @@ import pytest
 
 from services.library.lexical import SparseVector
 from services.library.store import ann_files
-from services.library.store.ann import AnnParams
+from services.library.store.ann import AnnParams, AnnStatus
 from services.library.store.base import StoredChunk
 from services.library.store.edge import EdgeStore
 
@@ -52,6 +54,19 @@ def _build(path: Path, points: list[StoredChunk]) -> None:
     store.upsert(points)
     _settled(store)
     store.close()  # drains and saves
+
+
+@contextmanager
+def _reopened_settled(path: Path) -> Iterator[tuple[EdgeStore, AnnStatus]]:
+    """The store reopened, once its dense index answers every collection."""
+    store = EdgeStore(path, PARAMS)
+    store.ensure(DIM)
+    try:
+        assert store.ann is not None
+        _settled(store)
+        yield store, store.ann.status()
+    finally:
+        store.close()
 
 
 def _assert_like_exact(store: EdgeStore, seed: int) -> None:
@@ -99,20 +114,13 @@ def test_writes_the_save_never_saw_are_caught_up(
         patch.setattr(ann_files, "mark_clean", lambda *a, **k: None)
         store.close()
 
-    store = EdgeStore(path, PARAMS)
-    store.ensure(DIM)
-    try:
-        assert store.ann is not None
-        _settled(store)
-        status = store.ann.status()
+    with _reopened_settled(path) as (store, status):
         assert (status.origin, status.ready, status.vectors) == ("loaded", True, 400 + 60 - 20)
         hits = store.search_dense(added[5].dense, collections=COLLECTIONS, limit=3)
         assert hits[0].id == added[5].id
         hits = store.search_dense(first[0].dense, collections=COLLECTIONS, limit=50)
         assert all(h.payload["document_id"] != gone for h in hits)
         _assert_like_exact(store, 4)
-    finally:
-        store.close()
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "manifest"])
@@ -128,17 +136,10 @@ def test_a_damaged_index_file_is_rebuilt_from_the_store(tmp_path: Path, damage: 
         graph.write_bytes(data[:100] + bytes([data[100] ^ 0xFF]) + data[101:])
     else:
         (folder / "manifest.json").write_text("{not json")
-    store = EdgeStore(path, PARAMS)
-    store.ensure(DIM)
-    try:
-        assert store.ann is not None
-        _settled(store)
-        status = store.ann.status()
+    with _reopened_settled(path) as (store, status):
         assert (status.origin, status.ready, status.vectors) == ("rebuilt", True, 400)
         assert status.reason
         _assert_like_exact(store, 5)
-    finally:
-        store.close()
     # The rebuilt index was saved: the next start loads it.
     store = EdgeStore(path, PARAMS)
     store.ensure(DIM)
