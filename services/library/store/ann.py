@@ -9,9 +9,12 @@ One graph per collection (``user:<id>``, ``project:<id>``): a search scoped to
 some collections walks only their graphs, with no filter, and the results are
 merged by cosine score. Points stored but not yet in a graph wait in
 ``pending`` and are scored exactly (numpy) at search time, so a search never
-misses a stored chunk. A collection whose graph is still being filled from an
-existing store (``backfill`` after a restart) is reported by :meth:`plan`, and
-the store answers it by its own exact filtered search until it is complete.
+misses a stored chunk. While the graphs are still being filled from an
+existing store (``backfill`` after a restart) or checked against it, every
+collection is reported by :meth:`plan`, and the store answers it by its own
+exact filtered search until they are complete.
+
+The graphs live in memory; ``ann_saved.py`` saves and loads them.
 """
 
 from __future__ import annotations
@@ -44,10 +47,11 @@ class AnnParams:
     ef_construction: int = 100
     ef_search: int = 256  # raised to the number asked for when that is larger
     threads: int = 1  # insert threads: the builder shares the CPU with ingestion
+    save_interval_s: float = 60.0  # the builder saves the graphs at most this often
 
 
 @dataclass
-class _Graph:
+class Graph:
     index: hnswlib.Index
     ids: list[str] = field(default_factory=list)  # label -> point id
     labels: dict[str, int] = field(default_factory=dict)  # live point id -> label
@@ -55,11 +59,23 @@ class _Graph:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+@dataclass(frozen=True)
+class AnnStatus:
+    origin: str  # "new" (empty store), "loaded" (from disk) or "rebuilt" (from the store)
+    ready: bool  # the graphs answer every collection (not filling or checking)
+    vectors: int  # points in graphs or waiting for one
+    reason: str | None = None  # why a saved index was not used
+
+
 class DenseAnn:
     def __init__(self, dimension: int, params: AnnParams | None = None) -> None:
         self.dimension = dimension
         self.params = params or AnnParams()
-        self._graphs: dict[str, _Graph] = {}
+        self._origin = "new"
+        self._reason: str | None = None
+        self._touched: set[str] | None = None  # ids written while the loaded graphs are checked
+        self._closing = False
+        self._graphs: dict[str, Graph] = {}
         # collection -> point id -> unit vector, stored but not yet in a graph
         self._pending: dict[str, dict[str, np.ndarray]] = {}
         self._lock = threading.Lock()  # guards _graphs, _pending, _backfilling
@@ -71,13 +87,32 @@ class DenseAnn:
     # -- writers -------------------------------------------------------------
 
     def start(self, backfill: Callable[[], Iterator[Page]] | None = None) -> None:
-        """Start the builder; ``backfill`` yields the pages already in the store."""
+        """Start the builder; ``backfill`` yields the pages already in the store
+        (None: the store is empty)."""
         with self._lock:
             self._backfilling = backfill is not None
+            if backfill is not None:
+                self._origin = "rebuilt"
+        self._launch(backfill, self._backfill)
+
+    def _launch(
+        self,
+        pages: Callable[[], Iterator[Page]] | None,
+        fill: Callable[[Callable[[], Iterator[Page]]], bool],
+    ) -> None:
         self._thread = threading.Thread(
-            target=self._run, args=(backfill,), name="library-ann", daemon=True
+            target=self._run, args=(pages, fill), name="library-ann", daemon=True
         )
         self._thread.start()
+
+    def will_write(self) -> None:
+        """Called before the store takes a write (persistence keeps track)."""
+
+    def _save(self, *, force: bool, due: bool = False) -> None:
+        """Save the graphs (persistence does; here nothing is saved)."""
+
+    def _save_due(self) -> bool:
+        return False
 
     def add(self, items: list[tuple[str, str, list[float]]]) -> None:
         """Points just stored: searchable at once (exactly), in a graph soon."""
@@ -88,12 +123,16 @@ class DenseAnn:
             if self._stopped:  # closed, or the builder failed: the store searches exactly
                 return
             for point_id, collection, vector in items:
-                self._pending.setdefault(collection, {})[point_id] = _unit(vector)
+                self._pending.setdefault(collection, {})[point_id] = unit_vector(vector)
+            if self._touched is not None and not builder:
+                self._touched.update(point_id for point_id, _, _ in items)
             self._wake.notify_all()
 
     def remove(self, items: list[tuple[str, str]]) -> None:
         """Points deleted from the store: ``(point id, collection)``."""
         with self._lock:
+            if self._touched is not None and threading.current_thread() is not self._thread:
+                self._touched.update(point_id for point_id, _ in items)
             for point_id, collection in items:
                 self._pending.get(collection, {}).pop(point_id, None)
                 graph = self._graphs.get(collection)
@@ -105,11 +144,21 @@ class DenseAnn:
                         graph.index.mark_deleted(label)
 
     def close(self) -> None:
+        """Stop the builder; it first drains what waits and saves the graphs."""
+        with self._wake:
+            self._closing = True
+            self._wake.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=120)
         with self._wake:
             self._stopped = True
             self._wake.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+
+    def status(self) -> AnnStatus:
+        with self._lock:
+            vectors = self._backlog() + sum(len(g.labels) for g in self._graphs.values())
+            ready = not self._backfilling
+            return AnnStatus(self._origin, ready, vectors, self._reason)
 
     # -- readers -------------------------------------------------------------
 
@@ -131,7 +180,7 @@ class DenseAnn:
         self, vector: list[float], *, collections: list[str], limit: int
     ) -> list[tuple[str, float]]:
         """``(point id, cosine)`` best first, over the graphs and pending points."""
-        query = _unit(vector)
+        query = unit_vector(vector)
         found: list[tuple[str, float]] = []
         with self._lock:
             graphs = [self._graphs[c] for c in collections if c in self._graphs]
@@ -155,9 +204,7 @@ class DenseAnn:
                 unique.append((point_id, score))
         return unique[:limit]
 
-    def _graph_search(
-        self, graph: _Graph, query: np.ndarray, limit: int
-    ) -> list[tuple[str, float]]:
+    def _graph_search(self, graph: Graph, query: np.ndarray, limit: int) -> list[tuple[str, float]]:
         with graph.lock:
             live = len(graph.labels)
             if live == 0:
@@ -180,26 +227,30 @@ class DenseAnn:
 
     # -- the builder thread ----------------------------------------------------
 
-    def _run(self, backfill: Callable[[], Iterator[Page]] | None) -> None:
+    def _run(
+        self,
+        pages: Callable[[], Iterator[Page]] | None,
+        fill: Callable[[Callable[[], Iterator[Page]]], bool],
+    ) -> None:
         try:
-            if backfill is not None:
-                loaded = 0
-                for page in backfill():
-                    if self._stopped:
-                        return
-                    self.add(page)
-                    loaded += len(page)
-                    self._drain()
+            if self._backfilling and pages is not None:
+                if not fill(pages):
+                    return  # closed before the graphs were complete: nothing saved
                 with self._lock:
                     self._backfilling = False
-                log.info("library: dense index holds the %d stored chunks", loaded)
+                    self._touched = None
+                self._save(force=True)
             while True:
                 with self._wake:
-                    while not self._stopped and not any(self._pending.values()):
+                    while not self._busy():
                         self._wake.wait(timeout=5.0)
                     if self._stopped:
                         return
                 self._drain()
+                if self._closing:
+                    self._save(force=False)
+                    return
+                self._save(force=False, due=True)
         except Exception:  # the store's exact search still answers every query
             log.exception("library: dense index builder stopped")
             with self._wake:
@@ -207,6 +258,23 @@ class DenseAnn:
                 self._stopped = True
                 self._pending.clear()
                 self._wake.notify_all()
+
+    def _busy(self) -> bool:
+        """Something for the builder: points waiting, a save due, or the end."""
+        if self._stopped or self._closing or any(self._pending.values()):
+            return True
+        return self._save_due()
+
+    def _backfill(self, pages: Callable[[], Iterator[Page]]) -> bool:
+        loaded = 0
+        for page in pages():
+            if self._stopped or self._closing:
+                return False
+            self.add(page)
+            loaded += len(page)
+            self._drain()
+        log.info("library: dense index holds the %d stored chunks", loaded)
+        return True
 
     def _drain(self) -> None:
         """Move pending points into their graphs, one locked step at a time."""
@@ -234,7 +302,7 @@ class DenseAnn:
                     # else re-stored meanwhile: the next step replaces it
                 self._wake.notify_all()  # writers waiting on the backlog
 
-    def _insert(self, graph: _Graph, batch: list[tuple[str, np.ndarray]]) -> None:
+    def _insert(self, graph: Graph, batch: list[tuple[str, np.ndarray]]) -> None:
         with graph.lock:
             index = graph.index
             needed = len(graph.ids) + len(batch)
@@ -253,17 +321,17 @@ class DenseAnn:
                 np.stack([v for _, v in batch]), np.asarray(labels), num_threads=self.params.threads
             )
 
-    def _new_graph(self) -> _Graph:
+    def _new_graph(self) -> Graph:
         index = hnswlib.Index(space="cosine", dim=self.dimension)
         index.init_index(
             max_elements=INITIAL_CAPACITY,
             M=self.params.m,
             ef_construction=self.params.ef_construction,
         )
-        return _Graph(index)
+        return Graph(index)
 
 
-def _unit(vector: list[float]) -> np.ndarray:
+def unit_vector(vector: list[float]) -> np.ndarray:
     v = np.asarray(vector, dtype=np.float32)
     norm = float(np.linalg.norm(v))
     return v / norm if norm > 0 else v

@@ -55,6 +55,10 @@ class VectorStore(ABC):
     @abstractmethod
     def count(self, *, collections: list[str] | None = None) -> int: ...
 
+    def dense_index_status(self) -> dict[str, Any] | None:
+        """The background dense index's state (None: the engine has none)."""
+        return None
+
     def optimize(self) -> None:  # noqa: B027 - optional hook, a no-op for most engines
         """Build indexes after a bulk load (engines that need it override this)."""
 

@@ -8,12 +8,15 @@ a per-collection HNSW index built in the background (``ann.py``) answers it and
 Edge supplies the payloads; Edge's exact filtered search answers while that
 index is still being filled after a restart. Edge's own ``optimize()`` is not
 called by the service: it holds the GIL for minutes at a million chunks.
+The dense index is saved next to the store (``<path>-dense-index``) and
+loaded at start instead of being rebuilt (``ann.py``, ``ann_files.py``).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ import qdrant_edge as qe
 
 from services.library.lexical import SparseVector
 from services.library.store.ann import AnnParams, DenseAnn, Page
+from services.library.store.ann_saved import SavedDenseAnn
 from services.library.store.base import DENSE, SPARSE, Hit, StoredChunk, VectorStore
 
 BACKFILL_PAGE = 1000
@@ -55,8 +59,13 @@ class EdgeStore(VectorStore):
                         qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword)
                     )
             if self._ann_params is not None:
-                self.ann = DenseAnn(dimension, self._ann_params)
+                self.ann = SavedDenseAnn(dimension, self._ann_params, self.index_folder)
                 self.ann.start(self._stored_pages if existing else None)
+
+    @property
+    def index_folder(self) -> Path:
+        """Where the dense index is saved: next to the store, not inside Edge's folder."""
+        return self.path.with_name(self.path.name + "-dense-index")
 
     def _stored_pages(self) -> Iterator[Page]:
         """Every stored point's collection and dense vector, a page at a time
@@ -99,6 +108,8 @@ class EdgeStore(VectorStore):
             )
             for c in chunks
         ]
+        if self.ann is not None:
+            self.ann.will_write()
         with self._lock:
             self.shard.update(qe.UpdateOperation.upsert_points(points))
             self.shard.flush()
@@ -109,6 +120,8 @@ class EdgeStore(VectorStore):
         flt = qe.Filter(
             must=[qe.FieldCondition(key="document_id", match=qe.MatchValue(document_id))]
         )
+        if self.ann is not None:
+            self.ann.will_write()
         with self._lock:
             gone = self._points_of(flt) if self.ann is not None else []
             self.shard.update(qe.UpdateOperation.delete_points_by_filter(flt))
@@ -188,6 +201,9 @@ class EdgeStore(VectorStore):
         )
         with self._lock:
             return int(self.shard.count(request))
+
+    def dense_index_status(self) -> dict[str, Any] | None:
+        return None if self.ann is None else asdict(self.ann.status())
 
     def optimize(self) -> None:
         with self._lock:

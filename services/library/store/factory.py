@@ -18,6 +18,7 @@ def ann_params(settings: LibrarySettings) -> AnnParams | None:
         ef_construction=settings.library_ann_ef_construction,
         ef_search=settings.library_ann_ef_search,
         threads=settings.library_ann_threads,
+        save_interval_s=settings.library_ann_save_interval_s,
     )
 
 
