@@ -28,6 +28,7 @@ BENCHMARKS = [
     ["bench/library_scifact.py"],
     ["bench/library_parsing.py"],
     ["bench/library_embedding.py"],
+    ["bench/library_backends.py"],
     ["bench/library_ingest.py", "--pdfs", str(SHARED / "pdfs")],
     ["bench/library_scale.py"],
     ["bench/context_compression.py"],

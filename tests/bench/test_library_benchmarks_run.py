@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.runner import ROOT, json_lines, last_json, run_bench
+
 SHARED = Path(os.environ.get("LEAFLAB_SHARED_DATA", ROOT.parent / "shared" / "data"))
 SCIFACT = SHARED / "scifact"
 
@@ -17,16 +15,7 @@ def test_library_latency_benchmark_prints_its_figures(tmp_path: Path) -> None:
     argv = ["--limit-docs", "20", "--chunks", "100", "--scope", "50", "--queries", "3"]
     argv += ["--pdfs", ""]
     argv += ["--data", str(SCIFACT), "--cache", str(tmp_path / "emb")]
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.library_latency", *argv],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    figures = last_json(run_bench("bench.library_latency", *argv, timeout_s=600))
     assert figures["chunks"] >= 100 and figures["queries"] == 3
     assert figures["in_search_scope"] >= 50
     for key in (
@@ -40,14 +29,5 @@ def test_library_latency_benchmark_prints_its_figures(tmp_path: Path) -> None:
 def test_scifact_benchmark_scores_a_slice(tmp_path: Path) -> None:
     argv = ["--data", str(SCIFACT), "--limit-docs", "20", "--limit-queries", "5"]
     argv += ["--no-grid", "--cache", str(tmp_path / "emb")]
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.library_scifact", *argv],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    runs = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    runs = json_lines(run_bench("bench.library_scifact", *argv, timeout_s=600))
     assert {r["run"] for r in runs if "run" in r} == {"hybrid", "bm25", "dense"}

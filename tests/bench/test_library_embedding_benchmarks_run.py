@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.runner import ROOT, json_lines, run_bench
 
 
 def _shared_data() -> Path:
@@ -25,17 +22,9 @@ SCIFACT = _shared_data() / "scifact"
 
 
 def _run(module: str, argv: list[str], home: Path) -> list[dict[str, object]]:
-    done = subprocess.run(
-        [sys.executable, "-m", module, *argv],
-        cwd=ROOT,
-        env={**os.environ, "LEAFLAB_HOME": str(home)},
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    stdout = run_bench(module, *argv, timeout_s=900, env={"LEAFLAB_HOME": str(home)})
+    rows: list[dict[str, object]] = json_lines(stdout)
+    return rows
 
 
 def test_embedding_bench_times_every_backend_and_scores_them(tmp_path: Path) -> None:
@@ -66,3 +55,14 @@ def test_ingest_bench_reports_end_to_end_and_parse_baseline(tmp_path: Path) -> N
     (figures,) = _run("bench.library_ingest", ["--pdfs", str(folder)], tmp_path)
     assert figures["pdfs"] == 1 and figures["chunks"] > 0  # type: ignore[operator]
     assert figures["baseline_parse_chunk_only"]["pages_per_s"] > 0  # type: ignore[index]
+
+
+def test_backends_bench_scores_each_retrieval_for_each_embedding(tmp_path: Path) -> None:
+    argv = ["--data", str(SCIFACT), "--limit-docs", "15", "--limit-queries", "4"]
+    argv += ["--backends", "torch,onnx-int8", "--cache", str(tmp_path / "emb")]
+    *rows, summary = _run("bench.library_backends", argv, tmp_path)
+    assert [r["embedding"] for r in rows] == ["torch", "onnx-int8"]
+    assert summary["queries"] == 4 and summary["rows"] == rows
+    for row in rows:
+        for retrieval in ("dense_exact", "dense_hnsw", "lexical", "hybrid"):
+            assert 0 <= row[retrieval] <= 1, (retrieval, row)  # type: ignore[operator]
