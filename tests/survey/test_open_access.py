@@ -40,7 +40,7 @@ def _submit(client: httpx.Client, project: str, **extra: Any) -> str:
             "kind": "survey",
             "session_id": session_id,
             "project": project,
-            "input": survey_input,
+            "input": body,
         },
     )
     assert resp.status_code == 202, resp.text
