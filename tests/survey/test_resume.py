@@ -55,9 +55,7 @@ class TestKilledDuringRead:
             keys = expected_keys(survey_stack.documents)
             quick = keys[0]
             latency = {k: 300 if k == quick else 4000 for k in keys}
-            session_id, keys = open_scripted_session(
-                survey_stack, client, read_latency_ms=latency
-            )
+            session_id, keys = open_scripted_session(survey_stack, client, read_latency_ms=latency)
             job_id = submit(client, session_id)
             victim.popen.wait(120)
             noted = [k for k in keys if item_key("read", k) in step_keys(session_factory, job_id)]

@@ -44,27 +44,22 @@ def fetch_key(openalex_id: str) -> str:
 def fetch_open_access(ctx: SurveyContext, papers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``papers`` with each fetched one turned into its library document.
 
-    A paper whose PDF is a document the survey already holds (same content) is
-    dropped: the library copy stands for it.
+    A fetched PDF the library already holds is that document again: the OpenAlex
+    paper (metadata from OpenAlex, passages from the fetch step) stands for it and
+    the library's entry goes, so a gather that runs again after the document was
+    ingested — and found by the library search — gathers the same paper.
     """
     settings = SurveyFetchSettings()
     wanted = [p for p in papers if p.get("oa_url") and not p.get("document_id")]
+    fetched: dict[str, int] = {}  # document id → the paper that fetched it
     for paper in wanted[: max(0, settings.survey_max_fetches)]:
-        fetched = _fetched(ctx, paper, settings)
-        if fetched.get("document_id") and fetched.get("chunks"):
-            paper["document_id"] = fetched["document_id"]
-            paper["chunks"] = fetched["chunks"]
-    # The library's own papers first: a fetched copy of one of them is the same document.
-    fetched = {id(p) for p in wanted}
-    held = {p["document_id"] for p in papers if p.get("document_id") and id(p) not in fetched}
-    kept: list[dict[str, Any]] = []
-    for paper in papers:
-        if id(paper) in fetched and paper.get("document_id"):
-            if paper["document_id"] in held:
-                continue
-            held.add(paper["document_id"])
-        kept.append(paper)
-    return kept
+        outcome = _fetched(ctx, paper, settings)
+        doc = outcome.get("document_id")
+        if doc and outcome.get("chunks") and doc not in fetched:
+            paper["document_id"] = doc
+            paper["chunks"] = outcome["chunks"]
+            fetched[doc] = id(paper)
+    return [p for p in papers if fetched.get(p.get("document_id") or "", id(p)) == id(p)]
 
 
 def _fetched(ctx: SurveyContext, paper: dict[str, Any], settings: SurveyFetchSettings) -> Any:
