@@ -18,7 +18,7 @@ from services.worker.budget.pause import pause_for_budget
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.drain import draining
 from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import finish_and_announce
+from services.worker.runtime.finish import finish_slice
 from services.worker.runtime.lease import Lease
 from services.worker.runtime.ledger import load_steps
 from services.worker.runtime.outcome import Outcome
@@ -126,13 +126,6 @@ class SurveyRunner:
     def _finish(
         self, status: str, *, result: dict[str, Any] | None = None, error: str | None = None
     ) -> Outcome:
-        finish_and_announce(
-            self.deps.factory,
-            self.deps.celery,
-            self.lease,
-            self.events,
-            status=status,
-            result=result,
-            error=error,
+        return finish_slice(
+            self.deps, self.lease, self.events, status=status, result=result, error=error
         )
-        return Outcome.FINISHED
