@@ -24,7 +24,7 @@ from services.worker.survey.citations import guess_year, make_key
 from services.worker.survey.context import SurveyContext
 from services.worker.survey.keys import stage_key
 from services.worker.survey.oa_fetch import fetch_open_access
-from services.worker.survey.openalex_source import add_seeds, search_openalex
+from services.worker.survey.openalex_source import add_seeds, search_ahead, search_openalex
 from services.worker.tools.base import ToolError
 from services.worker.tools.library_search import LibrarySearchArgs, LibrarySearchTool
 
@@ -38,6 +38,7 @@ def run_gather(ctx: SurveyContext, plan: dict[str, Any]) -> dict[str, Any]:
     if done is not None:
         return dict(done)
     ctx.report(stage="gather")
+    topic_works = search_ahead(ctx)
     found = _search_library(ctx, plan["search_queries"])
     # Seeds are kept whatever their year (they were asked for by name).
     papers = [p for p in _library_papers(ctx, found) if ctx.job.in_years(p["year"])]
@@ -45,7 +46,8 @@ def run_gather(ctx: SurveyContext, plan: dict[str, Any]) -> dict[str, Any]:
     if len(papers) < ctx.job.papers_wanted:
         # Too little in the library: OpenAlex records fill the rest (each validated
         # by being OpenAlex's own, never a title the model made up).
-        papers += search_openalex(ctx, papers, limit=ctx.job.papers_wanted - len(papers))
+        wanted = ctx.job.papers_wanted - len(papers)
+        papers += search_openalex(ctx, papers, topic_works(), limit=wanted)
     ranked = sorted(papers, key=lambda p: (-p["score"], p["title"].lower()))
     chosen = fetch_open_access(
         ctx, sorted(ranked[: ctx.job.papers_wanted], key=lambda p: p["title"].lower())

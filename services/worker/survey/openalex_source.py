@@ -7,8 +7,11 @@ its OpenAlex record line is the one passage a note can point at.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,15 +92,33 @@ def add_seeds(ctx: SurveyContext, papers: list[dict[str, Any]]) -> list[str]:
     return unresolved
 
 
+def search_ahead(ctx: SurveyContext) -> Callable[[], list[Work]]:
+    """Start the topic search now; the returned function waits for its works.
+
+    Gather asks it while the library searches run, so a thin library costs no extra
+    wait; whether its works are taken is decided only after the library answered
+    (the library comes first). A failed search gives no works. The thread is not
+    waited for when its works are not wanted.
+    """
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="survey-openalex")
+    context = contextvars.copy_context()  # the search joins the job's trace
+    future = pool.submit(context.run, _topic_works, ctx, ctx.job.papers_wanted)
+    pool.shutdown(wait=False)
+
+    def works() -> list[Work]:
+        try:
+            return future.result()
+        except ToolError as err:
+            log.warning("survey gather: OpenAlex search failed: %s", err)
+            return []
+
+    return works
+
+
 def search_openalex(
-    ctx: SurveyContext, papers: list[dict[str, Any]], *, limit: int
+    ctx: SurveyContext, papers: list[dict[str, Any]], works: list[Work], *, limit: int
 ) -> list[dict[str, Any]]:
-    """Up to ``limit`` works on the topic that are not among ``papers`` already."""
-    try:
-        works = _topic_works(ctx, limit)
-    except ToolError as err:
-        log.warning("survey gather: OpenAlex search failed: %s", err)
-        return []
+    """Up to ``limit`` of the topic search's ``works`` that are not among ``papers``."""
     seen_dois = {p["doi"] for p in papers if p.get("doi")}
     seen_titles = {normalise_title(p["title"]) for p in papers}
     found = []
