@@ -49,8 +49,10 @@ def fetch_open_access(ctx: SurveyContext, papers: list[dict[str, Any]]) -> list[
     the library's entry goes, so a gather that runs again after the document was
     ingested — and found by the library search — gathers the same paper.
     """
-    settings = SurveyFetchSettings()
     wanted = [p for p in papers if p.get("oa_url") and not p.get("document_id")]
+    if not wanted:
+        return papers
+    settings = SurveyFetchSettings()
     fetched: dict[str, int] = {}  # document id → the paper that fetched it
     for paper in wanted[: max(0, settings.survey_max_fetches)]:
         outcome = _fetched(ctx, paper, settings)
