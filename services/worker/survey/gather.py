@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -27,18 +28,23 @@ from services.worker.survey.oa_fetch import fetch_open_access
 from services.worker.survey.openalex_source import add_seeds, search_ahead, search_openalex
 from services.worker.tools.base import ToolError
 from services.worker.tools.library_search import LibrarySearchArgs, LibrarySearchTool
+from services.worker.tools.papers.openalex import Work
 
 log = logging.getLogger(__name__)
 HITS_PER_QUERY = 12
 
 
-def run_gather(ctx: SurveyContext, plan: dict[str, Any]) -> dict[str, Any]:
+def run_gather(
+    ctx: SurveyContext, plan: dict[str, Any], topic_works: Callable[[], list[Work]] | None = None
+) -> dict[str, Any]:
+    """``topic_works``: the OpenAlex topic search, when the runner started it earlier
+    (it needs no plan, so it runs while the plan's model call does)."""
     key = stage_key("gather")
     done = ctx.result(key)
     if done is not None:
         return dict(done)
     ctx.report(stage="gather")
-    topic_works = search_ahead(ctx)
+    topic_works = topic_works or search_ahead(ctx)
     found = _search_library(ctx, plan["search_queries"])
     # Seeds are kept whatever their year (they were asked for by name).
     papers = [p for p in _library_papers(ctx, found) if ctx.job.in_years(p["year"])]

@@ -95,9 +95,10 @@ def add_seeds(ctx: SurveyContext, papers: list[dict[str, Any]]) -> list[str]:
 def search_ahead(ctx: SurveyContext) -> Callable[[], list[Work]]:
     """Start the topic search now; the returned function waits for its works.
 
-    Gather asks it while the library searches run, so a thin library costs no extra
-    wait; whether its works are taken is decided only after the library answered
-    (the library comes first). A failed search gives no works. The thread is not
+    It needs only the topic, so the runner asks it during the plan's model call (a
+    resumed gather at its start, beside the library searches): a thin library costs
+    no extra wait. Whether its works are taken is decided only after the library
+    answered (the library comes first); when they are not, one search was spent. A failed search gives no works. The thread is not
     waited for when its works are not wanted.
     """
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="survey-openalex")
