@@ -98,8 +98,9 @@ def search_ahead(ctx: SurveyContext) -> Callable[[], list[Work]]:
     It needs only the topic, so the runner asks it during the plan's model call (a
     resumed gather at its start, beside the library searches): a thin library costs
     no extra wait. Whether its works are taken is decided only after the library
-    answered (the library comes first); when they are not, one search was spent. A failed search gives no works. The thread is not
-    waited for when its works are not wanted.
+    answered (the library comes first); when they are not, one search was spent.
+    A failed search gives no works; the thread is not waited for when its works are
+    not wanted.
     """
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="survey-openalex")
     context = contextvars.copy_context()  # the search joins the job's trace
