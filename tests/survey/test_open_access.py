@@ -141,3 +141,35 @@ def test_venues_narrow_the_openalex_search(
         if path == "/works"
     ]
     assert "primary_location.source.issn:1234-5679" in filters
+
+
+def test_fetches_are_bounded_in_number_and_size(
+    survey_stack: SurveyStack, session_factory: sessionmaker[Session]
+) -> None:
+    web, svc = survey_stack.web, survey_stack.services
+    hits_before = {p: web.hits[p] for p in (SERVED_PDF, BROKEN_PDF)}
+    for proc in _workers(survey_stack):
+        proc.stop()
+    # One fetch per survey, of at most 1000 bytes (the served PDF is ~366 kB).
+    bounds = {"LEAFLAB_SURVEY_MAX_FETCHES": "1", "LEAFLAB_SURVEY_FETCH_MAX_BYTES": "1000"}
+    svc.env.update(bounds)
+    try:
+        bounded = svc.worker("worker-bounded")
+    finally:
+        for name in bounds:
+            del svc.env[name]
+    project = make_project(session_factory, survey_stack.member)
+    try:
+        with survey_stack.client() as client:
+            job_id = _submit(client, project)
+            job = wait_job(client, job_id, timeout_s=300)
+    finally:
+        bounded.stop()
+        _ensure_worker(survey_stack)
+    assert job["status"] == "succeeded", job.get("error")
+    steps = step_keys(session_factory, job_id)
+    assert steps[fetch_key(SERVED)].result["error"] == "too_large"
+    assert fetch_key(BROKEN) not in steps  # past the bound: never asked
+    assert web.hits[BROKEN_PDF] == hits_before[BROKEN_PDF]
+    papers = _gathered(session_factory, job_id)
+    assert papers[SERVED]["document_id"] is None  # too large: stays an OpenAlex record
