@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.worker.survey.keys import stage_key
 from services.worker.survey.oa_fetch import fetch_key
 from tests.fixtures.builders import make_project, wait_job
+from tests.fixtures.processes import Proc
 from tests.survey.conftest import SurveyStack
 from tests.survey.survey_run import artifacts, step_keys
 from tests.survey.test_resume import _ensure_worker, _workers
@@ -66,6 +67,20 @@ def _wait_until(condition: Callable[[], bool]) -> None:
         time.sleep(0.2)
 
 
+def _sole_worker(stack: SurveyStack, name: str, env: dict[str, str]) -> Proc:
+    """The running workers stopped, and one started with ``env`` added to its own."""
+    for proc in _workers(stack):
+        proc.stop()
+    svc = stack.services
+    saved = dict(svc.env)
+    svc.env.update(env)
+    try:
+        return svc.worker(name)
+    finally:
+        svc.env.clear()
+        svc.env.update(saved)
+
+
 def _wait_ready(client: httpx.Client, document_id: str) -> dict[str, Any]:
     deadline = time.monotonic() + 300
     while True:
@@ -78,11 +93,9 @@ def _wait_ready(client: httpx.Client, document_id: str) -> dict[str, Any]:
 def test_open_access_pdfs_join_the_project_library_once_across_a_kill(
     survey_stack: SurveyStack, session_factory: sessionmaker[Session]
 ) -> None:
-    web, svc = survey_stack.web, survey_stack.services
+    web = survey_stack.web
     hits_before = {p: web.hits[p] for p in (SERVED_PDF, BROKEN_PDF)}
-    for proc in _workers(survey_stack):
-        proc.stop()
-    victim = svc.worker("worker-gather-victim")
+    victim = _sole_worker(survey_stack, "worker-gather-victim", {})
     # The second fetch hangs, so the worker dies after the first one is recorded.
     web.stall(BROKEN_PDF, 30)
     project = make_project(session_factory, survey_stack.member)
@@ -146,18 +159,11 @@ def test_venues_narrow_the_openalex_search(
 def test_fetches_are_bounded_in_number_and_size(
     survey_stack: SurveyStack, session_factory: sessionmaker[Session]
 ) -> None:
-    web, svc = survey_stack.web, survey_stack.services
+    web = survey_stack.web
     hits_before = {p: web.hits[p] for p in (SERVED_PDF, BROKEN_PDF)}
-    for proc in _workers(survey_stack):
-        proc.stop()
     # One fetch per survey, of at most 1000 bytes (the served PDF is ~366 kB).
     bounds = {"LEAFLAB_SURVEY_MAX_FETCHES": "1", "LEAFLAB_SURVEY_FETCH_MAX_BYTES": "1000"}
-    svc.env.update(bounds)
-    try:
-        bounded = svc.worker("worker-bounded")
-    finally:
-        for name in bounds:
-            del svc.env[name]
+    bounded = _sole_worker(survey_stack, "worker-bounded", bounds)
     project = make_project(session_factory, survey_stack.member)
     try:
         with survey_stack.client() as client:
