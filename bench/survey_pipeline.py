@@ -1,6 +1,7 @@
 """A whole survey over the shared PDFs against the simulator at a fixed latency.
 
     .venv/bin/python -m bench.survey_pipeline --pdfs 11 --latency-ms 500 [--length medium]
+        [--openalex-latency-ms 0]
 
 Real processes (library service, API, one agent worker, simulator) over a
 scratch database; the PDFs are ingested first (not timed). The survey is
@@ -16,6 +17,9 @@ calls. Figures:
   outline, ceil(S/4) write waves, ceil(S/4) verify waves);
 - overhead share: (wall - critical path) / critical path (goal < 5 %);
 - parallelism: sum of model time / wall.
+
+``--openalex-latency-ms`` delays every recorded OpenAlex search answer, as the real
+service's round trip would (gather asks it when the library is thin).
 """
 
 from __future__ import annotations
@@ -105,6 +109,7 @@ def main() -> None:
     parser.add_argument("--pdfs", type=int, default=11)
     parser.add_argument("--latency-ms", type=int, default=500)
     parser.add_argument("--length", choices=["short", "medium", "long"], default="medium")
+    parser.add_argument("--openalex-latency-ms", type=int, default=0)
     args = parser.parse_args()
     names = sorted(p.name for p in PDF_DIR.glob("*.pdf"))[: args.pdfs]
     shape = shape_for(args.length)
@@ -124,6 +129,8 @@ def main() -> None:
                 "LEAFLAB_REDIS_URL": scratch.redis_url,
             },
         )
+        if args.openalex_latency_ms:
+            web.stall("/works", args.openalex_latency_ms / 1000)
         try:
             library.wait_ready()
             services.env.update(
@@ -178,6 +185,7 @@ def main() -> None:
         "papers": papers,
         "sections": sections,
         "latency_ms": args.latency_ms,
+        "openalex_latency_ms": args.openalex_latency_ms,
         "wall_s": round(wall, 2),
         "model_calls": calls,
         "bare_call_s": round(bare_s, 3),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import Celery
 from sqlalchemy import select, update
@@ -19,6 +19,10 @@ from services.worker.runtime.admission import next_queued_for_user
 from services.worker.runtime.dispatch import send_advance
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.lease import Lease, LeaseLost
+from services.worker.runtime.outcome import Outcome
+
+if TYPE_CHECKING:
+    from services.worker.runtime.deps import RuntimeDeps
 
 
 def finish_job(
@@ -123,3 +127,19 @@ def finish_and_announce(
     events.emit("final", {"status": status, "result": result, "error": error})
     for job_id in wake:
         send_advance(celery, job_id)
+
+
+def finish_slice(
+    deps: RuntimeDeps,
+    lease: Lease,
+    events: JobEvents,
+    *,
+    status: str,
+    result: dict[str, Any] | None = None,
+    error: str | None = None,
+) -> Outcome:
+    """:func:`finish_and_announce` with the worker's deps: how a job's slice ends it."""
+    finish_and_announce(
+        deps.factory, deps.celery, lease, events, status=status, result=result, error=error
+    )
+    return Outcome.FINISHED

@@ -11,6 +11,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from services.common.surveys import SurveyShape, shape_for
@@ -21,6 +22,7 @@ from services.worker.runtime.ledger import StepView
 from services.worker.runtime.recorder import StepWrite, UsageDelta, record
 from services.worker.survey.keys import STAGES
 from services.worker.survey.structured import Spent, StructuredCaller
+from services.worker.tools.base import ToolContext
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,22 @@ class SurveyContext:
                 executions=1,
             )
             self.progress.cost_usd += spent.cost_usd
+
+    def tool_context(self, *, call: str, step_key: str) -> ToolContext:
+        """What a stage hands the agent's own tools (library search, PDF fetch) as this job."""
+        job = self.job
+        return ToolContext(
+            job_id=str(job.job_id),
+            session_id=str(job.session_id) if job.session_id else None,
+            user_id=str(job.user_id),
+            project_id=str(job.project_id) if job.project_id else None,
+            workspace=Path("."),
+            tool_call_id=call,
+            step_key=step_key,
+            emit=lambda *_: None,
+            library=self.deps.library,
+            db=self.deps.factory,
+        )
 
     def report(self, **changes: Any) -> None:
         """Update the progress figures and publish them."""

@@ -1,6 +1,7 @@
 """Stage gather: the project's library first (the agent's own library_search tool),
 then the seed DOIs and, when the library holds too few papers, an OpenAlex
-search (openalex_source.py).
+search (openalex_source.py); the chosen OpenAlex papers' open-access PDFs are
+then fetched into the project library (oa_fetch.py).
 
 The result is the survey's paper set, each with its key, metadata and the
 passages found (which the read stage notes and the verify stage checks
@@ -12,8 +13,8 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -23,20 +24,27 @@ from services.common.surveys import CHUNK_CHARS, CHUNKS_PER_PAPER
 from services.worker.survey.citations import guess_year, make_key
 from services.worker.survey.context import SurveyContext
 from services.worker.survey.keys import stage_key
-from services.worker.survey.openalex_source import add_seeds, search_openalex
-from services.worker.tools.base import ToolContext, ToolError
+from services.worker.survey.oa_fetch import fetch_open_access
+from services.worker.survey.openalex_source import add_seeds, search_ahead, search_openalex
+from services.worker.tools.base import ToolError
 from services.worker.tools.library_search import LibrarySearchArgs, LibrarySearchTool
+from services.worker.tools.papers.openalex import Work
 
 log = logging.getLogger(__name__)
 HITS_PER_QUERY = 12
 
 
-def run_gather(ctx: SurveyContext, plan: dict[str, Any]) -> dict[str, Any]:
+def run_gather(
+    ctx: SurveyContext, plan: dict[str, Any], topic_works: Callable[[], list[Work]] | None = None
+) -> dict[str, Any]:
+    """``topic_works``: the OpenAlex topic search, when the runner started it earlier
+    (it needs no plan, so it runs while the plan's model call does)."""
     key = stage_key("gather")
     done = ctx.result(key)
     if done is not None:
         return dict(done)
     ctx.report(stage="gather")
+    topic_works = topic_works or search_ahead(ctx)
     found = _search_library(ctx, plan["search_queries"])
     # Seeds are kept whatever their year (they were asked for by name).
     papers = [p for p in _library_papers(ctx, found) if ctx.job.in_years(p["year"])]
@@ -44,9 +52,12 @@ def run_gather(ctx: SurveyContext, plan: dict[str, Any]) -> dict[str, Any]:
     if len(papers) < ctx.job.papers_wanted:
         # Too little in the library: OpenAlex records fill the rest (each validated
         # by being OpenAlex's own, never a title the model made up).
-        papers += search_openalex(ctx, papers, limit=ctx.job.papers_wanted - len(papers))
+        wanted = ctx.job.papers_wanted - len(papers)
+        papers += search_openalex(ctx, papers, topic_works(), limit=wanted)
     ranked = sorted(papers, key=lambda p: (-p["score"], p["title"].lower()))
-    chosen = sorted(ranked[: ctx.job.papers_wanted], key=lambda p: p["title"].lower())
+    chosen = fetch_open_access(
+        ctx, sorted(ranked[: ctx.job.papers_wanted], key=lambda p: p["title"].lower())
+    )
     taken: set[str] = set()
     by_key: dict[str, dict[str, Any]] = {}
     for paper in chosen:
@@ -63,17 +74,7 @@ def run_gather(ctx: SurveyContext, plan: dict[str, Any]) -> dict[str, Any]:
 def _search_library(ctx: SurveyContext, queries: list[str]) -> dict[str, dict[str, Any]]:
     """document_id → {score, chunks}: the best passages per document over all queries."""
     tool = LibrarySearchTool()
-    tool_ctx = ToolContext(
-        job_id=str(ctx.job.job_id),
-        session_id=str(ctx.job.session_id) if ctx.job.session_id else None,
-        user_id=str(ctx.job.user_id),
-        project_id=str(ctx.job.project_id) if ctx.job.project_id else None,
-        workspace=Path("."),
-        tool_call_id="survey-gather",
-        step_key=stage_key("gather"),
-        emit=lambda *_: None,
-        library=ctx.deps.library,
-    )
+    tool_ctx = ctx.tool_context(call="survey-gather", step_key=stage_key("gather"))
 
     def search(query: str) -> list[dict[str, Any]]:
         try:

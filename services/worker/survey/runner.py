@@ -18,13 +18,15 @@ from services.worker.budget.pause import pause_for_budget
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.drain import draining
 from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import finish_and_announce
+from services.worker.runtime.finish import finish_slice
 from services.worker.runtime.lease import Lease
 from services.worker.runtime.ledger import load_steps
 from services.worker.runtime.outcome import Outcome
 from services.worker.survey.assemble import run_assemble
 from services.worker.survey.context import SurveyContext, SurveyJob
 from services.worker.survey.gather import run_gather
+from services.worker.survey.keys import stage_key
+from services.worker.survey.openalex_source import search_ahead
 from services.worker.survey.outline import run_outline
 from services.worker.survey.plan import run_plan
 from services.worker.survey.read import run_read
@@ -68,10 +70,12 @@ class SurveyRunner:
         ctx = self.ctx
         if (stop := self._between(first=True)) is not None:
             return stop
+        # Gather's OpenAlex search needs only the topic: asked during the plan's call.
+        topic_works = search_ahead(ctx) if ctx.result(stage_key("gather")) is None else None
         plan = run_plan(ctx)
         if (stop := self._between()) is not None:
             return stop
-        gathered = run_gather(ctx, plan)
+        gathered = run_gather(ctx, plan, topic_works)
         papers: dict[str, dict[str, Any]] = gathered["papers"]
         if not papers:
             return self._finish(
@@ -126,13 +130,6 @@ class SurveyRunner:
     def _finish(
         self, status: str, *, result: dict[str, Any] | None = None, error: str | None = None
     ) -> Outcome:
-        finish_and_announce(
-            self.deps.factory,
-            self.deps.celery,
-            self.lease,
-            self.events,
-            status=status,
-            result=result,
-            error=error,
+        return finish_slice(
+            self.deps, self.lease, self.events, status=status, result=result, error=error
         )
-        return Outcome.FINISHED

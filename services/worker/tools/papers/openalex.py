@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import quote, unquote
@@ -122,9 +123,17 @@ class OpenAlex:
         )
 
     def search(
-        self, query: str, *, limit: int, year_from: int | None = None, year_to: int | None = None
+        self,
+        query: str,
+        *,
+        limit: int,
+        year_from: int | None = None,
+        year_to: int | None = None,
+        issns: Sequence[str] = (),
     ) -> list[Work]:
         filters = []
+        if issns:  # works whose primary venue has one of these ISSNs ("|" is OpenAlex's OR)
+            filters.append("primary_location.source.issn:" + "|".join(issns))
         if year_from is not None:
             filters.append(f"from_publication_date:{year_from}-01-01")
         if year_to is not None:
