@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.runner import last_json, run_bench
 
 
 def test_survey_benchmark_prints_its_figures() -> None:
     args = ["--pdfs", "2", "--latency-ms", "0", "--length", "short"]
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.survey_pipeline", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    figures = last_json(run_bench("bench.survey_pipeline", *args, timeout_s=600))
     assert figures["papers"] == 2 and figures["sections"] == 3
     # plan + 2 notes + outline + 3 sections + 3 checks
     assert figures["model_calls"] == 10

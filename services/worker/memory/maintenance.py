@@ -24,7 +24,7 @@ from services.worker.memory.tool import memory_tool
 from services.worker.runtime.conversation import ordered_messages, to_model_messages
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import finish_and_announce
+from services.worker.runtime.finish import finish_slice
 from services.worker.runtime.lease import Lease
 from services.worker.runtime.ledger import StepView, llm_key, load_steps, tool_key
 from services.worker.runtime.outcome import Outcome
@@ -266,16 +266,9 @@ class MaintenanceRunner:
     def _finish(
         self, status: str, *, result: dict[str, Any] | None = None, error: str | None = None
     ) -> Outcome:
-        finish_and_announce(
-            self.deps.factory,
-            self.deps.celery,
-            self.lease,
-            self.events,
-            status=status,
-            result=result,
-            error=error,
+        return finish_slice(
+            self.deps, self.lease, self.events, status=status, result=result, error=error
         )
-        return Outcome.FINISHED
 
 
 def _tool_text(step: StepView | None) -> str:

@@ -33,7 +33,7 @@ from services.worker.runtime.conversation import ordered_messages
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.drain import draining
 from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import finish_and_announce
+from services.worker.runtime.finish import finish_slice
 from services.worker.runtime.lease import Lease
 from services.worker.runtime.ledger import StepView, llm_key, load_steps
 from services.worker.runtime.model_call import call_model
@@ -323,18 +323,12 @@ class TurnRunner:
     def _finish(
         self, status: str, *, result: dict[str, Any] | None = None, error: str | None = None
     ) -> Outcome:
-        finish_and_announce(
-            self.deps.factory,
-            self.deps.celery,
-            self.lease,
-            self.events,
-            status=status,
-            result=result,
-            error=error,
+        outcome = finish_slice(
+            self.deps, self.lease, self.events, status=status, result=result, error=error
         )
         if status == "succeeded" and self.kind == "turn":
             schedule_maintenance(self.deps, job_id=self.job_id)
-        return Outcome.FINISHED
+        return outcome
 
 
 def _error_text(error: dict[str, Any] | None) -> str:
