@@ -98,8 +98,9 @@ def no_leaked_containers() -> Iterator[None]:
         )
 
 
-@pytest.fixture(scope="session")
-def docker_ready() -> docker.DockerClient:
+def require_docker(purpose: str) -> None:
+    """Starts the Docker daemon if needed (the test command's script); fails the test, with
+    the script's output, where it cannot."""
     proc = subprocess.run(
         [str(REPO / "scripts" / "ensure_docker.sh")],
         capture_output=True,
@@ -109,10 +110,14 @@ def docker_ready() -> docker.DockerClient:
     )
     if proc.returncode != 0:
         pytest.fail(
-            f"Docker is required for the sandbox tests and could not be started:\n"
-            f"{proc.stderr[-3000:]}",
+            f"Docker is required {purpose} and could not be started:\n{proc.stderr[-3000:]}",
             pytrace=False,
         )
+
+
+@pytest.fixture(scope="session")
+def docker_ready() -> docker.DockerClient:
+    require_docker("for the sandbox tests")
     return docker.from_env()
 
 

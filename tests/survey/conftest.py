@@ -10,20 +10,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-import redis
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.conftest import Stack
 from tests.fixtures.builders import TestUser, client_for, make_user
+from tests.fixtures.library_services import library_services
 from tests.fixtures.processes import Services, Simulator
 from tests.fixtures.recorded_web import RecordedWeb, serve_recorded_web
-from tests.library.conftest import PDF_DIR, TOKEN, LibraryProcess
+from tests.library.conftest import PDF_DIR
 
 if TYPE_CHECKING:
     from tests.survey.survey_run import Survey
@@ -80,27 +79,14 @@ def survey_stack(
     isolated_redis_url: str,
 ) -> Iterator[SurveyStack]:
     base = tmp_path_factory.mktemp("survey")
-    files = base / "files"
-    # A Redis db of its own: the library tests' session-wide library service consumes the
-    # `library` queue of the shared db and would take this stack's ingestion tasks (and
-    # fail them: their files live in this stack's folder).
-    redis.Redis.from_url(isolated_redis_url).flushdb()
-    own_redis = {"LEAFLAB_REDIS_URL": isolated_redis_url}
-    library = LibraryProcess(base, {"LEAFLAB_FILES_DIR": str(files), **own_redis})
-    svc = Services(stack, base)
-    with ExitStack() as cleanup:
-        cleanup.callback(library.stop)
-        cleanup.callback(svc.stop)
-        recorded = cleanup.enter_context(serve_recorded_web())
-        library.wait_ready()
+    with (
+        library_services(stack, base, isolated_redis_url) as (svc, _),
+        serve_recorded_web() as recorded,
+    ):
         svc.env.update(
             {
-                "LEAFLAB_LIBRARY_URL": library.url,
-                "LEAFLAB_INTERNAL_TOKEN": TOKEN,
-                "LEAFLAB_FILES_DIR": str(files),
                 "LEAFLAB_OPENALEX_BASE_URL": recorded.base,
                 "LEAFLAB_WEB_ALLOW": recorded.allow_entry,
-                **own_redis,
             }
         )
         sim = svc.simulator()

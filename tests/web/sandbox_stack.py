@@ -12,7 +12,6 @@ sandbox_worker_for_pages``) and request it beside ``running``.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -20,23 +19,13 @@ import pytest
 from services.sandbox.image import ensure_image
 from services.sandbox.settings import SandboxSettings, get_sandbox_settings
 from tests.conftest import Stack
-from tests.sandbox.conftest import REPO, SANDBOX_ENV, WorkerProc, start_worker, stop_worker
-
-
-def _require_docker() -> None:
-    proc = subprocess.run(
-        [str(REPO / "scripts" / "ensure_docker.sh")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if proc.returncode != 0:
-        pytest.fail(
-            f"Docker is required to run the python tool and could not be started:\n"
-            f"{proc.stderr[-3000:]}",
-            pytrace=False,
-        )
+from tests.sandbox.conftest import (
+    SANDBOX_ENV,
+    WorkerProc,
+    require_docker,
+    start_worker,
+    stop_worker,
+)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +33,7 @@ def sandbox_worker_for_pages(
     stack: Stack, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[WorkerProc]:
     """A sandbox worker taking ``sandbox`` tasks from the stack's Redis, ready (pool warm)."""
-    _require_docker()
+    require_docker("to run the python tool")
     # The worker process reads its limits from the environment; restored afterwards so
     # later modules' processes start as before.
     saved = {k: os.environ.get(k) for k in SANDBOX_ENV}

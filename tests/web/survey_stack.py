@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
-import redis
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.conftest import Stack
 from tests.fixtures.builders import TestUser, client_for, make_user
-from tests.fixtures.processes import Services, Simulator
-from tests.library.conftest import PDF_DIR, TOKEN, LibraryProcess
+from tests.fixtures.library_services import library_services
+from tests.fixtures.processes import Simulator
+from tests.library.conftest import PDF_DIR
 
 SURVEY_PDF = "1903.10676.pdf"  # SciBERT; arXiv-named, so its citation key carries a year
 INGEST_TIMEOUT_S = 300
@@ -55,23 +55,7 @@ def ingest_one(client: httpx.Client, name: str) -> dict[str, Any]:
 def survey_web_stack(
     stack: Stack, base: Path, factory: sessionmaker[Session], isolated_redis_url: str
 ) -> Iterator[SurveyWebStack]:
-    files = base / "files"
-    redis.Redis.from_url(isolated_redis_url).flushdb()
-    own_redis = {"LEAFLAB_REDIS_URL": isolated_redis_url}
-    library = LibraryProcess(base, {"LEAFLAB_FILES_DIR": str(files), **own_redis})
-    svc = Services(stack, base)
-    with ExitStack() as cleanup:
-        cleanup.callback(library.stop)
-        cleanup.callback(svc.stop)
-        library.wait_ready()
-        svc.env.update(
-            {
-                "LEAFLAB_LIBRARY_URL": library.url,
-                "LEAFLAB_INTERNAL_TOKEN": TOKEN,
-                "LEAFLAB_FILES_DIR": str(files),
-                **own_redis,
-            }
-        )
+    with library_services(stack, base, isolated_redis_url) as (svc, _):
         sim = svc.simulator()
         url = svc.api()
         svc.worker()
