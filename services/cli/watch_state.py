@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# The survey pipeline's stages, in order (issue 13's contract with the worker).
-SURVEY_STAGES = ("plan", "gather", "read", "outline", "write", "verify", "assemble")
+from services.common.surveys import STAGES
+
 TERMINAL = ("succeeded", "failed", "cancelled")
 
 
@@ -153,8 +153,8 @@ class WatchState:
     def stage_label(self) -> str | None:
         if not self.stage:
             return None
-        if self.stage in SURVEY_STAGES:
-            return f"{self.stage} ({SURVEY_STAGES.index(self.stage) + 1}/{len(SURVEY_STAGES)})"
+        if self.stage in STAGES:
+            return f"{self.stage} ({STAGES.index(self.stage) + 1}/{len(STAGES)})"
         return self.stage
 
 

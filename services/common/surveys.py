@@ -1,9 +1,12 @@
-"""The shape of a survey by target length, shared by the worker (which runs it) and the
-API (which estimates it before it starts): one owner for these numbers."""
+"""The stages of a survey and its shape by target length, shared by the worker (which
+runs it), the API (which estimates it and shows its progress) and the CLI (which
+watches it): one owner for these names and numbers."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+STAGES = ("plan", "gather", "read", "outline", "write", "verify", "assemble")
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,7 @@ from fastapi.responses import HTMLResponse
 
 from services.api.web.page_auth import PageViewer
 from services.api.web.templating import render
-from services.common.surveys import SHAPES
-from services.worker.survey.keys import STAGES
+from services.common.surveys import SHAPES, STAGES
 
 router = APIRouter(include_in_schema=False)
 LENGTHS = tuple(SHAPES)

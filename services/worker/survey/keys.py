@@ -5,7 +5,9 @@ One owner for these spellings: the runner writes them, tests and the web read th
 
 from __future__ import annotations
 
-STAGES = ("plan", "gather", "read", "outline", "write", "verify", "assemble")
+from services.common.surveys import STAGES
+
+__all__ = ["STAGES", "conversation", "item_key", "stage_key"]
 
 
 def stage_key(stage: str) -> str:
