@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.conftest import Stack
@@ -117,6 +117,36 @@ class TestJobPage:
         expect(rows).to_have_count(1)
         expect(rows).to_have_attribute("data-job-id", job_id)
         assert "status=cancelled" in page.url
+
+    def test_an_admin_filters_the_list_by_user_and_a_member_cannot(
+        self,
+        running: RunningStack,
+        context: BrowserContext,
+        browser: Browser,
+        member: TestUser,
+        session_factory: sessionmaker[Session],
+    ) -> None:
+        other = make_user(session_factory)
+        with client_for(running.url, other) as client:
+            theirs = _turn(running, client, {"replies": [{"content": "ok"}]}, "theirs")
+            wait_job(client, theirs)
+        admin = make_user(session_factory, admin=True)
+        page = login(context, running.url, admin.key, next_path="/jobs")
+        page.get_by_test_id("filter-user").fill(other.email)
+        page.get_by_role("button", name="Filter").click()
+        rows = page.get_by_test_id("job-row")
+        expect(rows).to_have_count(1)
+        expect(rows).to_have_attribute("data-job-id", theirs)
+        # A member has no such filter, and asking the API for it is refused.
+        members = browser.new_context()
+        try:
+            member_page = login(members, running.url, member.key, "/jobs")
+            expect(member_page.get_by_test_id("filter-user")).to_have_count(0)
+            member_page.goto(f"{running.url}/jobs?user={other.email}")
+            expect(member_page.locator("#jobs-error")).to_contain_text("only admins")
+            expect(member_page.get_by_test_id("job-row")).to_have_count(0)
+        finally:
+            members.close()
 
     def test_a_batch_page_lists_its_children_and_a_stranger_sees_nothing(
         self,

@@ -3,7 +3,7 @@
 (() => {
   const el = (...a) => Leaflab.el(...a);
   const form = document.getElementById("job-filters");
-  const fields = ["status", "kind", "all", "project"];
+  const fields = ["status", "kind", "all", "user", "project"];
 
   function what(job) {
     const i = job.input || {};
