@@ -251,6 +251,11 @@ def main() -> None:
                 "disk_mb_per_million": round(on_disk * per_million),
                 "hybrid_with_query_embedding": _pcts(full_ms),
                 "baseline_query_embedding_only": _pcts(embed_ms),
+                # The same three parts one after another (the search before its lexical
+                # list ran beside the embedding and dense search): per query, this run.
+                "baseline_parts_in_sequence": _pcts(
+                    [e + d + s for e, d, s in zip(embed_ms, dense_ms, sparse_ms, strict=True)]
+                ),
                 "dense_list": _pcts(dense_ms),
                 "baseline_exact_dense_list": _pcts(exact_ms) if exact_ms else None,
                 "dense_recall_at_10": round(float(np.mean(recall)), 3) if recall else None,

@@ -7,6 +7,7 @@ No LLM call happens here: survey's extra queries come from the query text itself
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -20,6 +21,10 @@ from services.library.store.base import Hit, VectorStore
 Mode = Literal["survey", "derive", "write", "keyword", "vector", "mix"]
 MODES: tuple[str, ...] = ("survey", "derive", "write", "keyword", "vector", "mix")
 FORMAL_KINDS = ("environment", "equation")
+# The lexical list is searched beside the query embedding and the dense search: the
+# store's sparse search and ONNX/hnswlib run outside the GIL, so a hybrid query waits
+# for the slower of the two, not their sum. Shared by every retriever in the process.
+_LEXICAL_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="lexical-search")
 
 
 @dataclass
@@ -103,6 +108,12 @@ class Retriever:
         self, query: str, collections: list[str], mode: str, vector: np.ndarray | None
     ) -> list[tuple[list[Hit], float]]:
         f = self.fusion
+        lexical = None
+        if mode != "vector":
+            sparse = self.encoder.encode_query(query)
+            lexical = _LEXICAL_POOL.submit(
+                self.store.search_sparse, sparse, collections=collections, limit=f.candidates
+            )
         lists: list[tuple[list[Hit], float]] = []
         if mode != "keyword":
             dense = vector if vector is not None else self.embedder.encode_query(query)
@@ -110,10 +121,8 @@ class Retriever:
                 dense.tolist(), collections=collections, limit=f.candidates
             )
             lists.append((hits, f.dense_weight))
-        if mode != "vector":
-            sparse = self.encoder.encode_query(query)
-            hits = self.store.search_sparse(sparse, collections=collections, limit=f.candidates)
-            lists.append((hits, f.lexical_weight))
+        if lexical is not None:
+            lists.append((lexical.result(), f.lexical_weight))
         return lists
 
     def search(
