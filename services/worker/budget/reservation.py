@@ -273,4 +273,7 @@ def settle_budget(
 def release_orphans(factory: sessionmaker[Session], *, grace_s: float = 0.0) -> int:
     """Release reservations whose job no longer holds the lease they were made under."""
     with factory() as db, db.begin():
+        # Bounded: a budget row held by a cut-off worker's open transaction must not
+        # stall the sweeper (and the job recovery after it); the next sweep retries.
+        db.execute(text("SET LOCAL lock_timeout = '2s'"))
         return int(db.execute(RELEASE_ORPHANS_SQL, {"grace_s": grace_s}).scalar_one())

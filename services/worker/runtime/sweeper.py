@@ -67,10 +67,16 @@ DUE_SQL = text(
         earlier_j=EARLIER_IN_SESSION.format(j="j"),
     )
 )
+# SKIP LOCKED: a row locked by a transaction that is still open (a worker mid-write, or
+# one cut off by a partition whose backend has not noticed yet) is left for a later
+# sweep; waiting on it would stall every other job's recovery behind that one.
 MARK_SENT_SQL = text(
     """
     UPDATE jobs SET enqueued_at = now()
-     WHERE id = ANY(CAST(:ids AS uuid[])) AND (lease_until IS NULL OR lease_until < now())
+     WHERE id IN (SELECT id FROM jobs
+                   WHERE id = ANY(CAST(:ids AS uuid[]))
+                     AND (lease_until IS NULL OR lease_until < now())
+                     FOR UPDATE SKIP LOCKED)
     RETURNING id
     """
 )
