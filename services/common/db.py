@@ -23,7 +23,9 @@ CONNECT_ARGS = {
     # The same on the server's side of each connection: a backend whose client was cut
     # off mid-transaction (a partitioned worker) otherwise holds that transaction's row
     # locks for the kernel's two hours, and the jobs behind them cannot be taken over.
-    "options": "-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3",
+    # tcp_user_timeout covers a backend blocked sending to a vanished client.
+    "options": "-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3"
+    " -c tcp_user_timeout=30000",
 }
 
 
