@@ -23,31 +23,17 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.celery_app import build_celery
 from services.common.models import Job
 from services.common.settings import get_settings
-from services.common.turns import JobOrigin, create_queued_job
 from services.worker.runtime.finish import finish_job
 from services.worker.runtime.lease import Lease, acquire
 from services.worker.runtime.sweeper import sweep_once
-from tests.fixtures.builders import TestUser, client_for, make_user
+from tests.fixtures.builders import TestUser, client_for, make_user, queued_jobs
 from tests.fixtures.processes import Services
 
 CAP = 3
 
 
 def _queued(factory: sessionmaker[Session], user: TestUser, n: int) -> list[uuid.UUID]:
-    """``n`` queued turn jobs of ``user``, oldest first, each in its own transaction."""
-    ids = []
-    for i in range(n):
-        with factory() as db, db.begin():
-            job = create_queued_job(
-                db,
-                origin=JobOrigin(user_id=user.id),
-                kind="turn",
-                job_input={"content": f"task {i}"},
-                session=None,
-                max_turns=3,
-            )
-            ids.append(job.id)
-    return ids
+    return queued_jobs(factory, user.id, n)
 
 
 def _running(factory: sessionmaker[Session], user_id: uuid.UUID) -> int:

@@ -21,9 +21,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.celery_app import build_celery
 from services.common.models import Job
 from services.common.settings import get_settings
-from services.common.turns import JobOrigin, create_queued_job
 from services.worker.runtime.sweeper import sweep_once
-from tests.fixtures.builders import make_user
+from tests.fixtures.builders import make_user, queued_jobs
 
 # Far longer than a sweep takes here; a sweep waiting on the lock never returns.
 SWEEP_WAIT_S = 20
@@ -32,18 +31,7 @@ SWEEP_WAIT_S = 20
 @pytest.fixture
 def two_jobs(session_factory: sessionmaker[Session]) -> Iterator[tuple[uuid.UUID, uuid.UUID]]:
     user = make_user(session_factory)
-    ids = []
-    for i in range(2):
-        with session_factory() as db, db.begin():
-            job = create_queued_job(
-                db,
-                origin=JobOrigin(user_id=user.id),
-                kind="turn",
-                job_input={"content": f"task {i}"},
-                session=None,
-                max_turns=3,
-            )
-            ids.append(job.id)
+    ids = queued_jobs(session_factory, user.id, 2)
     yield ids[0], ids[1]
     with session_factory() as db, db.begin():
         db.execute(
