@@ -181,9 +181,10 @@ def _server_figures(writer: Engine, payer: Payer, budget_id: uuid.UUID, n: int) 
         for _ in range(n)
     ]
     settle = {
+        "settle": True,
         "reservation_id": uuid.uuid4(),
         "budget_ids": [budget_id],
-        "cost": ASK.usd,  # gives back what each reserve above held
+        "charge": ASK.usd,  # gives back what each reserve above held
         "used_tokens": ASK.tokens,
         "user_id": payer.user_id,
         "project_id": payer.project_id,

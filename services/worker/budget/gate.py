@@ -1,10 +1,13 @@
 """What a turn does around each model call: pick the tier, reserve, and settle afterwards.
 
 ``admit`` reserves the call's worst case (prompt ≈ characters / 3 plus
-``max_tokens``, at the chosen model's price) before the call; ``settle`` must
-follow every admitted call, whatever happened to it (answered, failed,
-interrupted), so a reservation is only ever left behind by a dead worker,
-and the sweeper cleans those up.
+``max_tokens``, at the chosen model's price) before the call; every admitted
+call is settled, whatever happened to it: a failed or interrupted one by
+``settle``, an answered one by the ledger write that records its reply
+(``pending``), so spend, budgets and the job's usage change together. A
+reservation is left behind only when that write never happens (a dead worker,
+a lost database): the sweeper gives it back once the lease is gone, and the
+unrecorded call is made, and charged, again.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from services.common.models import Job
 from services.worker.budget.reservation import (
     Ask,
     Payer,
+    PendingSettlement,
     Reservation,
     Settlement,
     reserve_budget,
@@ -153,9 +157,25 @@ class BudgetGate:
         cost: Decimal = Decimal(0),
     ) -> None:
         """Settle an admitted call to its real cost; ``model`` None: no call was made."""
-        usage = usage or Usage()
+        pending = self.pending(admission, model=model, usage=usage, cost=cost)
         settle_budget(
             self._writer,
+            payer=pending.payer,
+            reservation=pending.reservation,
+            settlement=pending.settlement,
+        )
+
+    def pending(
+        self,
+        admission: Admission,
+        *,
+        model: str | None,
+        usage: Usage | None = None,
+        cost: Decimal = Decimal(0),
+    ) -> PendingSettlement:
+        """The settlement of an answered call, for the ledger write that records it."""
+        usage = usage or Usage()
+        return PendingSettlement(
             payer=self.payer,
             reservation=admission.reservation,
             settlement=Settlement(

@@ -22,9 +22,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
+
+from services.common.one_statement import OneStatement
 
 # A monthly budget whose period ended starts from zero spend (in-flight
 # reservations stay held); its next end is the first reset after now.
@@ -99,21 +102,27 @@ RESERVE_SQL = text(
     """
 )
 
-SETTLE_SQL = text(
-    """
-    WITH gone AS (
-        DELETE FROM budget_reservations WHERE id = :reservation_id RETURNING usd, tokens
+# Settling: give the reservation back, charge the real cost, write the spend row.
+# A fragment of CTEs, so the ledger step that records a model reply can settle
+# its call in the same statement (``services/worker/runtime/recorder.py``);
+# ``:settle`` false makes every part a no-op. Lock order: the reservation row,
+# then the budget rows in id order (the sweeper takes the same order).
+SETTLE_CTES = """
+    gone AS (
+        DELETE FROM budget_reservations
+         WHERE :settle AND id = :reservation_id
+        RETURNING usd, tokens
     ), locked AS (
-        -- After the reservation row (the sweeper takes the same order), in id order.
         SELECT b.id FROM budgets b
-         WHERE b.id = ANY(CAST(:budget_ids AS uuid[])) AND (SELECT count(*) FROM gone) >= 0
+         WHERE :settle AND b.id = ANY(CAST(:budget_ids AS uuid[]))
+           AND (SELECT count(*) FROM gone) >= 0
          ORDER BY b.id
            FOR UPDATE
-    ), upd AS (
+    ), charged AS (
         UPDATE budgets b
            SET reserved_usd = b.reserved_usd - COALESCE((SELECT usd FROM gone), 0),
                reserved_tokens = b.reserved_tokens - COALESCE((SELECT tokens FROM gone), 0),
-               spent_usd = b.spent_usd + :cost,
+               spent_usd = b.spent_usd + :charge,
                spent_tokens = b.spent_tokens + :used_tokens,
                updated_at = now()
          WHERE b.id IN (SELECT id FROM locked)
@@ -122,11 +131,15 @@ SETTLE_SQL = text(
         INSERT INTO spend (id, user_id, project_id, job_id, model, input_tokens, output_tokens,
                            cached_tokens, cost_usd, created_at)
         SELECT :spend_id, :user_id, CAST(:project_id AS uuid), CAST(:job_id AS uuid), :model,
-               :input_tokens, :output_tokens, :cached_tokens, :cost, now()
-         WHERE :record_spend
+               :input_tokens, :output_tokens, :cached_tokens, :charge, now()
+         WHERE :settle AND :record_spend
         RETURNING 1
-    )
-    SELECT (SELECT count(*) FROM gone) AS released, (SELECT count(*) FROM upd) AS charged
+    )"""
+
+SETTLE_SQL = text(
+    f"""
+    WITH {SETTLE_CTES}
+    SELECT (SELECT count(*) FROM gone) AS released, (SELECT count(*) FROM charged) AS charged
     """
 )
 
@@ -160,6 +173,9 @@ RELEASE_ORPHANS_SQL = text(
     SELECT (SELECT count(*) FROM gone) AS released
     """
 )
+
+_RESERVE = OneStatement(RESERVE_SQL)
+_SETTLE = OneStatement(SETTLE_SQL)
 
 
 @dataclass(frozen=True)
@@ -201,22 +217,21 @@ def reserve_budget(writer: Engine, *, payer: Payer, ask: Ask, soft_default: floa
     ``writer`` runs in autocommit: the statement is its own transaction.
     """
     reservation_id = uuid.uuid4()
-    with writer.connect() as conn:
-        row = conn.execute(
-            RESERVE_SQL,
-            {
-                "user_id": payer.user_id,
-                "project_id": payer.project_id,
-                "job_id": payer.job_id,
-                "fence": payer.fence,
-                "usd": ask.usd,
-                "tokens": ask.tokens,
-                "fast_usd": ask.fast_usd,
-                "fast_tokens": ask.fast_tokens,
-                "soft_default": soft_default,
-                "reservation_id": reservation_id,
-            },
-        ).one()
+    row = _RESERVE.one(
+        writer,
+        {
+            "user_id": payer.user_id,
+            "project_id": payer.project_id,
+            "job_id": payer.job_id,
+            "fence": payer.fence,
+            "usd": ask.usd,
+            "tokens": ask.tokens,
+            "fast_usd": ask.fast_usd,
+            "fast_tokens": ask.fast_tokens,
+            "soft_default": soft_default,
+            "reservation_id": reservation_id,
+        },
+    )
     ids = list(row.ids or [])
     return Reservation(
         ok=bool(row.ok),
@@ -240,6 +255,53 @@ class Settlement:
     model: str | None = None
 
 
+@dataclass(frozen=True)
+class PendingSettlement:
+    """A settlement to run, alone (:func:`settle_budget`) or inside a ledger write."""
+
+    payer: Payer
+    reservation: Reservation
+    settlement: Settlement
+
+    def params(self) -> dict[str, Any]:
+        """The parameters of :data:`SETTLE_CTES`."""
+        payer, settlement = self.payer, self.settlement
+        return {
+            "settle": True,
+            "reservation_id": self.reservation.id,
+            "budget_ids": self.reservation.budget_ids,
+            "charge": settlement.cost_usd,
+            "used_tokens": settlement.input_tokens + settlement.output_tokens,
+            "spend_id": uuid.uuid4(),
+            "user_id": payer.user_id,
+            "project_id": payer.project_id,
+            "job_id": payer.job_id,
+            "model": settlement.model or "",
+            "input_tokens": settlement.input_tokens,
+            "output_tokens": settlement.output_tokens,
+            "cached_tokens": settlement.cached_tokens,
+            "record_spend": settlement.model is not None,
+        }
+
+
+# The parameters of SETTLE_CTES when a statement that carries them settles nothing.
+NO_SETTLEMENT: dict[str, Any] = {
+    "settle": False,
+    "reservation_id": None,
+    "budget_ids": [],
+    "charge": Decimal(0),
+    "used_tokens": 0,
+    "spend_id": None,
+    "user_id": None,
+    "project_id": None,
+    "model": "",
+    "input_tokens": 0,
+    "output_tokens": 0,
+    "cached_tokens": 0,
+    "record_spend": False,
+}
+
+
 def settle_budget(
     writer: Engine, *, payer: Payer, reservation: Reservation, settlement: Settlement
 ) -> bool:
@@ -248,25 +310,8 @@ def settle_budget(
     Returns whether the reservation was still held (False when the sweeper had
     already released it: the cost is charged all the same, since it was spent).
     """
-    with writer.connect() as conn:
-        row = conn.execute(
-            SETTLE_SQL,
-            {
-                "reservation_id": reservation.id,
-                "budget_ids": reservation.budget_ids,
-                "cost": settlement.cost_usd,
-                "used_tokens": settlement.input_tokens + settlement.output_tokens,
-                "spend_id": uuid.uuid4(),
-                "user_id": payer.user_id,
-                "project_id": payer.project_id,
-                "job_id": payer.job_id,
-                "model": settlement.model or "",
-                "input_tokens": settlement.input_tokens,
-                "output_tokens": settlement.output_tokens,
-                "cached_tokens": settlement.cached_tokens,
-                "record_spend": settlement.model is not None,
-            },
-        ).one()
+    pending = PendingSettlement(payer=payer, reservation=reservation, settlement=settlement)
+    row = _SETTLE.one(writer, pending.params())
     return bool(row.released)
 
 

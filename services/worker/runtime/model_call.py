@@ -1,8 +1,9 @@
 """One model call of a turn: its span, the routed request, budget settlement, metrics.
 
 The budget reservation taken before the call is settled on every way out of
-here — answered, failed, interrupted — so only a dead worker ever leaves one
-behind (and the sweeper gives that back).
+here — failed, interrupted, answered — except an answer whose caller settles
+it in the ledger write that records it; only a dead worker (or a lost
+database) ever leaves one behind, and the sweeper gives that back.
 """
 
 from __future__ import annotations
@@ -48,10 +49,14 @@ def call_model(
     request: dict[str, Any],
     payer: tuple[uuid.UUID, uuid.UUID | None],
     response_format: dict[str, Any] | None = None,
+    settle_answer: bool = True,
 ) -> tuple[ModelResponse, str, Decimal]:
     """(response, model that answered, cost); ``request`` gains the route taken.
 
     Raises ModelError when every candidate failed (``request`` then says how).
+    With ``settle_answer`` False an answered call is left for the caller to
+    settle in the ledger write that records it (``BudgetGate.pending``); a
+    failed one is always settled here.
     """
     model = admission.model
     started = time.perf_counter()
@@ -91,7 +96,8 @@ def call_model(
         resp, model = routed.response, routed.model
         request.update(route_request(routed))
         cost = Decimal(str(round(deps.prices.cost_usd(model, resp.usage), 8)))
-        budget.settle(admission, model=resp.model or model, usage=resp.usage, cost=cost)
+        if settle_answer:
+            budget.settle(admission, model=resp.model or model, usage=resp.usage, cost=cost)
         span.set_attributes(routed_span_attributes(routed))
         span.set_attributes(
             model_call_attributes(

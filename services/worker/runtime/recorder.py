@@ -20,10 +20,12 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from services.common.models import Message
+from services.common.one_statement import OneStatement
+from services.worker.budget.reservation import NO_SETTLEMENT, SETTLE_CTES, PendingSettlement
 from services.worker.runtime.lease import Lease, LeaseLost
 
 RECORD_SQL = text(
-    """
+    f"""
     WITH j AS (
         UPDATE jobs
            SET updated_at = now(),
@@ -67,13 +69,17 @@ RECORD_SQL = text(
                :message_name, now()
           FROM s
         RETURNING seq
-    )
+    ), {SETTLE_CTES}
     SELECT (SELECT cancel_requested FROM j) AS cancel,
            (SELECT seq FROM m) AS seq,
            (SELECT count(*) FROM st) AS steps,
-           (SELECT fence FROM jobs WHERE id = :job_id) AS current_fence
+           (SELECT fence FROM jobs WHERE id = :job_id) AS current_fence,
+           -- Last: the budget rows are locked after the job and session rows.
+           (SELECT count(*) FROM charged) AS charged
     """
 )
+
+_RECORD = OneStatement(RECORD_SQL)
 
 
 @dataclass(frozen=True)
@@ -129,13 +135,21 @@ def record(
     step: StepWrite,
     message: MessageWrite | None = None,
     usage: UsageDelta | None = None,
+    settle: PendingSettlement | None = None,
 ) -> Recorded:
     """Write a step (and its message and usage) under the fence, atomically.
 
     With the autocommit ``Engine`` the statement is its own transaction; with a
     ``Session`` it joins the caller's transaction, for a step that must commit
     together with other rows (a batch task's child job).
+
+    ``settle`` settles the budget reservation of the model call this step
+    records, in the same statement: the spend row, the budgets and the job's
+    usage then always agree. It is applied even when the fence is stale (the
+    call was made and paid for), and only then is :class:`LeaseLost` raised.
     """
+    if settle is not None and settle.payer.job_id != lease.job_id:
+        raise ValueError("a step can only settle a call of its own job")
     usage = usage or UsageDelta()
     msg = message or MessageWrite(role="", content=None)
     params = {
@@ -167,12 +181,12 @@ def record(
         "tool_calls": _json(msg.tool_calls),
         "message_tool_call_id": msg.tool_call_id,
         "message_name": msg.name,
+        **(settle.params() if settle is not None else NO_SETTLEMENT),
     }
     if isinstance(writer, Session):
         row = writer.execute(RECORD_SQL, params).one()
     else:
-        with writer.connect() as conn:
-            row = conn.execute(RECORD_SQL, params).one()
+        row = _RECORD.one(writer, params)
     if row.cancel is None:
         lease.lost.set()
         raise LeaseLost.refused(lease, row.current_fence)

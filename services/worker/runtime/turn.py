@@ -23,6 +23,7 @@ from services.common.models import ChatSession, Job
 from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER
 from services.worker.budget.gate import BudgetGate
 from services.worker.budget.pause import pause_for_budget
+from services.worker.budget.reservation import PendingSettlement
 from services.worker.context.compose import compose_view
 from services.worker.llm.errors import ModelError
 from services.worker.llm.types import ModelResponse
@@ -218,11 +219,15 @@ class TurnRunner:
                 on_token=self.events.token,
                 request=request,
                 payer=(self.who.user_id, self.who.project_id),
+                settle_answer=False,
             )
         except ModelError as err:
             return self._model_failed(key, round_no, request, err)
+        settle = self.budget.pending(
+            admission, model=resp.model or model, usage=resp.usage, cost=cost
+        )
         self.events.flush_tokens()
-        return self._record_reply(key, round_no, request, resp, cost)
+        return self._record_reply(key, round_no, request, resp, cost, settle)
 
     def _current_todos(self) -> list[dict[str, Any]]:
         # Read fresh: the todo tool writes the session row, not the ledger.
@@ -237,6 +242,7 @@ class TurnRunner:
         request: dict[str, Any],
         resp: ModelResponse,
         cost: Decimal,
+        settle: PendingSettlement,
     ) -> Outcome | None:
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in resp.tool_calls]
         usage = {
@@ -275,6 +281,7 @@ class TurnRunner:
                 cached_tokens=usage["cached_tokens"],
                 cost_usd=cost,
             ),
+            settle=settle,
         )
         failpoint("model.after_record")
         self.state.cancel_requested |= done.cancel_requested

@@ -1,0 +1,90 @@
+"""The runtime's hot writes below SQLAlchemy's execution layer keep the pool's promises.
+
+``OneStatement`` borrows a pooled connection, runs one statement in autocommit
+and returns it. A caller must see SQLAlchemy's error types with parameters
+hidden, a broken connection must never return to the pool, and the connection
+must go back in transaction mode (a later ORM transaction still rolls back).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import psycopg
+import pytest
+from sqlalchemy import exc, text
+
+from services.common.db import build_engine, build_sessionmaker
+from services.common.one_statement import OneStatement
+from tests.conftest import PG_ADMIN_URL, Stack
+
+BACKEND = OneStatement(text("SELECT pg_backend_pid() AS pid"))
+SLEEP = OneStatement(text("SELECT pg_sleep(:s) AS slept"))
+BOOM = OneStatement(text("SELECT CAST(:secret AS text) AS s, 1 / :zero AS boom"))
+INSERT = OneStatement(text("INSERT INTO one_statement_probe (v) VALUES (:v) RETURNING v"))
+
+
+@pytest.fixture()
+def engine(stack: Stack):  # type: ignore[no-untyped-def]
+    eng = build_engine(stack.database_url, pool_size=1)
+    with eng.begin() as conn:
+        conn.execute(text("CREATE TABLE IF NOT EXISTS one_statement_probe (v text UNIQUE)"))
+        conn.execute(text("TRUNCATE one_statement_probe"))
+    yield eng
+    eng.dispose()
+
+
+def test_a_statement_commits_on_its_own_and_the_connection_returns_transactional(engine) -> None:  # type: ignore[no-untyped-def]
+    assert INSERT.one(engine, {"v": "a"}).v == "a"
+    factory = build_sessionmaker(engine)
+    with pytest.raises(RuntimeError), factory() as db, db.begin():
+        db.execute(text("INSERT INTO one_statement_probe (v) VALUES ('b')"))
+        raise RuntimeError("roll back")
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT v FROM one_statement_probe ORDER BY v")).scalars()
+        assert list(rows) == ["a"]
+
+
+def test_errors_keep_sqlalchemy_types_and_hide_parameters(engine) -> None:  # type: ignore[no-untyped-def]
+    secret = f"secret-{uuid.uuid4().hex}"
+    with pytest.raises(exc.DataError) as caught:
+        BOOM.one(engine, {"secret": secret, "zero": 0})
+    assert "division by zero" in str(caught.value)
+    assert secret not in str(caught.value)  # a user's input never reaches a log line
+    INSERT.one(engine, {"v": "x"})
+    with pytest.raises(exc.IntegrityError):
+        INSERT.one(engine, {"v": "x"})
+    # The same pooled connection is fine afterwards.
+    assert INSERT.one(engine, {"v": "next"}).v == "next"
+
+
+def test_a_connection_killed_mid_statement_is_not_pooled_again(engine) -> None:  # type: ignore[no-untyped-def]
+    # Two guards stand behind this: OneStatement invalidates the connection, and the
+    # pool's checkout check refuses a closed one. Either keeps the next caller safe.
+    first = BACKEND.one(engine, {}).pid
+    errors: list[BaseException] = []
+
+    def sleeper() -> None:
+        try:
+            SLEEP.one(engine, {"s": 30})
+        except BaseException as err:  # noqa: BLE001 - the test inspects it
+            errors.append(err)
+
+    thread = threading.Thread(target=sleeper)
+    thread.start()
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        deadline = time.monotonic() + 10
+        while not admin.execute(
+            "SELECT pg_terminate_backend(%s) FROM pg_stat_activity "
+            "WHERE pid = %s AND query LIKE 'SELECT pg_sleep%%'",
+            (first, first),
+        ).fetchall():
+            assert time.monotonic() < deadline, "the statement never started"
+            time.sleep(0.05)
+    thread.join(20)
+    assert len(errors) == 1 and isinstance(errors[0], exc.OperationalError), errors
+    assert errors[0].connection_invalidated
+    second = BACKEND.one(engine, {}).pid
+    assert second != first
