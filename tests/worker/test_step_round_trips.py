@@ -29,6 +29,13 @@ from services.worker.runtime.lease import Lease, LeaseLost
 from tests.conftest import PG_ADMIN_URL, Stack
 
 
+def _writer(factory: sessionmaker[Session]) -> Engine:
+    """The worker's autocommit writer over the test's engine."""
+    engine = factory.kw["bind"]
+    assert isinstance(engine, Engine)
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
+
+
 def _backend_pid(engine: Engine) -> int:
     with engine.connect() as conn:
         return int(conn.execute(text("SELECT pg_backend_pid()")).scalar_one())
@@ -108,7 +115,7 @@ class TestFinish:
             ids = done.id, in_flight.id, refused.id
 
         wake = commit_finish(
-            session_factory,
+            _writer(session_factory),
             Lease(job_id=ids[0], fence=4, owner="w"),
             status="succeeded",
             result={"content": "ok"},
@@ -131,7 +138,9 @@ class TestFinish:
         lease = Lease(job_id=job_id, fence=6, owner="stale")
 
         with pytest.raises(LeaseLost, match="fence 6 < 7"):
-            commit_finish(session_factory, lease, status="succeeded", result={"content": "x"})
+            commit_finish(
+                _writer(session_factory), lease, status="succeeded", result={"content": "x"}
+            )
 
         assert lease.lost.is_set()
         with session_factory() as db:

@@ -18,7 +18,7 @@ The cap is exact under concurrency: admission takes a per-user advisory lock
 (held until the acquiring transaction commits) and re-counts under it, so two
 workers can never both admit the last free slot. A refused job simply stays
 ``queued`` and holds no worker; nothing is lost, because it is picked up
-again when one of its user's jobs finishes (``finish.jobs_to_wake``) and by
+again when one of its user's jobs finishes (``finish.FINISH_SQL``) and by
 the sweeper, which dispatches queued jobs round-robin by user within each
 user's free slots (``sweeper.DUE_SQL``). A refused job's ``enqueued_at`` is
 cleared (no message of it is in flight any more), so the sweeper can tell
@@ -114,28 +114,3 @@ def admit(db: Session, *, job_id: uuid.UUID, cap: int) -> bool:
         db.execute(NOT_IN_FLIGHT_SQL, {"job_id": job_id})
         return False
     return True
-
-
-def next_queued_for_user(
-    db: Session, *, user_id: uuid.UUID, exclude: list[uuid.UUID]
-) -> uuid.UUID | None:
-    """The user's oldest queued job that could start now (not waiting on its session)
-    and has no advance message on its way.
-
-    A job whose message is in flight (``enqueued_at`` set: submitted, or sent by
-    the sweeper) takes the slot when that message arrives; sending another would
-    only cost a worker a Celery delivery and a refused lease. Admission clears
-    ``enqueued_at`` when it refuses a job, which makes it wakeable here; a
-    refusal that commits just after this read leaves the job to the sweeper.
-    """
-    found: uuid.UUID | None = db.scalar(
-        text(
-            "SELECT j.id FROM jobs j WHERE j.user_id = :user_id AND j.status = 'queued' "
-            "AND j.enqueued_at IS NULL "
-            "AND j.id <> ALL(CAST(:exclude AS uuid[])) AND NOT "
-            + EARLIER_IN_SESSION.format(j="j")
-            + " ORDER BY j.created_at LIMIT 1"
-        ),
-        {"user_id": user_id, "exclude": exclude},
-    )
-    return found

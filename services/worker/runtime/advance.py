@@ -115,7 +115,7 @@ def _give_up(deps: RuntimeDeps, lease: Lease) -> Outcome:
         f"gave up after {lease.attempts - 1} attempts to advance this job; "
         "see the worker logs for the failure"
     )
-    commit_finish(deps.factory, lease, status="failed", error=error)
+    commit_finish(deps.writer, lease, status="failed", error=error)
     deps.publisher.publish(str(lease.job_id), "final", {"status": "failed", "error": error})
     return Outcome.FINISHED
 

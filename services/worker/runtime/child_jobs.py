@@ -4,7 +4,7 @@ The child job, its session and opening message, and the parent's ledger step
 (status ``waiting``, result ``{"job_id": child}``) commit in one transaction
 that also gives the parent's lease up, like a batch task. The parent holds no
 worker thread while the child runs; the child's finish wakes it
-(``finish.jobs_to_wake``), and a resumed parent finds the step, reads the
+(``finish.finish_job``), and a resumed parent finds the step, reads the
 child's outcome and never spawns again. A kill -9 anywhere loses nothing:
 before the commit there is no child, after it the step names the child.
 """

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import uuid
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from celery import Celery
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
 
-from services.common.db import autocommit
 from services.common.failpoints import failpoint
 from services.common.metrics import JOB_DURATION
-from services.common.models import Job
-from services.common.turns import next_queued_turn
-from services.worker.runtime.admission import next_queued_for_user
+from services.common.one_statement import OneStatement
+from services.worker.runtime.admission import EARLIER_IN_SESSION
 from services.worker.runtime.dispatch import send_advance
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.lease import Lease, LeaseLost
@@ -25,94 +23,99 @@ if TYPE_CHECKING:
     from services.worker.runtime.deps import RuntimeDeps
 
 
+# The terminal write and what it wakes, in one statement: the fenced UPDATE, the
+# session's next queued turn and — only when there is none — the user's oldest
+# queued job that could take the freed slot. Another job's rows are read in the
+# statement's snapshot; this job's own new status is not needed by either read
+# (the user's next job is looked for only when this session has none queued).
+FINISH_SQL = text(
+    f"""
+    WITH f AS (
+        UPDATE jobs
+           SET status = :status, result = CAST(:result AS jsonb), error = :error,
+               finished_at = now(), updated_at = now(), lease_owner = NULL, lease_until = NULL
+         WHERE id = :job_id AND fence = :fence
+        RETURNING kind, created_at, user_id, session_id, parent_job_id
+    ), done AS (
+        SELECT f.*,
+               (SELECT q.id FROM jobs q
+                 WHERE f.session_id IS NOT NULL AND q.session_id = f.session_id
+                   AND q.status = 'queued' AND q.id <> :job_id
+                 ORDER BY q.created_at LIMIT 1) AS next_turn
+          FROM f
+    )
+    SELECT done.kind, done.created_at, done.user_id, done.parent_job_id, done.next_turn,
+           now() AS finished_at,
+           CASE WHEN done.kind IS NOT NULL AND done.next_turn IS NULL THEN
+               (SELECT j.id FROM jobs j
+                 WHERE j.user_id = done.user_id AND j.status = 'queued'
+                   AND j.enqueued_at IS NULL AND j.id <> :job_id
+                   AND NOT {EARLIER_IN_SESSION.format(j="j")}
+                 ORDER BY j.created_at LIMIT 1)
+           END AS next_for_user,
+           (SELECT fence FROM jobs WHERE id = :job_id) AS current_fence
+      FROM (SELECT 1) AS one LEFT JOIN done ON true
+    """
+)
+_FINISH = OneStatement(FINISH_SQL)
+
+
 def finish_job(
-    db: Session,
+    db: Session | Engine,
     lease: Lease,
     *,
     status: str,
     result: dict[str, Any] | None = None,
     error: str | None = None,
 ) -> list[uuid.UUID]:
-    """Set the terminal status under the fence; returns jobs to wake (same session, parent).
+    """Set the terminal status under the fence; returns jobs to wake (parent, the
+    session's next turn, or else the user's next queued job).
 
-    One fenced ``UPDATE … RETURNING``: the row lock it takes is the one the fence
-    check took, and what the wake-ups need comes back with it (no re-read).
+    One statement (:data:`FINISH_SQL`). With a ``Session`` it joins the caller's
+    transaction; with the autocommit writer ``Engine`` it is its own.
     """
-    now = datetime.now(UTC)
-    row = db.execute(
-        update(Job)
-        .where(Job.id == lease.job_id, Job.fence == lease.fence)
-        .values(
-            status=status,
-            result=result,
-            error=error,
-            finished_at=now,
-            updated_at=now,
-            lease_owner=None,
-            lease_until=None,
-        )
-        .returning(Job.kind, Job.created_at, Job.user_id, Job.session_id, Job.parent_job_id)
-    ).first()
-    if row is None:
-        lease.lost.set()
-        current = db.scalar(select(Job.fence).where(Job.id == lease.job_id))
-        raise LeaseLost.refused(lease, current)
-    JOB_DURATION.labels(row.kind, status).observe((now - row.created_at).total_seconds())
-    return jobs_to_wake(
-        db,
-        lease.job_id,
-        user_id=row.user_id,
-        session_id=row.session_id,
-        parent_job_id=row.parent_job_id,
+    params = {
+        "job_id": lease.job_id,
+        "fence": lease.fence,
+        "status": status,
+        "result": None if result is None else json.dumps(result, default=str),
+        "error": error,
+    }
+    row = (
+        db.execute(FINISH_SQL, params).one() if isinstance(db, Session) else _FINISH.one(db, params)
     )
+    if row.kind is None:
+        lease.lost.set()
+        raise LeaseLost.refused(lease, row.current_fence)
+    JOB_DURATION.labels(row.kind, status).observe(
+        (row.finished_at - row.created_at).total_seconds()
+    )
+    # The slot this job held under its user's cap is free: when nothing of its
+    # session is queued, the user's next queued job takes it (admission re-checks;
+    # the sweeper is the backstop).
+    wake = [row.parent_job_id] if row.parent_job_id is not None else []
+    wake += [job for job in (row.next_turn, row.next_for_user) if job is not None]
+    return wake
 
 
 def commit_finish(
-    factory: sessionmaker[Session],
+    writer: Engine,
     lease: Lease,
     *,
     status: str,
     result: dict[str, Any] | None = None,
     error: str | None = None,
 ) -> list[uuid.UUID]:
-    """:func:`finish_job`, committed before events or wake-ups go out.
-
-    The terminal write is one statement, so it runs in autocommit (no
-    BEGIN/COMMIT round trips); the wake-up reads after it see it committed.
-    """
+    """:func:`finish_job`, committed before events or wake-ups go out (the
+    autocommit ``writer``: the statement is its own transaction)."""
     failpoint("job.before_finish")
-    with autocommit(factory) as db:
-        wake = finish_job(db, lease, status=status, result=result, error=error)
+    wake = finish_job(writer, lease, status=status, result=result, error=error)
     failpoint("job.after_finish")
     return wake
 
 
-def jobs_to_wake(
-    db: Session,
-    job_id: uuid.UUID,
-    *,
-    user_id: uuid.UUID,
-    session_id: uuid.UUID | None,
-    parent_job_id: uuid.UUID | None,
-) -> list[uuid.UUID]:
-    wake: list[uuid.UUID] = []
-    if parent_job_id is not None:
-        wake.append(parent_job_id)
-    if session_id is not None:
-        nxt = next_queued_turn(db, session_id=session_id, after=job_id)
-        if nxt is not None:
-            wake.append(nxt)
-    if not wake or wake == [parent_job_id]:
-        # The slot this job held under its user's cap is free: the user's next
-        # queued job takes it (admission re-checks; the sweeper is the backstop).
-        nxt = next_queued_for_user(db, user_id=user_id, exclude=[job_id])
-        if nxt is not None:
-            wake.append(nxt)
-    return wake
-
-
 def finish_and_announce(
-    factory: sessionmaker[Session],
+    writer: Engine,
     celery: Celery,
     lease: Lease,
     events: JobEvents,
@@ -122,7 +125,7 @@ def finish_and_announce(
     error: str | None = None,
 ) -> None:
     """Commit the terminal state, tell the job's watchers, then wake who waited on it."""
-    wake = commit_finish(factory, lease, status=status, result=result, error=error)
+    wake = commit_finish(writer, lease, status=status, result=result, error=error)
     events.emit("status", {"status": status, "error": error})
     events.emit("final", {"status": status, "result": result, "error": error})
     for job_id in wake:
@@ -140,6 +143,6 @@ def finish_slice(
 ) -> Outcome:
     """:func:`finish_and_announce` with the worker's deps: how a job's slice ends it."""
     finish_and_announce(
-        deps.factory, deps.celery, lease, events, status=status, result=result, error=error
+        deps.writer, deps.celery, lease, events, status=status, result=result, error=error
     )
     return Outcome.FINISHED
