@@ -3,7 +3,7 @@
 Due after ``memory_every_turns`` finished turns of the session with no memory
 write since the last maintenance job (or the last turn that wrote memory).
 The job is an ordinary queued job of the session, so the session's job order
-(``earlier_active_job``) keeps it from ever running beside the main agent:
+(``EARLIER_IN_SESSION``, checked when a lease is taken) keeps it from ever running beside the main agent:
 it waits for earlier turns, and later turns wait for it.
 """
 

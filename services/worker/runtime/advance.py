@@ -27,7 +27,7 @@ from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import commit_finish
 from services.worker.runtime.lease import Lease, LeaseLost, acquire, release
 from services.worker.runtime.outcome import Outcome
-from services.worker.runtime.turn import TurnRunner, earlier_active_job
+from services.worker.runtime.turn import TurnRunner
 from services.worker.survey.runner import SurveyRunner
 
 log = logging.getLogger(__name__)
@@ -74,14 +74,14 @@ def advance(deps: RuntimeDeps, job_id: uuid.UUID) -> Outcome | None:
 def _run_slice(deps: RuntimeDeps, lease: Lease) -> Outcome:
     deadline = time.monotonic() + deps.settings.time_slice_s
     events = JobEvents(deps.publisher, str(lease.job_id), flush_s=deps.settings.token_flush_s)
-    # Reads only, each its own snapshot: no BEGIN/ROLLBACK round trips.
+    if lease.behind_earlier:
+        # Turns of one session run in order; the earlier job wakes this one.
+        return Outcome.WAITING
+    # A read with no shared snapshot: no BEGIN/ROLLBACK round trips.
     with autocommit(deps.factory) as db:
         job = db.get(Job, lease.job_id)
         if job is None:
             return Outcome.LEASE_LOST
-        if earlier_active_job(db, job):
-            # Turns of one session run in order; the earlier job wakes this one.
-            return Outcome.WAITING
         db.expunge(job)
     if job.attempts == 1:
         events.emit("status", {"status": "running"})

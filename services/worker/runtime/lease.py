@@ -20,7 +20,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.db import autocommit
-from services.worker.runtime.admission import ADMISSIBLE, admit
+from services.worker.runtime.admission import ADMISSIBLE, EARLIER_IN_SESSION, admit
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,9 @@ class Lease:
     owner: str
     attempts: int = 1
     lost: threading.Event = field(default_factory=threading.Event)
+    # Taken while an earlier job of the session is still active (a resumed one):
+    # the slice must wait for it, not run.
+    behind_earlier: bool = False
 
 
 ACQUIRE_SQL = text(
@@ -58,7 +61,7 @@ ACQUIRE_SQL = text(
        AND status IN ('queued', 'running')
        AND (lease_until IS NULL OR lease_until < now())
        AND {ADMISSIBLE}
-    RETURNING fence, attempts
+    RETURNING fence, attempts, {EARLIER_IN_SESSION.format(j="jobs")} AS behind_earlier
     """
 )
 
@@ -82,7 +85,13 @@ def acquire(
         ).first()
     if row is None:
         return None
-    return Lease(job_id=job_id, fence=int(row[0]), owner=owner, attempts=int(row[1]))
+    return Lease(
+        job_id=job_id,
+        fence=int(row.fence),
+        owner=owner,
+        attempts=int(row.attempts),
+        behind_earlier=bool(row.behind_earlier),
+    )
 
 
 def release(factory: sessionmaker[Session], lease: Lease) -> None:

@@ -48,7 +48,25 @@ class StepView:
 
 
 def load_steps(db: Session, job_id: uuid.UUID) -> dict[str, StepView]:
-    rows = db.scalars(select(JobStep).where(JobStep.job_id == job_id).order_by(JobStep.seq))
+    # Columns, not ORM objects: a long job has hundreds of steps, each loaded
+    # once per slice, and the views are all the runtime keeps of them.
+    rows = db.execute(
+        select(
+            JobStep.step_key,
+            JobStep.kind,
+            JobStep.name,
+            JobStep.round,
+            JobStep.tool_call_id,
+            JobStep.status,
+            JobStep.arguments,
+            JobStep.intent,
+            JobStep.result,
+            JobStep.error,
+            JobStep.executions,
+        )
+        .where(JobStep.job_id == job_id)
+        .order_by(JobStep.seq)
+    )
     return {
         r.step_key: StepView(
             key=r.step_key,

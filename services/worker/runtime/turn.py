@@ -15,7 +15,6 @@ from decimal import Decimal
 from typing import Any
 
 from opentelemetry import trace
-from sqlalchemy import select
 
 from services.common.db import autocommit
 from services.common.failpoints import failpoint
@@ -362,23 +361,3 @@ def _rounds_since_todo(steps: dict[str, StepView]) -> int:
             break
         since += 1
     return since
-
-
-def earlier_active_job(db: Any, job: Job) -> bool:
-    """Whether an earlier job of the same session still has to finish first."""
-    if job.session_id is None:
-        return False
-    return (
-        db.scalar(
-            select(Job.id)
-            .where(
-                Job.session_id == job.session_id,
-                Job.created_at < job.created_at,
-                Job.status.in_(
-                    ("queued", "running", "waiting_approval", "paused", "budget_exhausted")
-                ),
-            )
-            .limit(1)
-        )
-        is not None
-    )
