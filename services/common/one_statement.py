@@ -24,6 +24,7 @@ import psycopg
 from psycopg.rows import namedtuple_row
 from sqlalchemy import Engine, exc
 from sqlalchemy.dialects.postgresql import psycopg as pg_psycopg
+from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import TextClause
 
 _DIALECT = pg_psycopg.dialect()
@@ -38,6 +39,14 @@ class OneStatement:
 
     def one(self, engine: Engine, params: Mapping[str, Any]) -> Any:
         """Run in autocommit (the statement is its own transaction); the first row, or None."""
+        rows = self._run(engine, params, first_only=True)
+        return rows[0] if rows else None
+
+    def all(self, engine: Engine, params: Mapping[str, Any]) -> list[Any]:
+        """Run in autocommit; every row (named tuples)."""
+        return self._run(engine, params, first_only=False)
+
+    def _run(self, engine: Engine, params: Mapping[str, Any], *, first_only: bool) -> list[Any]:
         fairy = engine.raw_connection()
         try:
             conn = fairy.driver_connection
@@ -49,7 +58,10 @@ class OneStatement:
                 try:
                     with conn.cursor(row_factory=namedtuple_row) as cur:
                         cur.execute(self.sql, params)
-                        return cur.fetchone()
+                        if first_only:
+                            row = cur.fetchone()
+                            return [] if row is None else [row]
+                        return cur.fetchall()
                 finally:
                     conn.autocommit = False
             except psycopg.Error as err:
@@ -71,3 +83,13 @@ class OneStatement:
             connection_invalidated=lost,
             dialect=_DIALECT,
         ) from err
+
+
+def rows_of(
+    target: Session | Engine, statement: OneStatement, params: Mapping[str, Any]
+) -> list[Any]:
+    """``statement``'s rows: in the caller's ``Session`` (its transaction and snapshot),
+    or as one autocommitted statement on an ``Engine``."""
+    if isinstance(target, Session):
+        return list(target.execute(statement.clause, params).all())
+    return statement.all(target, params)

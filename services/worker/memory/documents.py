@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import ColumnElement, or_, select
+from sqlalchemy import Engine, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from services.common.models import MemoryDocument
+from services.common.one_statement import OneStatement, rows_of
 
 MAX_MEMORY_CHARS = 8_000
 TITLES = {
@@ -25,19 +26,24 @@ def owner_of(scope: str, *, user_id: uuid.UUID, project_id: uuid.UUID | None) ->
     return user_id if scope == "user" else project_id
 
 
+DOCUMENTS_SQL = text(
+    """
+    SELECT id, scope, owner_id, kind, content, updated_by_job, updated_at
+      FROM memory_documents
+     WHERE (scope = 'user' AND owner_id = :user_id)
+        OR (scope = 'project' AND owner_id = CAST(:project_id AS uuid))
+    """
+)
+_DOCUMENTS = OneStatement(DOCUMENTS_SQL)
+
+
 def read_documents(
-    db: Session, *, user_id: uuid.UUID, project_id: uuid.UUID | None
+    db: Session | Engine, *, user_id: uuid.UUID, project_id: uuid.UUID | None
 ) -> list[MemoryDocument]:
-    """The user's documents, then the project's, in a fixed order."""
-    clause: ColumnElement[bool] = (MemoryDocument.scope == "user") & (
-        MemoryDocument.owner_id == user_id
-    )
-    if project_id is not None:
-        clause = or_(
-            clause, (MemoryDocument.scope == "project") & (MemoryDocument.owner_id == project_id)
-        )
-    rows = db.scalars(select(MemoryDocument).where(clause))
-    return sorted(rows, key=lambda d: (d.scope != "user", d.kind))
+    """The user's documents, then the project's, in a fixed order (detached objects)."""
+    rows = rows_of(db, _DOCUMENTS, {"user_id": user_id, "project_id": project_id})
+    docs = [MemoryDocument(**row._asdict()) for row in rows]
+    return sorted(docs, key=lambda d: (d.scope != "user", d.kind))
 
 
 def write_document(

@@ -3,8 +3,9 @@
 Due after ``memory_every_turns`` finished turns of the session with no memory
 write since the last maintenance job (or the last turn that wrote memory).
 The job is an ordinary queued job of the session, so the session's job order
-(``EARLIER_IN_SESSION``, checked when a lease is taken) keeps it from ever running beside the main agent:
-it waits for earlier turns, and later turns wait for it.
+(``EARLIER_IN_SESSION``, checked when a lease is taken) keeps it from ever
+running beside the main agent: it waits for earlier turns, and later turns
+wait for it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from services.common.db import transaction
 from services.common.models import ChatSession, Job, JobStep
+from services.common.one_statement import OneStatement
 from services.common.turns import JobOrigin, create_queued_job
 from services.worker.memory.tool import MEMORY_TOOL
 from services.worker.runtime.deps import RuntimeDeps
@@ -64,9 +66,11 @@ SUCCEEDED_TURNS_SQL = text(
 )
 
 
+_SUCCEEDED_TURNS = OneStatement(SUCCEEDED_TURNS_SQL)
+
+
 def _succeeded_turns(deps: RuntimeDeps, job_id: uuid.UUID) -> int:
-    with deps.writer.connect() as conn:
-        return int(conn.execute(SUCCEEDED_TURNS_SQL, {"job_id": job_id}).scalar_one())
+    return int(_SUCCEEDED_TURNS.one(deps.writer, {"job_id": job_id}).count)
 
 
 def schedule_maintenance(deps: RuntimeDeps, *, job_id: uuid.UUID) -> uuid.UUID | None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from services.common.models import ChatSession, Job, Message, Project
+from services.common.models import Job, Message
+from services.common.one_statement import OneStatement, rows_of
 from services.worker.memory.documents import read_documents, render_memory
 from services.worker.prompts.assembly import (
     PromptContext,
@@ -27,8 +29,19 @@ class JobPrompt:
     memory: str
 
 
+# The session's own prompt and the project's name, in one round trip.
+NAMES_SQL = text(
+    """
+    SELECT (SELECT system_prompt FROM sessions WHERE id = CAST(:session_id AS uuid))
+               AS session_prompt,
+           (SELECT name FROM projects WHERE id = CAST(:project_id AS uuid)) AS project_name
+    """
+)
+_NAMES = OneStatement(NAMES_SQL)
+
+
 def job_prompt(
-    db: Session,
+    db: Session | Engine,
     settings: WorkerSettings,
     job: Job,
     history: list[Message],
@@ -37,8 +50,7 @@ def job_prompt(
     """The job's prompt; the same on every resume, memory included: the agent may
     rewrite memory during the job, so after the first model call the memory text
     comes from that call's ledger step, not from the (changed) documents."""
-    session = db.get(ChatSession, job.session_id) if job.session_id else None
-    project = db.get(Project, job.project_id) if job.project_id else None
+    (names,) = rows_of(db, _NAMES, {"session_id": job.session_id, "project_id": job.project_id})
     skills = load_skills(skill_folders(settings, job.project_id))
     first = steps.get(llm_key(0))
     if first is not None and isinstance(first.arguments, dict) and "memory" in first.arguments:
@@ -47,9 +59,9 @@ def job_prompt(
         memory = render_memory(read_documents(db, user_id=job.user_id, project_id=job.project_id))
     ctx = PromptContext(
         project_id=job.project_id,
-        project_name=project.name if project else None,
+        project_name=names.project_name,
         date=job.created_at.date(),
-        session_prompt=session.system_prompt if session else None,
+        session_prompt=names.session_prompt,
         default_persona=settings.system_prompt,
         user_turns=sum(1 for m in history if m.role == "user"),
         skills_index=skills_index(skills),

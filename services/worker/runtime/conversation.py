@@ -9,11 +9,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from services.common.message_seq import next_message_seq
 from services.common.models import Job, Message
+from services.common.one_statement import OneStatement, rows_of
 
 
 def append_message(
@@ -45,15 +46,30 @@ def append_message(
     return msg
 
 
-def ordered_messages(db: Session, *, session_id: uuid.UUID, upto_job: Job) -> list[Message]:
-    """The session history a job sees: earlier jobs' messages, then its own."""
-    rows = db.execute(
-        select(Message)
-        .join(Job, Job.id == Message.job_id)
-        .where(Message.session_id == session_id, Job.created_at <= upto_job.created_at)
-        .order_by(Job.created_at, Job.id == upto_job.id, Message.seq)
-    ).scalars()
-    return list(rows)
+# Jobs of a session run in creation order: earlier jobs' messages, then the job's own.
+MESSAGES_SQL = text(
+    """
+    SELECT m.id, m.session_id, m.job_id, m.seq, m.role, m.content, m.model_content,
+           m.tool_calls, m.tool_call_id, m.name, m.created_at
+      FROM messages m JOIN jobs j ON j.id = m.job_id
+     WHERE m.session_id = :session_id AND j.created_at <= :upto_created
+     ORDER BY j.created_at, j.id = :upto_job, m.seq
+    """
+)
+_MESSAGES = OneStatement(MESSAGES_SQL)
+
+
+def ordered_messages(
+    db: Session | Engine, *, session_id: uuid.UUID, upto_job: Job
+) -> list[Message]:
+    """The session history a job sees: earlier jobs' messages, then its own
+    (detached ``Message`` objects: the runtime reads them and appends new ones)."""
+    params = {
+        "session_id": session_id,
+        "upto_created": upto_job.created_at,
+        "upto_job": upto_job.id,
+    }
+    return [Message(**row._asdict()) for row in rows_of(db, _MESSAGES, params)]
 
 
 def to_model_messages(system_prompt: str, messages: list[Message]) -> list[dict[str, Any]]:

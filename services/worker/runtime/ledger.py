@@ -12,10 +12,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from services.common.models import JobStep
+from services.common.one_statement import OneStatement, rows_of
 
 DONE_STATUSES = ("succeeded", "failed", "interrupted")
 
@@ -47,26 +47,19 @@ class StepView:
         return self.status in DONE_STATUSES
 
 
-def load_steps(db: Session, job_id: uuid.UUID) -> dict[str, StepView]:
-    # Columns, not ORM objects: a long job has hundreds of steps, each loaded
-    # once per slice, and the views are all the runtime keeps of them.
-    rows = db.execute(
-        select(
-            JobStep.step_key,
-            JobStep.kind,
-            JobStep.name,
-            JobStep.round,
-            JobStep.tool_call_id,
-            JobStep.status,
-            JobStep.arguments,
-            JobStep.intent,
-            JobStep.result,
-            JobStep.error,
-            JobStep.executions,
-        )
-        .where(JobStep.job_id == job_id)
-        .order_by(JobStep.seq)
-    )
+STEPS_SQL = text(
+    """
+    SELECT step_key, kind, name, round, tool_call_id, status, arguments, intent, result,
+           error, executions
+      FROM job_steps WHERE job_id = :job_id ORDER BY seq
+    """
+)
+_STEPS = OneStatement(STEPS_SQL)
+
+
+def load_steps(db: Session | Engine, job_id: uuid.UUID) -> dict[str, StepView]:
+    """Every step of the job by key (columns, not ORM objects: a long job has
+    hundreds of steps, loaded again at every slice)."""
     return {
         r.step_key: StepView(
             key=r.step_key,
@@ -81,5 +74,5 @@ def load_steps(db: Session, job_id: uuid.UUID) -> dict[str, StepView]:
             error=r.error,
             executions=r.executions,
         )
-        for r in rows
+        for r in rows_of(db, _STEPS, {"job_id": job_id})
     }

@@ -16,7 +16,6 @@ from typing import Any
 
 from opentelemetry import trace
 
-from services.common.db import autocommit
 from services.common.failpoints import failpoint
 from services.common.models import ChatSession, Job
 from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER
@@ -83,14 +82,15 @@ class TurnRunner:
     def _load(self, job: Job) -> TurnState:
         # No shared snapshot needed: while the lease is held nobody else writes
         # this job's steps or messages, and earlier jobs of the session are done.
-        with autocommit(self.deps.factory) as db:
-            steps = load_steps(db, self.job_id)
-            history = ordered_messages(db, session_id=self.who.session_id, upto_job=job)
-            # ``job`` was read after the lease was taken; a cancel since then is
-            # returned by the slice's first ledger write.
-            cancel = bool(job.cancel_requested)
-            self.prompt = job_prompt(db, self.deps.settings, job, history, steps)
-            self.system_prompt = self.prompt.system.text
+        # So each read is one autocommitted statement on the writer.
+        db = self.deps.writer
+        steps = load_steps(db, self.job_id)
+        history = ordered_messages(db, session_id=self.who.session_id, upto_job=job)
+        # ``job`` was read after the lease was taken; a cancel since then is
+        # returned by the slice's first ledger write.
+        cancel = bool(job.cancel_requested)
+        self.prompt = job_prompt(db, self.deps.settings, job, history, steps)
+        self.system_prompt = self.prompt.system.text
         return TurnState(steps=steps, history=history, cancel_requested=cancel)
 
     def run(self, deadline: float) -> Outcome:
