@@ -136,19 +136,19 @@ class ModelClient:
         headers = self._headers
         if conversation_key:
             headers = {**headers, CONVERSATION_HEADER: conversation_key}
-        prompt_chars = _prompt_chars(messages)
         attempt = 0
         while True:
             attempt += 1
             try:
-                response = self._attempt(payload, headers, stream, on_token, prompt_chars, model)
+                response = self._attempt(payload, headers, stream, on_token, messages, model)
                 break
             except ModelError as err:
                 err.attempts = attempt
                 if not err.retryable or attempt > self.policy.max_retries:
                     raise
                 self._wait_before_retry(err, attempt)
-        response = replace(response, attempts=attempt)
+        if attempt > 1:
+            response = replace(response, attempts=attempt)
         return json_protocol.apply_to_response(response) if json_tools else response
 
     def _wait_before_retry(self, err: ModelError, attempt: int) -> None:
@@ -170,7 +170,7 @@ class ModelClient:
         headers: dict[str, str],
         stream: bool,
         on_token: Callable[[str], None] | None,
-        prompt_chars: int,
+        messages: list[dict[str, Any]],
         model: str,
     ) -> ModelResponse:
         started = time.monotonic()
@@ -183,17 +183,17 @@ class ModelClient:
                         reply.status, reply.headers(), reply.read(), provider=self.provider
                     )
                 if stream:
-                    return self._stream(reply, on_token, prompt_chars, started, model, request_id)
+                    return self._stream(reply, on_token, messages, started, model, request_id)
                 whole = reply.read()
         except TRANSPORT_ERRORS as exc:
             raise from_transport_error(exc, provider=self.provider, request_id=request_id) from exc
-        return self._read_whole(whole, prompt_chars, request_id, started, model)
+        return self._read_whole(whole, messages, request_id, started, model)
 
     def _stream(
         self,
         reply: Reply,
         on_token: Callable[[str], None] | None,
-        prompt_chars: int,
+        messages: list[dict[str, Any]],
         started: float,
         model: str,
         request_id: str | None,
@@ -212,7 +212,8 @@ class ModelClient:
         if not assembler.complete:
             raise self._error("stream ended without a finish reason", "disconnect", request_id)
         return assembler.response(
-            prompt_chars=prompt_chars,
+            # Only an endpoint that reports no usage needs the prompt's size (an estimate).
+            prompt_chars=_prompt_chars(messages) if assembler.usage is None else 0,
             request_id=request_id,
             latency_s=time.monotonic() - started,
             requested=model,
@@ -237,7 +238,12 @@ class ModelClient:
                 pass
 
     def _read_whole(
-        self, body: bytes, prompt_chars: int, request_id: str | None, started: float, model: str
+        self,
+        body: bytes,
+        messages: list[dict[str, Any]],
+        request_id: str | None,
+        started: float,
+        model: str,
     ) -> ModelResponse:
         try:
             completion = json.loads(body)
@@ -260,7 +266,7 @@ class ModelClient:
             usage=(
                 usage_from(usage)
                 if isinstance(usage, dict)
-                else estimated_usage(prompt_chars, content, calls)
+                else estimated_usage(_prompt_chars(messages), content, calls)
             ),
             model=completion.get("model") or model,
             request_id=request_id,

@@ -24,14 +24,17 @@ class Route:
     """How to reach one endpoint.
 
     ``host``/``port`` is where the TCP connection goes (the endpoint or the proxy);
-    ``tls`` says whether the endpoint speaks https; ``tunnel`` is the ``CONNECT``
-    target when an https endpoint sits behind a proxy; ``target_prefix`` starts the
-    request target (``/v1``, or ``http://host:port/v1`` for a forwarding proxy).
+    ``tls`` says whether the endpoint speaks https; ``host_header`` names the
+    endpoint (``Host`` header, ``CONNECT`` target); ``target_prefix`` starts the
+    request target (``/v1``, or ``http://host:port/v1`` for a forwarding proxy);
+    ``tunnel`` is the endpoint's host and port when an https endpoint sits behind a
+    proxy; ``proxy_headers`` carry the proxy's credentials.
     """
 
     host: str
     port: int
     tls: bool
+    host_header: str
     target_prefix: str
     tunnel: tuple[str, int] | None = None
     proxy_headers: dict[str, str] = field(default_factory=dict)
@@ -45,14 +48,17 @@ def route_for(base_url: str) -> Route:
     host, port = url.hostname, url.port or DEFAULT_PORTS[url.scheme]
     path = url.path.rstrip("/")
     tls = url.scheme == "https"
+    named = f"[{host}]" if ":" in host else host  # an IPv6 literal keeps its brackets
+    if port != DEFAULT_PORTS[url.scheme]:
+        named = f"{named}:{port}"
     proxy = _proxy_for(url)
     if proxy is None:
-        return Route(host, port, tls, path)
+        return Route(host, port, tls, named, path)
     proxy_host, proxy_port, headers = proxy
     if tls:
-        return Route(proxy_host, proxy_port, tls, path, (host, port), headers)
+        return Route(proxy_host, proxy_port, tls, named, path, (host, port), headers)
     # Absolute-form target: the proxy forwards to the host named in it.
-    return Route(proxy_host, proxy_port, tls, f"http://{url.netloc}{path}", None, headers)
+    return Route(proxy_host, proxy_port, tls, named, f"http://{named}{path}", None, headers)
 
 
 def _proxy_for(url: SplitResult) -> tuple[str, int, dict[str, str]] | None:

@@ -1,24 +1,28 @@
-"""HTTP/1.1 POSTs to one model endpoint over pooled keep-alive connections (stdlib ``http.client``).
+"""HTTP/1.1 POSTs to one model endpoint over pooled keep-alive sockets.
 
 Why not the ``openai`` SDK or httpx: the worker makes one model call per agent
 step from up to ~250 threads that share one GIL, and the SDK's request building,
-auth hooks and httpx client machinery cost about three times the CPU of a bare
-``http.client`` round trip (bench/llm_sim_latency.py prints both).
+auth hooks and httpx client machinery cost about three times the CPU of this
+path (bench/llm_sim_latency.py prints both). The request is written here, in one
+``sendall`` (``http.client.HTTPConnection`` sends the headers and the body in two,
+a second syscall and packet per call); the response is parsed by the stdlib's
+``http.client.HTTPResponse`` (status, headers, chunked or length-delimited body).
 
 Guarantees:
 
 - Connections are reused: a connection goes back to the pool only after its
-  response was read to the end, and a pooled one that the server has closed
-  meanwhile (keep-alive timeout) is noticed before use and replaced. If a reused
-  connection still fails before any response byte arrives (the server closed it
-  as we sent), the request is sent once more on a fresh connection; the server
-  dropped the connection without answering, so it did not act on the request.
+  response was read to the end and the server did not ask to close it. A pooled
+  connection that the server has closed meanwhile (keep-alive timeout) is noticed
+  before use and replaced; if a reused one still fails before any response byte
+  (the server closed it as we sent), the request goes once more on a fresh
+  connection: the server dropped the connection without answering.
 - Thread-safe: each call holds its own connection; only the idle list is shared.
 - Failures surface as the stdlib raises them, except that a failed connect is a
-  :class:`ConnectFailed` (a refused, unresolvable or untrusted endpoint), so that
-  ``errors.from_transport_error`` can tell it from a connection dropped later.
-  ``TimeoutError`` is raised as is, for connects and reads alike (``timeout_s``
-  bounds each socket operation, as httpx's timeout did).
+  :class:`ConnectFailed` (a refused, unresolvable or untrusted endpoint, or a
+  proxy that refused the tunnel), so that ``errors.from_transport_error`` can tell
+  it from a connection dropped later. ``TimeoutError`` is raised as is, for
+  connects and reads alike: ``timeout_s`` bounds each socket operation, as
+  httpx's timeout did.
 - TLS verifies against ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set, else the
   system trust store; proxies come from the environment (see ``proxy``).
   Redirects are not followed: a 3xx is returned like any other status.
@@ -30,6 +34,7 @@ import contextlib
 import http.client
 import os
 import select
+import socket
 import ssl
 import threading
 from collections.abc import Iterator
@@ -68,34 +73,41 @@ class Transport:
         self.route = route
         self.timeout_s = timeout_s
         self._tls = tls_context() if route.tls else None
-        # A forwarding proxy (plain-http endpoint) wants its credentials on every request.
-        self._proxy_headers = {} if route.tls else route.proxy_headers
-        self._idle: list[http.client.HTTPConnection] = []
+        fixed = {"Host": route.host_header, "Accept-Encoding": "identity"}
+        if route.tunnel is None:  # a forwarding proxy wants its credentials on every request
+            fixed.update(route.proxy_headers)
+        self._fixed_headers = _render(fixed)
+        self._idle: list[socket.socket] = []
         self._lock = threading.Lock()
         self._closed = False
 
     def post(self, target: str, body: bytes, headers: dict[str, str]) -> Reply:
         """Send one request and return its reply once the status line and headers are in.
 
-        The caller must use the reply as a context manager (or ``release`` it) so the
-        connection goes back to the pool or is closed.
+        The caller must use the reply as a context manager (or ``release`` it) so that
+        its connection goes back to the pool or is closed.
         """
-        if self._proxy_headers:
-            headers = {**headers, **self._proxy_headers}
-        conn, reused = self._checkout()
+        request = b"".join(
+            (
+                f"POST {target} HTTP/1.1\r\n{self._fixed_headers}{_render(headers)}"
+                f"Content-Length: {len(body)}\r\n\r\n".encode("latin-1"),
+                body,
+            )
+        )
+        sock, reused = self._checkout()
         try:
             try:
-                response = _send(conn, target, body, headers)
+                response = _exchange(sock, request)
             except _STALE_ERRORS:
                 if not reused:
                     raise
-                conn.close()
-                conn = self._connect()
-                response = _send(conn, target, body, headers)
+                sock.close()
+                sock = self._connect()
+                response = _exchange(sock, request)
         except BaseException:
-            conn.close()
+            sock.close()
             raise
-        return Reply(self, conn, response)
+        return Reply(self, sock, response)
 
     def close(self) -> None:
         """Close the idle connections; connections in use close when their reply is released.
@@ -105,63 +117,89 @@ class Transport:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+        for sock in idle:
+            sock.close()
 
-    def _checkout(self) -> tuple[http.client.HTTPConnection, bool]:
+    def _checkout(self) -> tuple[socket.socket, bool]:
         while True:
             with self._lock:
-                conn = self._idle.pop() if self._idle else None
-            if conn is None:
+                sock = self._idle.pop() if self._idle else None
+            if sock is None:
                 return self._connect(), False
-            if _usable(conn):
-                return conn, True
-            conn.close()
+            if _idle_and_open(sock):
+                return sock, True
+            sock.close()
 
-    def _checkin(self, conn: http.client.HTTPConnection) -> None:
+    def _checkin(self, sock: socket.socket) -> None:
         with self._lock:
             if not self._closed:
-                self._idle.append(conn)
+                self._idle.append(sock)
                 return
-        conn.close()
+        sock.close()
 
-    def _connect(self) -> http.client.HTTPConnection:
+    def _connect(self) -> socket.socket:
         route = self.route
-        conn: http.client.HTTPConnection
-        if self._tls is not None:
-            conn = http.client.HTTPSConnection(
-                route.host, route.port, timeout=self.timeout_s, context=self._tls
-            )
-            if route.tunnel is not None:
-                # TLS runs inside the tunnel and checks the endpoint's name, not the proxy's.
-                conn.set_tunnel(*route.tunnel, headers=route.proxy_headers)
-        else:
-            conn = http.client.HTTPConnection(route.host, route.port, timeout=self.timeout_s)
         try:
-            conn.connect()
+            sock = socket.create_connection((route.host, route.port), self.timeout_s)
         except TimeoutError:
-            conn.close()
-            raise
+            raise  # a timeout stays a timeout, not a failed connect
         except OSError as exc:
-            conn.close()
-            where = f"{route.host}:{route.port}"
-            raise ConnectFailed(f"cannot connect to {where}: {exc}") from exc
-        return conn
+            raise ConnectFailed(f"cannot connect to {route.host}:{route.port}: {exc}") from exc
+        try:
+            # Requests go out whole in one send; waiting to coalesce would only add latency.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if route.tunnel is not None:
+                _open_tunnel(sock, route)
+            if self._tls is not None:
+                # The endpoint's name is checked (inside a tunnel too), never the proxy's.
+                server_name = route.tunnel[0] if route.tunnel else route.host
+                sock = self._tls.wrap_socket(sock, server_hostname=server_name)
+        except TimeoutError:
+            sock.close()
+            raise  # as above
+        except OSError as exc:
+            sock.close()
+            raise ConnectFailed(f"cannot open a connection to {route.host_header}: {exc}") from exc
+        return sock
 
 
-def _send(
-    conn: http.client.HTTPConnection, target: str, body: bytes, headers: dict[str, str]
-) -> http.client.HTTPResponse:
-    conn.request("POST", target, body=body, headers=headers)
-    return conn.getresponse()
+def _render(headers: dict[str, str]) -> str:
+    for name, value in headers.items():
+        if "\n" in value or "\r" in value or ":" in name or "\n" in name:
+            raise ValueError(f"header {name!r} has a line break or a colon where it must not")
+    return "".join(f"{name}: {value}\r\n" for name, value in headers.items())
 
 
-def _usable(conn: http.client.HTTPConnection) -> bool:
+def _exchange(sock: socket.socket, request: bytes) -> http.client.HTTPResponse:
+    sock.sendall(request)
+    response = http.client.HTTPResponse(sock, method="POST")
+    try:
+        response.begin()  # status line and headers; skips any 1xx interim response
+    except BaseException:
+        response.close()
+        raise
+    return response
+
+
+def _open_tunnel(sock: socket.socket, route: Route) -> None:
+    """Ask the proxy for a ``CONNECT`` tunnel to the endpoint (TLS then runs inside it)."""
+    host, port = route.tunnel or (route.host, route.port)
+    authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    lines = _render({"Host": authority, **route.proxy_headers})
+    sock.sendall(f"CONNECT {authority} HTTP/1.1\r\n{lines}\r\n".encode("latin-1"))
+    response = http.client.HTTPResponse(sock, method="CONNECT")
+    try:
+        response.begin()
+    finally:
+        response.close()
+    if response.status != 200:
+        status = f"{response.status} {response.reason}"
+        raise OSError(f"proxy refused a tunnel to {authority}: {status}")
+
+
+def _idle_and_open(sock: socket.socket) -> bool:
     """An idle keep-alive connection has nothing to read; readable means the server
     closed it (or broke protocol), so it must not carry a request."""
-    sock = conn.sock
-    if sock is None:
-        return False
     poller = select.poll()  # not select(): descriptors above 1024 are normal with 250 threads
     poller.register(sock, select.POLLIN)
     return not poller.poll(0)
@@ -173,11 +211,11 @@ class Reply:
     def __init__(
         self,
         transport: Transport,
-        conn: http.client.HTTPConnection,
+        sock: socket.socket,
         response: http.client.HTTPResponse,
     ) -> None:
         self._transport = transport
-        self._conn = conn
+        self._sock = sock
         self._response = response
         self._complete = False  # the body was read to its end: the connection can be reused
         self.status = response.status
@@ -221,11 +259,11 @@ class Reply:
         """Back to the pool if the body was read to its end, else close the connection."""
         response = self._response
         if self._complete and response.isclosed() and not response.will_close:
-            self._transport._checkin(self._conn)
+            self._transport._checkin(self._sock)
         else:
             with contextlib.suppress(OSError):
                 response.close()
-            self._conn.close()
+            self._sock.close()
 
     def __enter__(self) -> Reply:
         return self
