@@ -131,8 +131,11 @@ class ModelClient:
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
-        # Encoded once for every attempt; compact, and non-ASCII text as UTF-8, not \u escapes.
-        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        # Encoded once for every attempt, as the SDK (httpx's defaults) encoded it: compact,
+        # non-ASCII text as UTF-8 rather than \u escapes, NaN refused rather than sent.
+        payload = json.dumps(
+            body, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
         headers = self._headers
         if conversation_key:
             headers = {**headers, CONVERSATION_HEADER: conversation_key}

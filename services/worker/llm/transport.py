@@ -164,8 +164,9 @@ class Transport:
 
 
 def _render(headers: dict[str, str]) -> str:
+    """Header lines; a line break in a name or value would inject headers, so it is refused."""
     for name, value in headers.items():
-        if "\n" in value or "\r" in value or ":" in name or "\n" in name:
+        if any(c in value for c in "\r\n") or any(c in name for c in ":\r\n"):
             raise ValueError(f"header {name!r} has a line break or a colon where it must not")
     return "".join(f"{name}: {value}\r\n" for name, value in headers.items())
 
