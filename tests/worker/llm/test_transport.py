@@ -49,6 +49,15 @@ def complete(client: ModelClient, **kwargs: Any) -> ModelResponse:
     return client.complete(model="m", messages=USER, max_tokens=16, **kwargs)
 
 
+def call_once(base_url: str, *, stream: bool = True, **kwargs: Any) -> ModelResponse:
+    """One call on a client of its own, closed afterwards."""
+    client = ModelClient(base_url, "k", **kwargs)
+    try:
+        return complete(client, stream=stream)
+    finally:
+        client.close()
+
+
 class TestKeepAlive:
     def test_sequential_calls_share_one_connection(self, sim: SimServerHandle) -> None:
         with relay((sim.host, sim.port)) as peer:
@@ -121,7 +130,7 @@ class TestChunkedStreams:
     def test_one_byte_chunks_and_no_done_marker(self) -> None:
         body = events(delta("a"), delta("b"), FINISH, done=False)
         with canned(Canned([body[i : i + 1] for i in range(len(body))], pause_s=0)) as server:
-            reply = complete(ModelClient(server.base_url, "k", max_retries=0))
+            reply = call_once(server.base_url, max_retries=0)
         assert reply.content == "ab" and reply.usage.estimated
 
     @pytest.mark.parametrize(
@@ -135,7 +144,7 @@ class TestChunkedStreams:
     def test_broken_streams_are_typed(self, body: bytes, error_type: str) -> None:
         with canned(Canned([body])) as server:
             with pytest.raises(ModelError) as caught:
-                complete(ModelClient(server.base_url, "k", max_retries=0))
+                call_once(server.base_url, max_retries=0)
         assert caught.value.error_type == error_type and caught.value.retryable
 
     def test_a_stream_longer_than_the_timeout_fails_as_a_timeout(self) -> None:
@@ -144,7 +153,7 @@ class TestChunkedStreams:
         pieces = pieces_of(body, *range(100, len(body), 100))
         with canned(Canned(pieces, pause_s=0.1)) as server:
             with pytest.raises(ModelError) as caught:
-                complete(ModelClient(server.base_url, "k", timeout_s=0.5, max_retries=0))
+                call_once(server.base_url, timeout_s=0.5, max_retries=0)
         assert caught.value.error_type == "timeout"
 
 
@@ -157,7 +166,7 @@ class TestStatusErrors:
         page = whole(502, b"<html>Bad Gateway</html>", **{"x-request-id": "req-7"})
         with canned(page) as server:
             with pytest.raises(ModelError) as caught:
-                complete(ModelClient(server.base_url, "k", max_retries=0))
+                call_once(server.base_url, max_retries=0)
         err = caught.value
         assert (err.status, err.error_type, err.retryable) == (502, "server_error", True)
         assert err.request_id == "req-7" and "Bad Gateway" in err.message
@@ -166,7 +175,7 @@ class TestStatusErrors:
         error = {"error": {"message": "Prompt is too long: 9000 tokens", "type": "invalid"}}
         with canned(whole(413, json.dumps(error).encode())) as server:
             with pytest.raises(ModelError) as caught:
-                complete(ModelClient(server.base_url, "k"))
+                call_once(server.base_url)
         assert caught.value.error_type == "context_overflow" and not caught.value.retryable
         assert caught.value.message == "Prompt is too long: 9000 tokens"
         assert len(server.requests) == 1
@@ -174,14 +183,14 @@ class TestStatusErrors:
     def test_retry_after_ms_is_read(self) -> None:
         with canned(whole(429, b"{}", **{"retry-after-ms": "1500"})) as server:
             with pytest.raises(ModelError) as caught:
-                complete(ModelClient(server.base_url, "k", max_retries=0))
+                call_once(server.base_url, max_retries=0)
         assert caught.value.error_type == "rate_limit" and caught.value.retry_after == 1.5
 
     @pytest.mark.parametrize("body", [b"{not json", b'{"choices": []}', b"\xff\xfe"])
     def test_an_unreadable_whole_reply_is_a_bad_response(self, body: bytes) -> None:
         with canned(whole(200, body)) as server:
             with pytest.raises(ModelError) as caught:
-                complete(ModelClient(server.base_url, "k", max_retries=0), stream=False)
+                call_once(server.base_url, max_retries=0, stream=False)
         assert caught.value.error_type == "bad_response"
 
 
