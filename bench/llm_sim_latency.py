@@ -3,7 +3,9 @@
 Run: .venv/bin/python bench/llm_sim_latency.py [--n 300] [--out /tmp/llm_results.md]
 
 Prints p50/p99 per mode at 0 ms simulated latency (so the figures are pure
-client + server overhead), the client CPU for a long streamed reply (openai
+client + server overhead), the client CPU per call of ModelClient against a bare
+httpx POST and against the openai SDK path ModelClient took before issue 14
+(kept here only as a baseline), the client CPU for a long streamed reply (openai
 SDK typed chunks vs ModelClient's JSON reader), and the wall time of C
 concurrent calls at 200 ms latency (ideal: 200 ms; serial: C × 200 ms).
 """
@@ -11,6 +13,7 @@ concurrent calls at 200 ms latency (ideal: 200 ms; serial: C × 200 ms).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -26,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from services.model_sim.server import start_subprocess  # noqa: E402
 from services.worker.llm.client import ModelClient  # noqa: E402
+from services.worker.llm.stream import StreamAssembler, iter_sse_data  # noqa: E402
 
 MESSAGES = [
     {"role": "system", "content": "You are a careful research assistant. " * 20},
@@ -70,6 +74,77 @@ def round_trips(base_url: str, n: int) -> dict[str, tuple[float, float]]:
     client.close()
     raw.close()
     return results
+
+
+def sdk_stream_call(sdk: openai.OpenAI, messages: list[dict[str, object]], words: int) -> object:
+    """ModelClient's streamed call as it was before issue 14: the SDK builds and sends the
+    request (parameters in ``extra_body``, so it does not walk them) and the body is read
+    as plain JSON events."""
+    assembler = StreamAssembler()
+    with sdk.chat.completions.with_streaming_response.create(
+        model="leaflab-sim",
+        messages=[],
+        max_tokens=words,
+        timeout=30,
+        stream=True,
+        stream_options={"include_usage": True},
+        extra_body={"messages": messages},
+    ) as resp:
+        resp.headers.get("x-request-id")
+        events = iter_sse_data(resp.iter_lines())
+        for data in events:
+            if data.startswith("[DONE]"):
+                break
+            assembler.feed(json.loads(data))
+        for _ in events:
+            pass
+    return assembler
+
+
+def client_cpu(base_url: str, n: int, rounds: int = 5) -> dict[str, float]:
+    """Client CPU ms per call at 0 ms latency for the same short request, by mode. The
+    modes take turns in ``rounds`` blocks, so load from other work falls on all alike."""
+    client = ModelClient(base_url, "k", timeout_s=30, max_retries=0)
+    sdk = openai.OpenAI(base_url=base_url, api_key="k", max_retries=0)
+    raw = httpx.Client(timeout=30)
+    url = f"{base_url}/chat/completions"
+    stream_body = {
+        "model": "leaflab-sim",
+        "messages": MESSAGES,
+        "max_tokens": 64,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+
+    def raw_stream() -> object:
+        with raw.stream("POST", url, json=stream_body) as resp:
+            return [json.loads(line[6:]) for line in resp.iter_lines() if line[6:7] == "{"]
+
+    modes: dict[str, Callable[[], object]] = {
+        "baseline: bare httpx POST (stream, shared Client)": raw_stream,
+        "before issue 14: openai SDK path (stream)": lambda: sdk_stream_call(sdk, MESSAGES, 64),
+        "ModelClient.complete(stream=True)": lambda: client.complete(
+            model="leaflab-sim", messages=MESSAGES, max_tokens=64
+        ),
+        "ModelClient.complete(stream=False)": lambda: client.complete(
+            model="leaflab-sim", messages=MESSAGES, max_tokens=64, stream=False
+        ),
+    }
+    cpu = dict.fromkeys(modes, 0.0)
+    for call in modes.values():  # warm-up: imports, connection pools
+        for _ in range(10):
+            call()
+    per_round = max(1, n // rounds)
+    for _ in range(rounds):
+        for name, call in modes.items():
+            cpu0 = time.process_time()
+            for _ in range(per_round):
+                call()
+            cpu[name] += time.process_time() - cpu0
+    client.close()
+    sdk.close()
+    raw.close()
+    return {name: total / (per_round * rounds) * 1000 for name, total in cpu.items()}
 
 
 def long_reply_cpu(sim_url: str, n: int, words: int) -> dict[str, tuple[float, float]]:
@@ -188,6 +263,7 @@ def main() -> None:
     sim = start_subprocess(latency_ms=0)
     try:
         results = round_trips(sim.base_url, args.n)
+        cpu = client_cpu(sim.base_url, args.n)
         long = long_reply_cpu(sim.url, max(3, args.n // 30), args.long_words)
         history = long_history_cpu(sim.url, max(3, args.n // 10), args.history)
         wall = concurrent_wall(sim.url, args.concurrency, args.latency_ms)
@@ -195,6 +271,17 @@ def main() -> None:
         sim.stop()
     lines += [f"| mode (0 ms simulated latency, n={args.n}) | p50 ms | p99 ms |", "|---|---|---|"]
     lines += [f"| {name} | {p50:.2f} | {p99:.2f} |" for name, (p50, p99) in results.items()]
+    old, new = (
+        cpu["before issue 14: openai SDK path (stream)"],
+        cpu["ModelClient.complete(stream=True)"],
+    )
+    lines += [
+        "",
+        f"| short reply, 0 ms latency (n={args.n}, modes interleaved) | client CPU ms/call |",
+        "|---|---|",
+    ]
+    lines += [f"| {name} | {ms:.3f} |" for name, ms in cpu.items()]
+    lines += ["", f"streamed call, SDK path / ModelClient CPU: {old / new:.2f}x"]
     lines += [
         "",
         f"| long reply, {args.long_words} stream chunks | client CPU ms/call | wall ms/call |",

@@ -1,12 +1,16 @@
 """``ModelClient``: chat completions against any OpenAI-compatible endpoint.
 
-The SDK's own retries are switched off so that every retry is ours: counted
-on the response (``attempts``), reported to ``on_retry`` and logged.
+Requests go out over ``transport`` (pooled keep-alive ``http.client``
+connections), not the ``openai`` SDK: the SDK's request building and client
+machinery were about a fifth of a worker's CPU per agent step (issue 14). Every
+retry is ours: counted on the response (``attempts``), reported to ``on_retry``
+and logged.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import logging
 import time
@@ -15,11 +19,10 @@ from dataclasses import replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import openai
-
 from services.worker.llm import json_protocol
 from services.worker.llm.backoff import RetryPolicy
-from services.worker.llm.errors import ModelError, from_sdk_error
+from services.worker.llm.errors import ModelError, from_status, from_transport_error
+from services.worker.llm.proxy import route_for
 from services.worker.llm.settings import LlmSettings
 from services.worker.llm.stream import (
     StreamAssembler,
@@ -28,12 +31,8 @@ from services.worker.llm.stream import (
     iter_sse_data,
     usage_from,
 )
+from services.worker.llm.transport import Reply, Transport
 from services.worker.llm.types import ModelResponse, ToolCall
-
-try:  # recent openai releases talk over httpx2, older ones over httpx
-    import httpx2 as _http
-except ImportError:  # pragma: no cover - depends on the installed openai
-    import httpx as _http  # type: ignore[no-redef]
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +41,11 @@ class _DeadlineExceeded(Exception):
     """The whole streamed reply took longer than the request timeout."""
 
 
-# Raised by the HTTP library while we read a stream body ourselves.
-TIMEOUT_ERRORS = (_http.TimeoutException,)
-TRANSPORT_ERRORS = (_http.TransportError,)
+# What the HTTP exchange raises: timeouts, failed connects, dropped connections.
+TRANSPORT_ERRORS = (OSError, http.client.HTTPException)
 
 CONVERSATION_HEADER = "X-Leaflab-Conversation"
+USER_AGENT = "leaflab-worker"
 ToolProtocol = Literal["native", "json"]
 RetryHook = Callable[[ModelError, float], None]
 
@@ -85,12 +84,20 @@ class ModelClient:
         self.policy = retry_policy or RetryPolicy(max_retries=max_retries)
         self._on_retry = on_retry
         self._sleep = sleep
-        self._sdk = openai.OpenAI(
-            base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout_s
-        )
+        route = route_for(base_url)
+        self._transport = Transport(route, timeout_s=timeout_s)
+        self._target = f"{route.target_prefix}/chat/completions"
+        self._headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": USER_AGENT,
+        }
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
 
     def close(self) -> None:
-        self._sdk.close()
+        """Close the pooled connections (a later call opens a connection of its own)."""
+        self._transport.close()
 
     def complete(
         self,
@@ -115,56 +122,37 @@ class ModelClient:
         json_tools = tool_protocol == "json" and bool(tools)
         if json_tools:
             messages = json_protocol.to_json_protocol(messages, tools or [])
-        kwargs = self._request_kwargs(
-            model, messages, None if json_tools else tools, max_tokens, conversation_key, stream
-        )
+        body: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens}
+        if tools and not json_tools:
+            body["tools"] = tools
         if response_format is not None:
             # Structured output (a survey stage's JSON schema) travels as is, like messages.
-            kwargs["extra_body"]["response_format"] = response_format
-        prompt_chars = _prompt_chars(messages)
+            body["response_format"] = response_format
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        # Encoded once for every attempt, as the SDK (httpx's defaults) encoded it: compact,
+        # non-ASCII text as UTF-8 rather than \u escapes, NaN refused rather than sent.
+        payload = json.dumps(
+            body, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
+        headers = self._headers
+        if conversation_key:
+            headers = {**headers, CONVERSATION_HEADER: conversation_key}
         attempt = 0
         while True:
             attempt += 1
             try:
-                response = self._attempt(kwargs, stream, on_token, prompt_chars, model)
+                response = self._attempt(payload, headers, stream, on_token, messages, model)
                 break
             except ModelError as err:
                 err.attempts = attempt
                 if not err.retryable or attempt > self.policy.max_retries:
                     raise
                 self._wait_before_retry(err, attempt)
-        response = replace(response, attempts=attempt)
+        if attempt > 1:
+            response = replace(response, attempts=attempt)
         return json_protocol.apply_to_response(response) if json_tools else response
-
-    def _request_kwargs(
-        self,
-        model: str,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int,
-        conversation_key: str | None,
-        stream: bool,
-    ) -> dict[str, Any]:
-        # The SDK walks typed parameters recursively before sending (~0.5 ms CPU per
-        # message, 50 ms for a 100-message history, under the worker's GIL). Ours are
-        # plain JSON already, so they travel in extra_body, which the SDK sends as is
-        # and which takes precedence over the placeholder.
-        body: dict[str, Any] = {"messages": messages}
-        if tools:
-            body["tools"] = tools
-        kwargs: dict[str, Any] = {
-            "model": model,
-            "messages": [],
-            "max_tokens": max_tokens,
-            "timeout": self.timeout_s,
-            "extra_body": body,
-        }
-        if conversation_key:
-            kwargs["extra_headers"] = {CONVERSATION_HEADER: conversation_key}
-        if stream:
-            kwargs["stream"] = True
-            kwargs["stream_options"] = {"include_usage": True}
-        return kwargs
 
     def _wait_before_retry(self, err: ModelError, attempt: int) -> None:
         wait = self.policy.delay_s(attempt, err.retry_after)
@@ -181,52 +169,54 @@ class ModelClient:
 
     def _attempt(
         self,
-        kwargs: dict[str, Any],
+        payload: bytes,
+        headers: dict[str, str],
         stream: bool,
         on_token: Callable[[str], None] | None,
-        prompt_chars: int,
+        messages: list[dict[str, Any]],
         model: str,
     ) -> ModelResponse:
         started = time.monotonic()
+        request_id = None
         try:
-            if stream:
-                return self._stream(kwargs, on_token, prompt_chars, started, model)
-            raw = self._sdk.chat.completions.with_raw_response.create(**kwargs)
-            request_id = raw.headers.get("x-request-id")
-            return self._read_whole(raw.parse(), prompt_chars, request_id, started, model)
-        except openai.OpenAIError as exc:
-            raise from_sdk_error(exc, provider=self.provider) from exc
+            with self._transport.post(self._target, payload, headers) as reply:
+                request_id = reply.header("x-request-id")
+                if not 200 <= reply.status < 300:
+                    raise from_status(
+                        reply.status, reply.headers(), reply.read(), provider=self.provider
+                    )
+                if stream:
+                    return self._stream(reply, on_token, messages, started, model, request_id)
+                whole = reply.read()
+        except TRANSPORT_ERRORS as exc:
+            raise from_transport_error(exc, provider=self.provider, request_id=request_id) from exc
+        return self._read_whole(whole, messages, request_id, started, model)
 
     def _stream(
         self,
-        kwargs: dict[str, Any],
+        reply: Reply,
         on_token: Callable[[str], None] | None,
-        prompt_chars: int,
+        messages: list[dict[str, Any]],
         started: float,
         model: str,
+        request_id: str | None,
     ) -> ModelResponse:
         assembler = StreamAssembler(on_token)
-        # The SDK raises status errors on entering; the body is ours to read.
-        with self._sdk.chat.completions.with_streaming_response.create(**kwargs) as resp:
-            request_id = resp.headers.get("x-request-id")
-            try:
-                self._read_events(resp.iter_lines(), assembler, started + self.timeout_s)
-            except TIMEOUT_ERRORS as exc:
-                raise self._error(f"stream read timed out: {exc}", "timeout", request_id) from exc
-            except TRANSPORT_ERRORS as exc:
-                raise self._error(f"connection dropped: {exc}", "disconnect", request_id) from exc
-            except json.JSONDecodeError as exc:
-                message = f"unreadable stream chunk: {exc}"
-                raise self._error(message, "bad_response", request_id) from exc
-            except StreamErrorEvent as exc:
-                raise self._error(str(exc), "stream_error", request_id) from exc
-            except _DeadlineExceeded as exc:
-                message = "stream exceeded the request timeout"
-                raise self._error(message, "timeout", request_id) from exc
+        try:
+            self._read_events(reply.lines(), assembler, started + self.timeout_s)
+        except json.JSONDecodeError as exc:
+            message = f"unreadable stream chunk: {exc}"
+            raise self._error(message, "bad_response", request_id) from exc
+        except StreamErrorEvent as exc:
+            raise self._error(str(exc), "stream_error", request_id) from exc
+        except _DeadlineExceeded as exc:
+            message = "stream exceeded the request timeout"
+            raise self._error(message, "timeout", request_id) from exc
         if not assembler.complete:
             raise self._error("stream ended without a finish reason", "disconnect", request_id)
         return assembler.response(
-            prompt_chars=prompt_chars,
+            # Only an endpoint that reports no usage needs the prompt's size (an estimate).
+            prompt_chars=_prompt_chars(messages) if assembler.usage is None else 0,
             request_id=request_id,
             latency_s=time.monotonic() - started,
             requested=model,
@@ -239,43 +229,52 @@ class ModelClient:
             if data.startswith("[DONE]"):
                 break
             assembler.feed(json.loads(data))
-            # The HTTP timeout bounds each read; this bounds the whole reply.
+            # The socket timeout bounds each read; this bounds the whole reply.
             if time.monotonic() > deadline:
                 raise _DeadlineExceeded
-        # Read the (normally empty) rest of the body: a response closed unread is
-        # dropped instead of going back to the pool, and every call would reconnect
+        # Read the (normally empty) rest of the body: only a connection whose reply
+        # was read to its end goes back to the pool, else every call would reconnect
         # (a TLS handshake per call on remote endpoints). The reply is complete, so
         # a failure here changes nothing.
-        with contextlib.suppress(*TIMEOUT_ERRORS, *TRANSPORT_ERRORS):
+        with contextlib.suppress(*TRANSPORT_ERRORS):
             for _ in events:
                 pass
 
     def _read_whole(
-        self, completion: Any, prompt_chars: int, request_id: str | None, started: float, model: str
+        self,
+        body: bytes,
+        messages: list[dict[str, Any]],
+        request_id: str | None,
+        started: float,
+        model: str,
     ) -> ModelResponse:
-        if not completion.choices:
+        try:
+            completion = json.loads(body)
+        except ValueError as exc:
+            raise self._error(f"unreadable response: {exc}", "bad_response", request_id) from exc
+        choices = completion.get("choices") if isinstance(completion, dict) else None
+        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             raise self._error("response has no choices", "bad_response", request_id)
-        choice = completion.choices[0]
-        message = choice.message
-        calls = [
-            ToolCall(id=c.id or f"call_{i}", name=c.function.name, arguments=c.function.arguments)
-            for i, c in enumerate(message.tool_calls or [])
-            if getattr(c, "function", None) is not None
-        ]
-        usage = (
-            usage_from(completion.usage.model_dump())
-            if completion.usage is not None
-            else estimated_usage(prompt_chars, message.content, calls)
-        )
+        choice = choices[0]
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise self._error("response choice has no message", "bad_response", request_id)
+        content = message.get("content")
+        calls = _tool_calls(message.get("tool_calls"))
+        usage = completion.get("usage")
         return ModelResponse(
-            content=message.content,
+            content=content,
             tool_calls=calls,
-            finish_reason=choice.finish_reason,
-            usage=usage,
-            model=completion.model or model,
+            finish_reason=choice.get("finish_reason"),
+            usage=(
+                usage_from(usage)
+                if isinstance(usage, dict)
+                else estimated_usage(_prompt_chars(messages), content, calls)
+            ),
+            model=completion.get("model") or model,
             request_id=request_id,
             latency_s=time.monotonic() - started,
-            response_id=completion.id,
+            response_id=completion.get("id"),
         )
 
     def _error(self, message: str, error_type: str, request_id: str | None) -> ModelError:
@@ -286,6 +285,26 @@ class ModelClient:
             request_id=request_id,
             retryable=True,
         )
+
+
+def _tool_calls(raw: Any) -> list[ToolCall]:
+    """Tool calls of a whole (non-streamed) reply; entries without a function are skipped."""
+    calls = []
+    for i, call in enumerate(raw if isinstance(raw, list) else []):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):  # some servers send an object, not its JSON text
+            arguments = json.dumps(arguments if arguments is not None else {})
+        calls.append(
+            ToolCall(
+                id=call.get("id") or f"call_{i}",
+                name=function.get("name") or "",
+                arguments=arguments,
+            )
+        )
+    return calls
 
 
 def client_from_settings(settings: LlmSettings, **kwargs: Any) -> ModelClient:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import email.utils
+import http.client
+import json
 import math
 import time
 from collections.abc import Mapping
 from typing import Any
 
-import openai
+from services.worker.llm.transport import ConnectFailed
 
 # 408/409 are transient on OpenAI-compatible servers; 429 and 5xx are load or outages.
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
@@ -19,6 +21,8 @@ _CONTEXT_OVERFLOW_HINTS = (
     "too many tokens",
     "prompt is too long",
 )
+# An error body that is not OpenAI-shaped JSON goes into the message, cut to this.
+_BODY_IN_MESSAGE = 500
 _STATUS_TYPES = {
     400: "bad_request",
     401: "auth",
@@ -108,9 +112,11 @@ def _seconds(value: str, divisor: float, *, allow_date: bool) -> float | None:
         return None  # an unreadable header is ignored; backoff still applies
 
 
-def _status_error(exc: openai.APIStatusError, provider: str) -> ModelError:
-    status = exc.status_code
-    message = _message_of(exc)
+def from_status(
+    status: int, headers: Mapping[str, str], body: bytes, *, provider: str
+) -> ModelError:
+    """The error for an HTTP error response (``headers`` with lower-cased names)."""
+    message = _message_of(status, body)
     error_type = _STATUS_TYPES.get(status, "server_error" if status >= 500 else "request_error")
     if status in (400, 413, 422) and any(h in message.lower() for h in _CONTEXT_OVERFLOW_HINTS):
         error_type = "context_overflow"
@@ -119,42 +125,37 @@ def _status_error(exc: openai.APIStatusError, provider: str) -> ModelError:
         provider=provider,
         status=status,
         error_type=error_type,
-        request_id=exc.request_id,
+        request_id=headers.get("x-request-id"),
         retryable=is_retryable_status(status),
-        retry_after=parse_retry_after(exc.response.headers),
+        retry_after=parse_retry_after(headers),
     )
 
 
-def _message_of(exc: openai.APIError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
+def _message_of(status: int, body: bytes) -> str:
+    """``error.message`` of an OpenAI-style error body, else the body itself."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        inner = parsed.get("error", parsed)
         if isinstance(inner, dict) and isinstance(inner.get("message"), str):
             return str(inner["message"])
-    return exc.message
+    text = body.decode("utf-8", "replace").strip()
+    return f"Error code: {status} - {text[:_BODY_IN_MESSAGE]}"
 
 
-def from_sdk_error(exc: openai.OpenAIError, *, provider: str) -> ModelError:
-    """Translate an ``openai`` SDK exception into a :class:`ModelError`."""
-    if isinstance(exc, openai.APIStatusError):
-        return _status_error(exc, provider)
-    if isinstance(exc, openai.APITimeoutError):
-        return ModelError(
-            "request timed out", provider=provider, error_type="timeout", retryable=True
-        )
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__ or exc.__context__
-        # A peer that drops the connection mid-body is a disconnect, not a refused connect.
-        dropped = type(cause).__name__ in ("RemoteProtocolError", "ReadError")
-        return ModelError(
-            f"{'connection dropped' if dropped else 'connection failed'}: {cause or exc}",
-            provider=provider,
-            error_type="disconnect" if dropped else "connection",
-            retryable=True,
-        )
-    if isinstance(exc, openai.APIError):
-        # An error event inside a stream (vLLM sends these on engine failures).
-        return ModelError(
-            _message_of(exc), provider=provider, error_type="stream_error", retryable=True
-        )
-    return ModelError(str(exc), provider=provider, error_type="client_error", retryable=False)
+def from_transport_error(
+    exc: OSError | http.client.HTTPException, *, provider: str, request_id: str | None = None
+) -> ModelError:
+    """The error for a failed exchange: a timeout, a connect that failed, or a connection
+    that broke afterwards, while sending or reading the reply (a ``disconnect``)."""
+    if isinstance(exc, TimeoutError):
+        error_type, message = "timeout", f"request timed out: {exc}"
+    elif isinstance(exc, ConnectFailed):
+        error_type, message = "connection", f"connection failed: {exc}"
+    else:
+        error_type, message = "disconnect", f"connection dropped: {exc!r}"
+    return ModelError(
+        message, provider=provider, error_type=error_type, request_id=request_id, retryable=True
+    )

@@ -13,6 +13,7 @@ from services.worker.llm.client import ModelClient, client_from_settings
 from services.worker.llm.errors import ModelError
 from services.worker.llm.settings import LlmSettings
 from tests.worker.llm.conftest import ScriptInstaller, sim_stats
+from tests.worker.llm.http_peers import Canned, canned
 
 USER = [{"role": "user", "content": "Compute 1+1 please."}]
 TOOLS = [
@@ -226,3 +227,95 @@ def test_client_from_settings_uses_the_configured_endpoint(
     key = script({"replies": [{"content": "configured"}]})
     reply = client.complete(model="m", messages=USER, max_tokens=8, conversation_key=key)
     assert reply.content == "configured"
+
+
+COMPLETION = {
+    "id": "chatcmpl-9",
+    "model": "served-model",
+    "choices": [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"type": "function", "function": {"name": "python", "arguments": "{}"}},
+                    {"type": "function", "function": None},
+                ],
+            },
+            "finish_reason": "tool_calls",
+        }
+    ],
+}
+
+
+class TestWire:
+    """What goes over the wire, seen by a recording server."""
+
+    def test_a_streamed_request(self) -> None:
+        stream = (
+            b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\n'
+        )
+        schema = {"type": "json_schema", "json_schema": {"name": "s", "schema": {}}}
+        with canned(Canned([stream])) as server:
+            client = ModelClient(server.base_url, "sk-secret", timeout_s=5)
+            client.complete(
+                model="m",
+                messages=USER,
+                tools=TOOLS,
+                max_tokens=32,
+                conversation_key="conv-1",
+                response_format=schema,
+            )
+            client.close()
+        [seen] = server.requests
+        assert seen.target == "/v1/chat/completions"
+        assert seen.headers["authorization"] == "Bearer sk-secret"
+        assert seen.headers["x-leaflab-conversation"] == "conv-1"
+        assert seen.headers["content-type"] == "application/json"
+        assert json.loads(seen.body) == {
+            "model": "m",
+            "messages": USER,
+            "max_tokens": 32,
+            "tools": TOOLS,
+            "response_format": schema,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+
+    def test_a_whole_request_and_its_reply(self) -> None:
+        body = json.dumps(COMPLETION).encode()
+        with canned(Canned([body], headers={"x-request-id": "req-1"}, chunked=False)) as server:
+            client = ModelClient(server.base_url, "k", timeout_s=5)
+            reply = client.complete(
+                model="m", messages=USER, tools=TOOLS, max_tokens=8, stream=False
+            )
+            client.close()
+        sent = json.loads(server.requests[0].body)
+        assert "stream" not in sent and "stream_options" not in sent
+        assert "x-leaflab-conversation" not in server.requests[0].headers
+        assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [
+            ("call_0", "python", "{}")
+        ]
+        assert (reply.model, reply.response_id, reply.request_id) == (
+            "served-model",
+            "chatcmpl-9",
+            "req-1",
+        )
+        assert reply.usage.estimated  # the server reported none
+
+    def test_the_json_tool_protocol_sends_no_native_tools(self) -> None:
+        body = json.dumps({"choices": [{"message": {"content": "plain"}}]}).encode()
+        with canned(Canned([body], chunked=False)) as server:
+            client = ModelClient(server.base_url, "k", timeout_s=5)
+            client.complete(
+                model="m",
+                messages=USER,
+                tools=TOOLS,
+                max_tokens=8,
+                stream=False,
+                tool_protocol="json",
+            )
+            client.close()
+        sent = json.loads(server.requests[0].body)
+        assert "tools" not in sent and sent["messages"][0]["role"] == "system"
