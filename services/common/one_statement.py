@@ -57,7 +57,10 @@ class OneStatement:
                 conn.autocommit = True
                 try:
                     with conn.cursor(row_factory=namedtuple_row) as cur:
-                        cur.execute(self.sql, params)
+                        # Prepared at once on each connection, not after psycopg's
+                        # default five runs: the server plans these CTE statements
+                        # once per connection instead of at every step.
+                        cur.execute(self.sql, params, prepare=True)
                         if first_only:
                             row = cur.fetchone()
                             return [] if row is None else [row]
