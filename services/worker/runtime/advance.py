@@ -77,12 +77,14 @@ def _run_slice(deps: RuntimeDeps, lease: Lease) -> Outcome:
     if lease.behind_earlier:
         # Turns of one session run in order; the earlier job wakes this one.
         return Outcome.WAITING
-    # A read with no shared snapshot: no BEGIN/ROLLBACK round trips.
-    with autocommit(deps.factory) as db:
-        job = db.get(Job, lease.job_id)
-        if job is None:
-            return Outcome.LEASE_LOST
-        db.expunge(job)
+    job = lease.job
+    if job is None:
+        # A read with no shared snapshot: no BEGIN/ROLLBACK round trips.
+        with autocommit(deps.factory) as db:
+            job = db.get(Job, lease.job_id)
+            if job is None:
+                return Outcome.LEASE_LOST
+            db.expunge(job)
     if job.attempts == 1:
         events.emit("status", {"status": "running"})
     # Every slice, on any worker, joins the trace the API request started.

@@ -20,6 +20,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.db import autocommit
+from services.common.models import Job
 from services.worker.runtime.admission import ADMISSIBLE, EARLIER_IN_SESSION, admit
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,9 @@ class Lease:
     # Taken while an earlier job of the session is still active (a resumed one):
     # the slice must wait for it, not run.
     behind_earlier: bool = False
+    # The job row as the lease's UPDATE left it (detached): the slice starts from
+    # it instead of reading the row again.
+    job: Job | None = field(default=None, repr=False, compare=False)
 
 
 ACQUIRE_SQL = text(
@@ -61,7 +65,7 @@ ACQUIRE_SQL = text(
        AND status IN ('queued', 'running')
        AND (lease_until IS NULL OR lease_until < now())
        AND {ADMISSIBLE}
-    RETURNING fence, attempts, {EARLIER_IN_SESSION.format(j="jobs")} AS behind_earlier
+    RETURNING jobs.*, {EARLIER_IN_SESSION.format(j="jobs")} AS behind_earlier
     """
 )
 
@@ -85,12 +89,15 @@ def acquire(
         ).first()
     if row is None:
         return None
+    columns = dict(row._mapping)
+    behind = bool(columns.pop("behind_earlier"))
     return Lease(
         job_id=job_id,
         fence=int(row.fence),
         owner=owner,
         attempts=int(row.attempts),
-        behind_earlier=bool(row.behind_earlier),
+        behind_earlier=behind,
+        job=Job(**columns),
     )
 
 
