@@ -27,19 +27,32 @@ class EventPublisher:
     ) -> str | None:
         """Append one event; ``refresh_ttl`` False skips renewing the stream's expiry
         (a writer that renewed it moments ago saves the pipeline around the XADD)."""
+        ids = self.publish_many(job_id, [(event_type, data)], refresh_ttl=refresh_ttl)
+        return ids[-1] if ids else None
+
+    def publish_many(
+        self,
+        job_id: str,
+        events: list[tuple[str, dict[str, Any]]],
+        *,
+        refresh_ttl: bool = True,
+    ) -> list[str]:
+        """Append events in order in one round trip; their ids, or [] when Redis failed."""
         key = stream_key(job_id)
-        fields = {"type": event_type, "data": json.dumps(data, default=str)}
+        entries = [{"type": kind, "data": json.dumps(data, default=str)} for kind, data in events]
         try:
-            if refresh_ttl:
-                pipe = self._redis.pipeline(transaction=False)
-                pipe.xadd(key, fields, maxlen=STREAM_MAXLEN, approximate=True)  # type: ignore[arg-type]
-                pipe.expire(key, STREAM_TTL_S)
-                event_id = pipe.execute()[0]
+            if len(entries) == 1 and not refresh_ttl:
+                ids = [self._redis.xadd(key, entries[0], maxlen=STREAM_MAXLEN, approximate=True)]  # type: ignore[arg-type]
             else:
-                event_id = self._redis.xadd(key, fields, maxlen=STREAM_MAXLEN, approximate=True)  # type: ignore[arg-type]
+                pipe = self._redis.pipeline(transaction=False)
+                for fields in entries:
+                    pipe.xadd(key, fields, maxlen=STREAM_MAXLEN, approximate=True)  # type: ignore[arg-type]
+                if refresh_ttl:
+                    pipe.expire(key, STREAM_TTL_S)
+                ids = pipe.execute()[: len(entries)]
         except redis.RedisError:
-            return None
-        return event_id.decode() if isinstance(event_id, bytes) else str(event_id)
+            return []
+        return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]
 
 
 def decode_entry(entry_id: Any, fields: dict[Any, Any]) -> dict[str, Any]:

@@ -29,6 +29,12 @@ class JobEvents:
         self.flush_tokens()
         self._publish(event_type, data, renew=event_type == "final")
 
+    def emit_final(self, events: list[tuple[str, dict[str, Any]]]) -> None:
+        """The slice's last events, in one round trip, renewing the stream's expiry."""
+        self.flush_tokens()
+        if self._publisher.publish_many(self._job_id, events, refresh_ttl=True):
+            self._ttl_renewed = True
+
     def _publish(self, event_type: str, data: dict[str, Any], *, renew: bool = False) -> None:
         renew = renew or not self._ttl_renewed
         if self._publisher.publish(self._job_id, event_type, data, refresh_ttl=renew) and renew:

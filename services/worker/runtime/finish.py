@@ -126,8 +126,12 @@ def finish_and_announce(
 ) -> None:
     """Commit the terminal state, tell the job's watchers, then wake who waited on it."""
     wake = commit_finish(writer, lease, status=status, result=result, error=error)
-    events.emit("status", {"status": status, "error": error})
-    events.emit("final", {"status": status, "result": result, "error": error})
+    events.emit_final(
+        [
+            ("status", {"status": status, "error": error}),
+            ("final", {"status": status, "result": result, "error": error}),
+        ]
+    )
     for job_id in wake:
         send_advance(celery, job_id)
 
