@@ -177,6 +177,7 @@ class TestSweeperDispatch:
 
 BACKLOG = 300
 E2E_CAP = 4
+RESWEEP_S = 3
 # Each job: two tool rounds and an answer, ~150 ms per model call.
 
 
@@ -203,7 +204,7 @@ def test_one_users_backlog_does_not_starve_another_users_turn(
         {
             "LEAFLAB_MAX_RUNNING_JOBS_PER_USER": str(E2E_CAP),
             "LEAFLAB_TIME_SLICE_S": "0.3",
-            "LEAFLAB_REQUEUE_AFTER_S": "3",
+            "LEAFLAB_REQUEUE_AFTER_S": str(RESWEEP_S),
         }
     )
     services.simulator(SCRIPT)
@@ -260,9 +261,14 @@ def test_one_users_backlog_does_not_starve_another_users_turn(
         print(
             f"bob waited {waited:.2f}s; alice's median job {one_slice:.2f}s; queued {still_queued}"
         )
-        assert waited < 2 * one_slice + 1.5, (waited, one_slice)
-        # ... although most of Alice's backlog was still waiting ahead of it.
-        assert still_queued and still_queued > BACKLOG // 2, "Alice's backlog was not there"
+        # Fairness: Bob's job started although most of Alice's backlog, submitted
+        # before it, was still waiting — first come, first served would have run
+        # hundreds of her jobs first (about half a minute here).
+        assert still_queued and still_queued > BACKLOG // 2, "Bob waited behind Alice's backlog"
+        # Latency is the benchmarks' business (wall time on a loaded machine says
+        # little); this bound only catches a start that took far more than a few
+        # of Alice's slices plus one sweep (a lost or refused message).
+        assert waited < 4 * one_slice + RESWEEP_S + 5, (waited, one_slice)
         # Nothing is lost while waiting queued: every job finishes.
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
