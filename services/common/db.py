@@ -24,8 +24,12 @@ CONNECT_ARGS = {
     # off mid-transaction (a partitioned worker) otherwise holds that transaction's row
     # locks for the kernel's two hours, and the jobs behind them cannot be taken over.
     # tcp_user_timeout covers a backend blocked sending to a vanished client.
+    # client_connection_check_interval covers one that is not reading either: a statement
+    # waiting on a lock looks at its socket only when the lock is granted, so it lived
+    # (with every lock its transaction held) as long as the blocker did; with the check
+    # it ends once TCP has declared the client dead (measured: 45 s, not 120+).
     "options": "-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3"
-    " -c tcp_user_timeout=30000",
+    " -c tcp_user_timeout=30000 -c client_connection_check_interval=5000",
 }
 
 

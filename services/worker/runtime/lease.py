@@ -187,7 +187,11 @@ class LeaseKeeper:
             return
         ids = [lease.job_id for lease in leases]
         fences = [lease.fence for lease in leases]
-        with self._factory() as db, db.begin():
+        # One statement in autocommit: the row locks end with it. In a BEGIN…COMMIT a
+        # host cut off between the UPDATE and the COMMIT left its backend idle in
+        # transaction holding every job it renewed, so none could be taken over
+        # until TCP declared the client dead (about 40 s; hours before keepalives).
+        with autocommit(self._factory) as db:
             renewed = db.execute(
                 text(
                     """

@@ -18,6 +18,7 @@ from celery import Celery
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.db import autocommit
 from services.worker.budget.orphans import sweep_reservations
 from services.worker.runtime.admission import CAPPED, EARLIER_IN_SESSION
 from services.worker.runtime.dispatch import send_advance
@@ -95,7 +96,10 @@ def sweep_once(
     params = {"after": requeue_after_s, "limit": limit, "cap": per_user_cap}
     # Give back what dead workers held before their jobs run (and reserve) again.
     sweep_reservations(factory)
-    with factory() as db, db.begin():
+    # Autocommit: each statement has its own snapshot under READ COMMITTED anyway, and
+    # the mark's row locks end with it instead of waiting for a COMMIT round trip (a
+    # sweeping host cut off in between would hold the due jobs it had just marked).
+    with autocommit(factory) as db:
         ordered = [row[0] for row in db.execute(DUE_SQL, params)]
         marked = {row[0] for row in db.execute(MARK_SENT_SQL, {"ids": ordered})}
     due = [job_id for job_id in ordered if job_id in marked]
