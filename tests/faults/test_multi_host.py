@@ -263,7 +263,11 @@ def test_jobs_use_every_host_and_survive_a_worker_host_going_dark(cluster: Clust
         for step in tools:
             assert step["status"] == "succeeded", step
             recovered = (step["result"].get("data") or {}).get("recovered")
-            assert step["executions"] == 1 or recovered, step
+            # A cut between recording an edit's intent and applying it leaves that step
+            # begun twice (executions 2, as tests/worker/test_failpoints.py defines it);
+            # the file check below proves the edit itself took effect once.
+            begun_twice = step["name"] in ("write_file", "edit_file") and step["executions"] == 2
+            assert step["executions"] == 1 or recovered or begun_twice, step
         workspace = Path(c.env["LEAFLAB_WORKSPACE_ROOT"]) / session_id
         assert (workspace / "n.txt").read_text() == str(rounds)
     # Every job worker-a was holding was continued by worker-b (its slice spans
