@@ -10,6 +10,7 @@ pays for the call it made, but writes no step.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from decimal import Decimal
 
 import pytest
@@ -33,10 +34,25 @@ ASK = Ask(usd=Decimal("1"), tokens=100, fast_usd=Decimal("0.1"), fast_tokens=100
 COST = Decimal("0.25")
 
 
-def _running(factory: sessionmaker[Session]) -> tuple[Lease, Job, uuid.UUID]:
+@pytest.fixture
+def jobs_left(session_factory: sessionmaker[Session]) -> Iterator[list[uuid.UUID]]:
+    """Jobs a test leaves running are closed: another suite's sweeper must not pick
+    up a session-less 'running' turn whose lease ran out."""
+    ids: list[uuid.UUID] = []
+    yield ids
+    with session_factory() as db, db.begin():
+        db.execute(
+            update(Job)
+            .where(Job.id.in_(ids))
+            .values(status="cancelled", lease_owner=None, lease_until=None)
+        )
+
+
+def _running(factory: sessionmaker[Session], left: list[uuid.UUID]) -> tuple[Lease, Job, uuid.UUID]:
     user = make_user(factory)
     budget = make_budget(factory, user_id=user.id, usd="10")
     (job_id,) = queued_jobs(factory, user.id, 1)
+    left.append(job_id)
     lease = acquire(factory, job_id=job_id, owner="test", ttl_s=60)
     assert lease is not None
     with factory() as db:
@@ -77,10 +93,10 @@ def _counts(factory: sessionmaker[Session], job_id: uuid.UUID) -> tuple[int, int
 
 
 def test_the_reply_and_its_charge_are_written_together(
-    engine: Engine, session_factory: sessionmaker[Session]
+    engine: Engine, session_factory: sessionmaker[Session], jobs_left: list[uuid.UUID]
 ) -> None:
     writer = engine.execution_options(isolation_level="AUTOCOMMIT")
-    lease, job, budget = _running(session_factory)
+    lease, job, budget = _running(session_factory, jobs_left)
     _answer(writer, lease, job, "llm:0")
     row = budget_row(session_factory, budget)
     assert (row.reserved_usd, row.reserved_tokens) == (0, 0)
@@ -89,10 +105,10 @@ def test_the_reply_and_its_charge_are_written_together(
 
 
 def test_a_superseded_worker_pays_for_its_call_but_writes_no_step(
-    engine: Engine, session_factory: sessionmaker[Session]
+    engine: Engine, session_factory: sessionmaker[Session], jobs_left: list[uuid.UUID]
 ) -> None:
     writer = engine.execution_options(isolation_level="AUTOCOMMIT")
-    lease, job, budget = _running(session_factory)
+    lease, job, budget = _running(session_factory, jobs_left)
     # Another worker took the job over while this one's call was in flight.
     with session_factory() as db, db.begin():
         db.execute(update(Job).where(Job.id == job.id).values(fence=Job.fence + 1))
