@@ -29,7 +29,7 @@ from services.worker.budget.reservation import (
     Reservation,
     Settlement,
     reserve_budget,
-    settle_budget,
+    settle_pending,
 )
 from services.worker.llm.pricing import PriceBook, worst_case_usd
 from services.worker.llm.types import Usage, estimate_tokens
@@ -157,13 +157,7 @@ class BudgetGate:
         cost: Decimal = Decimal(0),
     ) -> None:
         """Settle an admitted call to its real cost; ``model`` None: no call was made."""
-        pending = self.pending(admission, model=model, usage=usage, cost=cost)
-        settle_budget(
-            self._writer,
-            payer=pending.payer,
-            reservation=pending.reservation,
-            settlement=pending.settlement,
-        )
+        settle_pending(self._writer, self.pending(admission, model=model, usage=usage, cost=cost))
 
     def pending(
         self,

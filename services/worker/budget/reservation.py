@@ -310,9 +310,14 @@ def settle_budget(
     Returns whether the reservation was still held (False when the sweeper had
     already released it: the cost is charged all the same, since it was spent).
     """
-    pending = PendingSettlement(payer=payer, reservation=reservation, settlement=settlement)
-    row = _SETTLE.one(writer, pending.params())
-    return bool(row.released)
+    return settle_pending(
+        writer, PendingSettlement(payer=payer, reservation=reservation, settlement=settlement)
+    )
+
+
+def settle_pending(writer: Engine, pending: PendingSettlement) -> bool:
+    """:func:`settle_budget` for a settlement already built (``BudgetGate.pending``)."""
+    return bool(_SETTLE.one(writer, pending.params()).released)
 
 
 def release_orphans(factory: sessionmaker[Session], *, grace_s: float = 0.0) -> int:
