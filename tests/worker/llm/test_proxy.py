@@ -70,8 +70,13 @@ class TestThroughAProxy:
             client.close()
         assert all(r.finish_reason for r in replies)
         assert proxy.sent.startswith(f"POST {sim.base_url}/chat/completions HTTP/1.1".encode())
-        assert proxy.sent.count(b"Proxy-Authorization: Basic Ym9iOnB3") == 3
-        assert proxy.accepted == 1
+        # A reused connection the server closes just as a request goes out is resent once on
+        # a new connection (transport's guarantee); a loaded CI machine has hit that here.
+        # So: every request carries the credentials, and only a resend opens a connection.
+        posts = proxy.sent.count(f"POST {sim.base_url}/".encode())
+        assert posts >= 3
+        assert proxy.sent.count(b"Proxy-Authorization: Basic Ym9iOnB3") == posts
+        assert proxy.accepted == 1 + (posts - 3)
 
     def test_an_https_endpoint_is_reached_through_a_tunnel(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
