@@ -6,6 +6,7 @@ sweep these queued jobs into its own simulator.
 
 from __future__ import annotations
 
+from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.fixtures.builders import client_for, make_user, wait_job
@@ -31,3 +32,23 @@ def test_cancel_queued_job_is_immediate_and_the_next_turn_still_runs(
     # The cancelled turn's message stays in the history the second turn saw.
     history = client.get(f"/v1/sessions/{session['id']}/messages").json()["items"]
     assert [m["content"] for m in history] == ["one", "two", "second turn answered"]
+
+
+def test_a_turn_whose_session_row_is_gone_fails_with_a_clear_error(
+    services: Services, session_factory: sessionmaker[Session]
+) -> None:
+    services.simulator()
+    url = services.api()  # no worker yet: the turn stays queued
+    client = client_for(url, make_user(session_factory))
+    session = client.post("/v1/sessions", json={}).json()
+    job_id = client.post(f"/v1/sessions/{session['id']}/messages", json={"content": "hi"}).json()[
+        "job_id"
+    ]
+    with session_factory() as db:  # what deleting the session row does to its jobs
+        db.execute(text("UPDATE jobs SET session_id = NULL WHERE id = :id"), {"id": job_id})
+        db.commit()
+    services.worker()
+    job = wait_job(client, job_id)
+    assert job["status"] == "failed"
+    assert job["error"] == "this turn's chat session was deleted before it ran"
+    assert job["attempts"] == 1  # failed at once, not after the worker gave up retrying

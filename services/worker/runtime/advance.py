@@ -106,6 +106,10 @@ def _run_slice(deps: RuntimeDeps, lease: Lease) -> Outcome:
             outcome = SurveyRunner(deps, lease, job, events).run(deadline)
         elif job.kind == "memory":
             outcome = MaintenanceRunner(deps, lease, job, events).run(deadline)
+        elif job.session_id is None:
+            # Deleting a session row sets its jobs' session to NULL: a queued turn
+            # then has no conversation to answer into, and no retry will give it one.
+            outcome = _fail(deps, lease, "this turn's chat session was deleted before it ran")
         else:
             outcome = TurnRunner(deps, lease, job, events).run(deadline)
         span.set_attribute("leaflab.job.outcome", outcome.value)
@@ -117,6 +121,10 @@ def _give_up(deps: RuntimeDeps, lease: Lease) -> Outcome:
         f"gave up after {lease.attempts - 1} attempts to advance this job; "
         "see the worker logs for the failure"
     )
+    return _fail(deps, lease, error)
+
+
+def _fail(deps: RuntimeDeps, lease: Lease, error: str) -> Outcome:
     commit_finish(deps.writer, lease, status="failed", error=error)
     deps.publisher.publish(str(lease.job_id), "final", {"status": "failed", "error": error})
     return Outcome.FINISHED
