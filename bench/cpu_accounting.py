@@ -18,12 +18,13 @@ import psycopg
 PidSource = Callable[[], list[int]]
 
 
-def _cpu_s(pid: int) -> float | None:
+def _cpu_s(pid: int) -> tuple[float, float] | None:
+    """(user, system) CPU seconds."""
     try:
         times = psutil.Process(pid).cpu_times()
     except psutil.Error:
         return None
-    return float(times.user + times.system)
+    return float(times.user), float(times.system)
 
 
 def pids_of(*procs: psutil.Popen | int) -> PidSource:
@@ -60,7 +61,9 @@ def postgres_backends(admin_dsn: str, database: str) -> PidSource:
 @dataclass
 class CpuLedger:
     groups: dict[str, PidSource]
-    _start: dict[str, dict[int, float]] = field(default_factory=dict)
+    # Of each group's CPU seconds, those spent in the kernel (syscalls, lock hand-offs).
+    system_s: dict[str, float] = field(default_factory=dict)
+    _start: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)
 
     def start(self) -> None:
         self._start = {name: self._read(source) for name, source in self.groups.items()}
@@ -71,12 +74,15 @@ class CpuLedger:
         for name, source in self.groups.items():
             before = self._start.get(name, {})
             now = self._read(source)
-            used[name] = sum(cpu - before.get(pid, 0.0) for pid, cpu in now.items())
+            user = sum(cpu[0] - before.get(pid, (0.0, 0.0))[0] for pid, cpu in now.items())
+            system = sum(cpu[1] - before.get(pid, (0.0, 0.0))[1] for pid, cpu in now.items())
+            used[name] = user + system
+            self.system_s[name] = system
         return used
 
     @staticmethod
-    def _read(source: PidSource) -> dict[int, float]:
-        out: dict[int, float] = {}
+    def _read(source: PidSource) -> dict[int, tuple[float, float]]:
+        out: dict[int, tuple[float, float]] = {}
         for pid in source():
             cpu = _cpu_s(pid)
             if cpu is not None:

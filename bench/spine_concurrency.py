@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import redis
 from celery import Celery
 from sqlalchemy import func, select
 
@@ -101,7 +102,9 @@ class RunResult:
     floor: float
     steps: int
     cpu: dict[str, float]  # CPU seconds per process group during the run
+    system: dict[str, float]  # of which in the kernel
     baselines: dict[str, dict[str, float]]  # per baseline: CPU ms per operation and group
+    redis_calls: dict[str, int]  # Redis commands the run sent, by command
 
 
 def _run(
@@ -160,6 +163,7 @@ def _run(
             }
         )
         profilers = [_profile(w, logs, args.profile) for w in workers] if args.profile else []
+        commands_before = _redis_commands(redis_url)
         ledger.start()
         start = time.perf_counter()
         for job_id in ids:
@@ -181,6 +185,7 @@ def _run(
             time.sleep(0.05)
         makespan = time.perf_counter() - start
         cpu = ledger.stop()
+        redis_calls = _count_since(commands_before, _redis_commands(redis_url))
         for profiler in profilers:
             profiler.send_signal(signal.SIGINT)
             profiler.wait(60)
@@ -213,7 +218,26 @@ def _run(
         for worker in workers:
             worker.stop()
         sim.stop()
-    return RunResult(makespan, failed, floor, int(steps), cpu, baselines)
+    return RunResult(
+        makespan, failed, floor, int(steps), cpu, ledger.system_s, baselines, redis_calls
+    )
+
+
+def _redis_commands(redis_url: str) -> dict[str, int]:
+    """Calls per Redis command since the server started (``INFO commandstats``)."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        stats = client.info("commandstats")
+    finally:
+        client.close()
+    return {name.removeprefix("cmdstat_"): int(row["calls"]) for name, row in stats.items()}
+
+
+def _count_since(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    grown = {name: calls - before.get(name, 0) for name, calls in after.items()}
+    # The two INFO calls that take the counts are the bench's, not the run's.
+    grown["info"] = grown.get("info", 0) - 1
+    return {name: calls for name, calls in sorted(grown.items(), key=lambda kv: -kv[1]) if calls}
 
 
 def _profile(worker: Proc, logs: Path, out_dir: Path) -> subprocess.Popen[bytes]:
@@ -303,10 +327,16 @@ def _report(result: RunResult, args: argparse.Namespace) -> None:
     platform = 0.0
     for name, seconds in result.cpu.items():
         per_step = 1000 * seconds / max(result.steps, 1)
-        print(f"  {name:22} {per_step:7.2f} ms  ({seconds:.2f} CPU-s)")
+        kernel = 100 * result.system.get(name, 0.0) / seconds if seconds else 0.0
+        print(f"  {name:22} {per_step:7.2f} ms  ({seconds:.2f} CPU-s, {kernel:.0f} % kernel)")
         if name in ("agent worker(s)", "postgres backends", "redis"):
             platform += per_step
     print(f"  {'platform total':22} {platform:7.2f} ms  (workers + Postgres + Redis; goal <= 5)")
+    calls = ", ".join(
+        f"{name} {count / args.jobs:.1f}" for name, count in list(result.redis_calls.items())[:10]
+    )
+    total = sum(result.redis_calls.values())
+    print(f"Redis commands per job: {total / args.jobs:.1f} ({calls})")
     print(f"baselines in the same run (CPU ms per operation, {args.baseline_ops} each):")
     for name, groups in result.baselines.items():
         parts = ", ".join(f"{group} {ms:.3f}" for group, ms in groups.items())

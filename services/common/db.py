@@ -33,7 +33,16 @@ CONNECT_ARGS = {
 }
 
 
-def build_engine(url: str, *, pool_size: int = 10) -> Engine:
+# For the agent workers' hot statements (prepared on first use, see one_statement):
+# PostgreSQL plans a prepared statement afresh at each of its first five runs on a
+# connection ("custom" plans) and may keep doing so; a generic plan is made once per
+# connection and reused. Measured on the ledger write: ≈ 1.5 ms of server CPU to plan
+# against ≈ 0.5 to run. Every statement the workers prepare looks rows up by key, so
+# the generic plan is the same plan. Statements that are not prepared are unaffected.
+GENERIC_PLANS = " -c plan_cache_mode=force_generic_plan"
+
+
+def build_engine(url: str, *, pool_size: int = 10, generic_plans: bool = False) -> Engine:
     """A pooled engine that survives a database restart.
 
     Each connection is checked on checkout, so after a restart the dead
@@ -53,12 +62,19 @@ def build_engine(url: str, *, pool_size: int = 10) -> Engine:
         # Error text (and so any log line or span that carries it) must not
         # include statement parameters: they are users' messages and inputs.
         hide_parameters=True,
-        connect_args=dict(CONNECT_ARGS) if postgres else {},
+        connect_args=_connect_args(generic_plans) if postgres else {},
         future=True,
     )
     if postgres:
         event.listen(engine, "checkout", _drop_if_server_hung_up)
     return engine
+
+
+def _connect_args(generic_plans: bool) -> dict[str, Any]:
+    args = dict(CONNECT_ARGS)
+    if generic_plans:
+        args["options"] = f"{args['options']}{GENERIC_PLANS}"
+    return args
 
 
 def _drop_if_server_hung_up(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:

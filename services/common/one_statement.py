@@ -17,7 +17,8 @@ failed is discarded by the pool rather than handed to the next caller.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -58,8 +59,9 @@ class OneStatement:
                 try:
                     with conn.cursor(row_factory=namedtuple_row) as cur:
                         # Prepared at once on each connection, not after psycopg's
-                        # default five runs: the server plans these CTE statements
-                        # once per connection instead of at every step.
+                        # default five runs. The workers' connections also ask for
+                        # generic plans (db.GENERIC_PLANS), so the server plans these
+                        # CTE statements once per connection instead of at every step.
                         cur.execute(self.sql, params, prepare=True)
                         if first_only:
                             row = cur.fetchone()
@@ -74,18 +76,68 @@ class OneStatement:
             fairy.close()
 
     def _fail(self, fairy: Any, conn: psycopg.Connection[Any], err: psycopg.Error) -> None:
-        lost = conn.closed or conn.broken or isinstance(err, psycopg.OperationalError)
-        if lost:
-            fairy.invalidate(err)  # never back into the pool
-        raise exc.DBAPIError.instance(
-            self.sql,
-            None,
-            err,
-            psycopg.Error,
-            hide_parameters=True,
-            connection_invalidated=lost,
-            dialect=_DIALECT,
-        ) from err
+        _raise_mapped(fairy, conn, err, self.sql)
+
+
+def _raise_mapped(fairy: Any, conn: psycopg.Connection[Any], err: psycopg.Error, sql: str) -> None:
+    """Raise ``err`` as SQLAlchemy's type; a lost connection never goes back to the pool."""
+    lost = conn.closed or conn.broken or isinstance(err, psycopg.OperationalError)
+    if lost:
+        fairy.invalidate(err)
+    raise exc.DBAPIError.instance(
+        sql,
+        None,
+        err,
+        psycopg.Error,
+        hide_parameters=True,
+        connection_invalidated=lost,
+        dialect=_DIALECT,
+    ) from err
+
+
+class Transaction:
+    """Statements of one transaction on one pooled connection (see :func:`transaction`)."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+        self.last_sql = ""
+
+    def one(self, statement: OneStatement, params: Mapping[str, Any]) -> Any:
+        """The first row (a named tuple), or None."""
+        self.last_sql = statement.sql
+        with self._conn.cursor(row_factory=namedtuple_row) as cur:
+            cur.execute(statement.sql, params, prepare=True)
+            return cur.fetchone()
+
+    def execute(self, statement: OneStatement, params: Mapping[str, Any]) -> None:
+        """A statement that returns no rows."""
+        self.last_sql = statement.sql
+        with self._conn.cursor() as cur:
+            cur.execute(statement.sql, params, prepare=True)
+
+
+@contextmanager
+def transaction(engine: Engine) -> Iterator[Transaction]:
+    """A transaction of prepared statements below SQLAlchemy, committed when the block
+    ends and rolled back if it raises: for a short hot transaction of a few statements
+    (the lease's admission check and UPDATE), where ``Session`` machinery and per-run
+    planning cost more than the statements do."""
+    fairy = engine.raw_connection()
+    try:
+        conn = fairy.driver_connection
+        assert isinstance(conn, psycopg.Connection)
+        tx = Transaction(conn)
+        try:
+            yield tx  # psycopg opens the transaction at the first statement
+            conn.commit()
+        except psycopg.Error as err:
+            _raise_mapped(fairy, conn, err, tx.last_sql)
+        except BaseException:
+            if not (conn.closed or conn.broken):
+                conn.rollback()
+            raise
+    finally:
+        fairy.close()  # the pool's reset is free: no transaction is open any more
 
 
 def rows_of(

@@ -58,7 +58,7 @@ def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
     if metrics_port:
         start_metrics_server(metrics_port)
     database_url = cfg.require_database_url()
-    engine = build_engine(database_url, pool_size=cfg.db_pool_size)
+    engine = build_engine(database_url, pool_size=cfg.db_pool_size, generic_plans=True)
     ensure_migrated(engine, database_url)
     factory = build_sessionmaker(engine)
     client = build_redis(cfg.require_redis_url())

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import func, select, text, update
+from sqlalchemy import Engine, func, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.celery_app import build_celery
@@ -59,15 +59,16 @@ def cleanup(session_factory: sessionmaker[Session]) -> Iterator[list[uuid.UUID]]
 
 class TestAdmission:
     def test_a_user_at_the_cap_waits_queued_and_a_finish_hands_over_the_slot(
-        self, session_factory: sessionmaker[Session], cleanup: list[uuid.UUID]
+        self,
+        engine: Engine,
+        session_factory: sessionmaker[Session],
+        cleanup: list[uuid.UUID],
     ) -> None:
         alice, bob = make_user(session_factory), make_user(session_factory)
         cleanup += [alice.id, bob.id]
         jobs = _queued(session_factory, alice, CAP + 2)
         (bobs,) = _queued(session_factory, bob, 1)
-        leases = [
-            acquire(session_factory, job_id=j, owner="w", ttl_s=30, per_user_cap=CAP) for j in jobs
-        ]
+        leases = [acquire(engine, job_id=j, owner="w", ttl_s=30, per_user_cap=CAP) for j in jobs]
         taken = [lease for lease in leases if lease is not None]
         assert len(taken) == CAP
         assert _running(session_factory, alice.id) == CAP
@@ -76,17 +77,20 @@ class TestAdmission:
             refused = db.scalars(select(Job).where(Job.id.in_(jobs[CAP:]))).all()
             assert {j.status for j in refused} == {"queued"}
             assert all(j.lease_owner is None and j.started_at is None for j in refused)
-        assert acquire(session_factory, job_id=bobs, owner="w", ttl_s=30, per_user_cap=CAP)
+        assert acquire(engine, job_id=bobs, owner="w", ttl_s=30, per_user_cap=CAP)
         # One of Alice's jobs finishes: the oldest waiting one is woken and admitted.
         first = taken[0]
         with session_factory() as db, db.begin():
             wake = finish_job(db, first, status="succeeded", result={"content": "done"})
         assert wake == [jobs[CAP]]
-        assert acquire(session_factory, job_id=wake[0], owner="w", ttl_s=30, per_user_cap=CAP)
+        assert acquire(engine, job_id=wake[0], owner="w", ttl_s=30, per_user_cap=CAP)
         assert _running(session_factory, alice.id) == CAP
 
     def test_the_cap_holds_when_many_workers_admit_at_once(
-        self, session_factory: sessionmaker[Session], cleanup: list[uuid.UUID]
+        self,
+        engine: Engine,
+        session_factory: sessionmaker[Session],
+        cleanup: list[uuid.UUID],
     ) -> None:
         alice = make_user(session_factory)
         cleanup.append(alice.id)
@@ -95,7 +99,7 @@ class TestAdmission:
 
         def take(job_id: uuid.UUID) -> Lease | None:
             start.wait()
-            return acquire(session_factory, job_id=job_id, owner="w", ttl_s=30, per_user_cap=2)
+            return acquire(engine, job_id=job_id, owner="w", ttl_s=30, per_user_cap=2)
 
         for _round in range(3):
             with ThreadPoolExecutor(len(jobs)) as pool:
@@ -146,6 +150,7 @@ class TestSweeperDispatch:
 
     def test_a_refused_job_is_not_lost_when_its_slot_frees_without_a_finish(
         self,
+        engine: Engine,
         session_factory: sessionmaker[Session],
         isolated_redis_url: str,
         cleanup: list[uuid.UUID],
@@ -153,9 +158,9 @@ class TestSweeperDispatch:
         alice = make_user(session_factory)
         cleanup.append(alice.id)
         first, waiting = _queued(session_factory, alice, 2)
-        lease = acquire(session_factory, job_id=first, owner="w", ttl_s=30, per_user_cap=1)
+        lease = acquire(engine, job_id=first, owner="w", ttl_s=30, per_user_cap=1)
         assert lease is not None
-        assert acquire(session_factory, job_id=waiting, owner="w", ttl_s=30, per_user_cap=1) is None
+        assert acquire(engine, job_id=waiting, owner="w", ttl_s=30, per_user_cap=1) is None
         celery = build_celery(get_settings().model_copy(update={"redis_url": isolated_redis_url}))
         # Still at the cap: the sweeper leaves it waiting.
         assert waiting not in sweep_once(
@@ -170,7 +175,7 @@ class TestSweeperDispatch:
                 .values(status="waiting_approval", lease_until=None, lease_owner=None)
             )
         assert waiting in sweep_once(session_factory, celery, requeue_after_s=30, per_user_cap=1)
-        assert acquire(session_factory, job_id=waiting, owner="w", ttl_s=30, per_user_cap=1)
+        assert acquire(engine, job_id=waiting, owner="w", ttl_s=30, per_user_cap=1)
 
 
 # --- the user-visible scenario, with real processes --------------------------------

@@ -17,13 +17,14 @@ import pytest
 from sqlalchemy import exc, text
 
 from services.common.db import build_engine, build_sessionmaker
-from services.common.one_statement import OneStatement
+from services.common.one_statement import OneStatement, transaction
 from tests.conftest import PG_ADMIN_URL, Stack
 
 BACKEND = OneStatement(text("SELECT pg_backend_pid() AS pid"))
 SLEEP = OneStatement(text("SELECT pg_sleep(:s) AS slept"))
 BOOM = OneStatement(text("SELECT CAST(:secret AS text) AS s, 1 / :zero AS boom"))
 INSERT = OneStatement(text("INSERT INTO one_statement_probe (v) VALUES (:v) RETURNING v"))
+INSERT_QUIET = OneStatement(text("INSERT INTO one_statement_probe (v) VALUES (:v)"))
 
 
 @pytest.fixture()
@@ -88,3 +89,37 @@ def test_a_connection_killed_mid_statement_is_not_pooled_again(engine) -> None: 
     assert errors[0].connection_invalidated
     second = BACKEND.one(engine, {}).pid
     assert second != first
+
+
+def _probe_values(engine) -> list[str]:  # type: ignore[no-untyped-def]
+    with engine.connect() as conn:
+        return list(conn.execute(text("SELECT v FROM one_statement_probe ORDER BY v")).scalars())
+
+
+def test_a_transaction_commits_its_statements_together(engine) -> None:  # type: ignore[no-untyped-def]
+    with transaction(engine) as tx:
+        assert tx.one(INSERT, {"v": "a"}).v == "a"
+        tx.execute(INSERT_QUIET, {"v": "b"})
+        # Not visible outside before the block ends (one transaction, not autocommit).
+        assert _probe_values(build_engine(engine.url.render_as_string(False), pool_size=1)) == []
+    assert _probe_values(engine) == ["a", "b"]
+
+
+def test_a_transaction_that_raises_writes_nothing(engine) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(RuntimeError), transaction(engine) as tx:
+        tx.one(INSERT, {"v": "a"})
+        raise RuntimeError("give up")
+    with pytest.raises(exc.IntegrityError), transaction(engine) as tx:
+        tx.one(INSERT, {"v": "twice"})
+        tx.one(INSERT, {"v": "twice"})
+    secret = f"secret-{uuid.uuid4().hex}"
+    with pytest.raises(exc.DataError) as caught, transaction(engine) as tx:
+        tx.one(INSERT, {"v": "b"})
+        tx.one(BOOM, {"secret": secret, "zero": 0})
+    assert secret not in str(caught.value)  # parameters hidden, as for OneStatement
+    assert _probe_values(engine) == []
+    # The one pooled connection is usable afterwards, in and out of transactions.
+    with transaction(engine) as tx:
+        tx.one(INSERT, {"v": "after"})
+    assert INSERT.one(engine, {"v": "again"}).v == "again"
+    assert _probe_values(engine) == ["after", "again"]

@@ -30,7 +30,8 @@ from __future__ import annotations
 import uuid
 
 from sqlalchemy import text
-from sqlalchemy.orm import Session
+
+from services.common.one_statement import OneStatement, Transaction
 
 # Is job ``j`` subject to the cap (and counted while running)?
 CAPPED = """(
@@ -90,11 +91,14 @@ NOT_IN_FLIGHT_SQL = text(
     "UPDATE jobs SET enqueued_at = NULL WHERE id = :job_id AND status = 'queued'"
 )
 
+_PRECHECK = OneStatement(PRECHECK_SQL)
+_NOT_IN_FLIGHT = OneStatement(NOT_IN_FLIGHT_SQL)
+
 # Two-key advisory lock (PRECHECK_SQL): a namespace of our own, then the user.
 LOCK_NAMESPACE = 0x1EAF
 
 
-def admit(db: Session, *, job_id: uuid.UUID, cap: int) -> bool:
+def admit(tx: Transaction, *, job_id: uuid.UUID, cap: int) -> bool:
     """Whether taking ``job_id``'s lease may go ahead, serialising admission per user.
 
     Cheap refusals first: a queued job of a user already at the cap is refused
@@ -103,14 +107,12 @@ def admit(db: Session, *, job_id: uuid.UUID, cap: int) -> bool:
     """
     if cap <= 0:
         return True
-    row = db.execute(
-        PRECHECK_SQL, {"job_id": job_id, "cap": cap, "namespace": LOCK_NAMESPACE}
-    ).first()
+    row = tx.one(_PRECHECK, {"job_id": job_id, "cap": cap, "namespace": LOCK_NAMESPACE})
     if row is None or row.status != "queued" or not row.capped:
         return True
     if int(row.running) >= cap:
         # Its message is spent: say so, so the sweeper counts it as waiting for
         # a slot rather than as already on its way to one.
-        db.execute(NOT_IN_FLIGHT_SQL, {"job_id": job_id})
+        tx.execute(_NOT_IN_FLIGHT, {"job_id": job_id})
         return False
     return True

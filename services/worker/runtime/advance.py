@@ -42,7 +42,7 @@ def advance(deps: RuntimeDeps, job_id: uuid.UUID) -> Outcome | None:
         enqueue(deps, job_id)
         return None
     lease = acquire(
-        deps.factory,
+        deps.writer,
         job_id=job_id,
         owner=settings.worker_id,
         ttl_s=settings.lease_ttl_s,

@@ -16,11 +16,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.db import autocommit
 from services.common.models import Job
+from services.common.one_statement import OneStatement, transaction
 from services.worker.runtime.admission import ADMISSIBLE, EARLIER_IN_SESSION, admit
 
 log = logging.getLogger(__name__)
@@ -68,10 +69,11 @@ ACQUIRE_SQL = text(
     RETURNING jobs.*, {EARLIER_IN_SESSION.format(j="jobs")} AS behind_earlier
     """
 )
+_ACQUIRE = OneStatement(ACQUIRE_SQL)
 
 
 def acquire(
-    factory: sessionmaker[Session],
+    engine: Engine,
     *,
     job_id: uuid.UUID,
     owner: str,
@@ -81,15 +83,15 @@ def acquire(
     """Take the job's lease if it is free; None when another worker holds it, it is
     done, or (queued) it may not start yet (``admission``: the per-user cap, its
     session's order)."""
-    with factory() as db, db.begin():
-        if not admit(db, job_id=job_id, cap=per_user_cap):
+    with transaction(engine) as tx:
+        if not admit(tx, job_id=job_id, cap=per_user_cap):
             return None
-        row = db.execute(
-            ACQUIRE_SQL, {"owner": owner, "ttl": ttl_s, "job_id": job_id, "cap": per_user_cap}
-        ).first()
+        row = tx.one(
+            _ACQUIRE, {"owner": owner, "ttl": ttl_s, "job_id": job_id, "cap": per_user_cap}
+        )
     if row is None:
         return None
-    columns = dict(row._mapping)
+    columns = row._asdict()
     behind = bool(columns.pop("behind_earlier"))
     return Lease(
         job_id=job_id,

@@ -48,12 +48,14 @@ def jobs_left(session_factory: sessionmaker[Session]) -> Iterator[list[uuid.UUID
         )
 
 
-def _running(factory: sessionmaker[Session], left: list[uuid.UUID]) -> tuple[Lease, Job, uuid.UUID]:
+def _running(
+    engine: Engine, factory: sessionmaker[Session], left: list[uuid.UUID]
+) -> tuple[Lease, Job, uuid.UUID]:
     user = make_user(factory)
     budget = make_budget(factory, user_id=user.id, usd="10")
     (job_id,) = queued_jobs(factory, user.id, 1)
     left.append(job_id)
-    lease = acquire(factory, job_id=job_id, owner="test", ttl_s=60)
+    lease = acquire(engine, job_id=job_id, owner="test", ttl_s=60)
     assert lease is not None
     with factory() as db:
         job = db.get(Job, job_id)
@@ -96,7 +98,7 @@ def test_the_reply_and_its_charge_are_written_together(
     engine: Engine, session_factory: sessionmaker[Session], jobs_left: list[uuid.UUID]
 ) -> None:
     writer = engine.execution_options(isolation_level="AUTOCOMMIT")
-    lease, job, budget = _running(session_factory, jobs_left)
+    lease, job, budget = _running(engine, session_factory, jobs_left)
     _answer(writer, lease, job, "llm:0")
     row = budget_row(session_factory, budget)
     assert (row.reserved_usd, row.reserved_tokens) == (0, 0)
@@ -108,7 +110,7 @@ def test_a_superseded_worker_pays_for_its_call_but_writes_no_step(
     engine: Engine, session_factory: sessionmaker[Session], jobs_left: list[uuid.UUID]
 ) -> None:
     writer = engine.execution_options(isolation_level="AUTOCOMMIT")
-    lease, job, budget = _running(session_factory, jobs_left)
+    lease, job, budget = _running(engine, session_factory, jobs_left)
     # Another worker took the job over while this one's call was in flight.
     with session_factory() as db, db.begin():
         db.execute(update(Job).where(Job.id == job.id).values(fence=Job.fence + 1))
