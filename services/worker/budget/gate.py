@@ -32,7 +32,8 @@ from services.worker.budget.reservation import (
     settle_pending,
 )
 from services.worker.llm.pricing import PriceBook, worst_case_usd
-from services.worker.llm.types import Usage, estimate_tokens
+from services.worker.llm.same_object import SameObject
+from services.worker.llm.types import Usage, estimate_tokens_of_chars
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.lease import Lease
@@ -49,9 +50,13 @@ def fast_tier_model(settings: WorkerSettings) -> str:
     return settings.model_fast or settings.model
 
 
+_TOOLS_CHARS = SameObject(lambda tools: len(json.dumps(tools or [])))
+
+
 def prompt_tokens_upper_bound(messages: list[dict[str, Any]], tools: Any) -> int:
     """An estimate that errs high: every character of the serialised request counts."""
-    return estimate_tokens(json.dumps(messages, default=str) + json.dumps(tools or [])) + 1
+    chars = len(json.dumps(messages, default=str)) + _TOOLS_CHARS(tools)
+    return estimate_tokens_of_chars(chars) + 1
 
 
 def worst_case(prices: PriceBook, *, model: str, prompt_tokens: int, max_tokens: int) -> Decimal:

@@ -23,6 +23,7 @@ from services.worker.llm import json_protocol
 from services.worker.llm.backoff import RetryPolicy
 from services.worker.llm.errors import ModelError, from_status, from_transport_error
 from services.worker.llm.proxy import route_for
+from services.worker.llm.same_object import SameObject
 from services.worker.llm.settings import LlmSettings
 from services.worker.llm.stream import (
     StreamAssembler,
@@ -61,6 +62,13 @@ def _prompt_chars(messages: list[dict[str, Any]]) -> int:
         for call in message.get("tool_calls") or []:
             total += len(str(call.get("function", {}).get("arguments", "")))
     return total
+
+
+def _encode(value: object) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+_TOOLS_JSON = SameObject(_encode)
 
 
 class ModelClient:
@@ -123,8 +131,6 @@ class ModelClient:
         if json_tools:
             messages = json_protocol.to_json_protocol(messages, tools or [])
         body: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens}
-        if tools and not json_tools:
-            body["tools"] = tools
         if response_format is not None:
             # Structured output (a survey stage's JSON schema) travels as is, like messages.
             body["response_format"] = response_format
@@ -133,9 +139,10 @@ class ModelClient:
             body["stream_options"] = {"include_usage": True}
         # Encoded once for every attempt, as the SDK (httpx's defaults) encoded it: compact,
         # non-ASCII text as UTF-8 rather than \u escapes, NaN refused rather than sent.
-        payload = json.dumps(
-            body, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        ).encode()
+        payload = _encode(body)
+        if tools and not json_tools:
+            # The same schemas go with every call: their encoding is reused (same_object).
+            payload = b"".join((payload[:-1], b',"tools":', _TOOLS_JSON(tools), b"}"))
         headers = self._headers
         if conversation_key:
             headers = {**headers, CONVERSATION_HEADER: conversation_key}

@@ -44,4 +44,9 @@ class ModelResponse:
 
 def estimate_tokens(text: str) -> int:
     """Local token estimate used when an endpoint reports no usage: ≈ characters / 3."""
-    return (len(text) + 2) // 3
+    return estimate_tokens_of_chars(len(text))
+
+
+def estimate_tokens_of_chars(chars: int) -> int:
+    """:func:`estimate_tokens` of a text ``chars`` characters long."""
+    return (chars + 2) // 3

@@ -293,6 +293,7 @@ class TestWire:
             client.close()
         sent = json.loads(server.requests[0].body)
         assert "stream" not in sent and "stream_options" not in sent
+        assert sent["tools"] == TOOLS and sent["messages"] == USER  # schemas spliced in whole
         assert "x-leaflab-conversation" not in server.requests[0].headers
         assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [
             ("call_0", "python", "{}")
