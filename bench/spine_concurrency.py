@@ -13,6 +13,12 @@ It also attributes CPU: seconds of CPU per ledger step for each process group
 the simulator apart), next to three bare baselines measured in the same run —
 a Celery no-op task round trip, one HTTP call to the simulator, one Postgres
 insert — so each millisecond of Leaflab's cost per step can be placed.
+
+The burst runs twice on the same workers (``--batches 2``): first on freshly
+started ones, whose every database connection is new (a backend to start, each
+hot statement to prepare and plan once per connection), then on warm ones, as a
+worker that has been up for a while runs. Both are reported; they differ by
+that one-time cost per connection, which a short run cannot amortise.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import redis
 from celery import Celery
 from sqlalchemy import func, select
 
-from bench.cpu_accounting import CpuLedger, pids_of, postgres_backends
+from bench.cpu_accounting import CpuLedger, PidSource, pids_of, postgres_backends
 from bench.cpu_baselines import (
     _redis_pid,
     celery_noop_baseline,
@@ -96,21 +102,29 @@ def _wait_worker_ready(celery: Celery, processes: int, timeout_s: float = 120) -
 
 
 @dataclass
-class RunResult:
+class Batch:
+    """One burst of jobs: its makespan and what it cost."""
+
     makespan: float
     failed: int
-    floor: float
     steps: int
-    cpu: dict[str, float]  # CPU seconds per process group during the run
+    cpu: dict[str, float]  # CPU seconds per process group during the batch
     system: dict[str, float]  # of which in the kernel
+    redis_calls: dict[str, int]  # Redis commands the batch sent, by command
+
+
+@dataclass
+class RunResult:
+    batches: list[Batch]  # the first on freshly started workers, then warm ones
+    floor: float
     baselines: dict[str, dict[str, float]]  # per baseline: CPU ms per operation and group
-    redis_calls: dict[str, int]  # Redis commands the run sent, by command
 
 
 def _run(
     scratch: ScratchStack, redis_url: str, rds: PrivateRedis, args: argparse.Namespace
 ) -> RunResult:
-    """Enqueue every job in one burst, measuring makespan and CPU; then the baselines."""
+    """Enqueue every job of a batch in one burst, measuring makespan and CPU, once on
+    freshly started workers and again on the same (warm) workers; then the baselines."""
     logs = Path(tempfile.mkdtemp())
     tool = {"tool_calls": [{"name": "glob", "arguments": {"pattern": "*.md"}}]}
     script = {
@@ -151,57 +165,19 @@ def _run(
         factory = build_sessionmaker(build_engine(scratch.database_url, pool_size=5))
         celery = Celery("bench", broker=redis_url)
         _wait_worker_ready(celery, args.processes)  # the clock starts only once the worker consumes
-        ids = _create_jobs(factory, args.jobs, args.users)
-        ledger = CpuLedger(
-            {
-                "agent worker(s)": pids_of(*(w.popen.pid for w in workers)),
-                "postgres backends": postgres_backends(PG_ADMIN, scratch.database_name),
-                "redis": pids_of(_redis_pid(rds)),
-                "simulator (apart)": pids_of(sim.popen.pid),
-                # This process alone: the servers above are its children.
-                "bench driver": lambda: [os.getpid()],
-            }
-        )
-        profilers = [_profile(w, logs, args.profile) for w in workers] if args.profile else []
-        commands_before = _redis_commands(redis_url)
-        ledger.start()
-        start = time.perf_counter()
-        for job_id in ids:
-            celery.send_task(ADVANCE_TASK, args=[str(job_id)], queue=AGENT_QUEUE)
-        while True:
-            with factory() as db:
-                done = (
-                    db.scalar(
-                        select(func.count())
-                        .select_from(Job)
-                        .where(Job.id.in_(ids), Job.status.in_(("succeeded", "failed")))
-                    )
-                    or 0
-                )
-            if done >= len(ids):
-                break
-            if time.perf_counter() - start > 600:
-                raise SystemExit(f"timed out with {done}/{len(ids)} done; see {logs}")
-            time.sleep(0.05)
-        makespan = time.perf_counter() - start
-        cpu = ledger.stop()
-        redis_calls = _count_since(commands_before, _redis_commands(redis_url))
-        for profiler in profilers:
-            profiler.send_signal(signal.SIGINT)
-            profiler.wait(60)
-        with factory() as db:
-            failed = (
-                db.scalar(
-                    select(func.count())
-                    .select_from(Job)
-                    .where(Job.id.in_(ids), Job.status == "failed")
-                )
-                or 0
-            )
-            steps = (
-                db.scalar(select(func.count()).select_from(JobStep).where(JobStep.job_id.in_(ids)))
-                or 0
-            )
+        groups = {
+            "agent worker(s)": pids_of(*(w.popen.pid for w in workers)),
+            "postgres backends": postgres_backends(PG_ADMIN, scratch.database_name),
+            "redis": pids_of(_redis_pid(rds)),
+            "simulator (apart)": pids_of(sim.popen.pid),
+            # This process alone: the servers above are its children.
+            "bench driver": lambda: [os.getpid()],
+        }
+        batches = []
+        for number in range(args.batches):
+            ids = _create_jobs(factory, args.jobs, args.users)
+            profile = args.profile / f"batch-{number + 1}" if args.profile else None
+            batches.append(_batch(factory, celery, ids, groups, redis_url, workers, logs, profile))
         for worker in workers:
             worker.stop()  # the baselines get the CPU the workers had
         floor = _client_floor(f"http://127.0.0.1:{sim_port}", args)
@@ -218,26 +194,58 @@ def _run(
         for worker in workers:
             worker.stop()
         sim.stop()
-    return RunResult(
-        makespan, failed, floor, int(steps), cpu, ledger.system_s, baselines, redis_calls
-    )
+    return RunResult(batches, floor, baselines)
 
 
-def _redis_commands(redis_url: str) -> dict[str, int]:
-    """Calls per Redis command since the server started (``INFO commandstats``)."""
-    client = redis.Redis.from_url(redis_url)
-    try:
-        stats = client.info("commandstats")
-    finally:
-        client.close()
-    return {name.removeprefix("cmdstat_"): int(row["calls"]) for name, row in stats.items()}
-
-
-def _count_since(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-    grown = {name: calls - before.get(name, 0) for name, calls in after.items()}
-    # The two INFO calls that take the counts are the bench's, not the run's.
-    grown["info"] = grown.get("info", 0) - 1
-    return {name: calls for name, calls in sorted(grown.items(), key=lambda kv: -kv[1]) if calls}
+def _batch(  # type: ignore[no-untyped-def]
+    factory,
+    celery: Celery,
+    ids: list[uuid.UUID],
+    groups: dict[str, PidSource],
+    redis_url: str,
+    workers: list[Proc],
+    logs: Path,
+    profile: Path | None,
+) -> Batch:
+    ledger = CpuLedger(groups)
+    profilers = [_profile(w, logs, profile) for w in workers] if profile else []
+    commands_before = _redis_commands(redis_url)
+    ledger.start()
+    start = time.perf_counter()
+    for job_id in ids:
+        celery.send_task(ADVANCE_TASK, args=[str(job_id)], queue=AGENT_QUEUE)
+    while True:
+        with factory() as db:
+            done = (
+                db.scalar(
+                    select(func.count())
+                    .select_from(Job)
+                    .where(Job.id.in_(ids), Job.status.in_(("succeeded", "failed")))
+                )
+                or 0
+            )
+        if done >= len(ids):
+            break
+        if time.perf_counter() - start > 600:
+            raise SystemExit(f"timed out with {done}/{len(ids)} done; see {logs}")
+        time.sleep(0.05)
+    makespan = time.perf_counter() - start
+    cpu = ledger.stop()
+    redis_calls = _count_since(commands_before, _redis_commands(redis_url))
+    for profiler in profilers:
+        profiler.send_signal(signal.SIGINT)
+        profiler.wait(60)
+    with factory() as db:
+        failed = (
+            db.scalar(
+                select(func.count()).select_from(Job).where(Job.id.in_(ids), Job.status == "failed")
+            )
+            or 0
+        )
+        steps = (
+            db.scalar(select(func.count()).select_from(JobStep).where(JobStep.job_id.in_(ids))) or 0
+        )
+    return Batch(makespan, failed, int(steps), cpu, dict(ledger.system_s), redis_calls)
 
 
 def _profile(worker: Proc, logs: Path, out_dir: Path) -> subprocess.Popen[bytes]:
@@ -273,6 +281,23 @@ def _client_floor(sim_url: str, args: argparse.Namespace) -> float:
     return elapsed
 
 
+def _redis_commands(redis_url: str) -> dict[str, int]:
+    """Calls per Redis command since the server started (``INFO commandstats``)."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        stats = client.info("commandstats")
+    finally:
+        client.close()
+    return {name.removeprefix("cmdstat_"): int(row["calls"]) for name, row in stats.items()}
+
+
+def _count_since(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    grown = {name: calls - before.get(name, 0) for name, calls in after.items()}
+    # The two INFO calls that take the counts are the bench's, not the run's.
+    grown["info"] = grown.get("info", 0) - 1
+    return {name: calls for name, calls in sorted(grown.items(), key=lambda kv: -kv[1]) if calls}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=200)
@@ -284,6 +309,13 @@ def main() -> None:
     )
     parser.add_argument("--processes", type=int, default=1, help="worker processes")
     parser.add_argument("--baseline-ops", type=int, default=1000, help="operations per baseline")
+    parser.add_argument(
+        "--batches",
+        type=int,
+        default=2,
+        help="bursts of --jobs on the same workers: the first measures freshly started "
+        "workers (new database connections, statements planned), the next warm ones",
+    )
     parser.add_argument(
         "--profile", type=Path, default=None, help="write py-spy profiles of the workers here"
     )
@@ -303,44 +335,51 @@ def main() -> None:
 
 def _report(result: RunResult, args: argparse.Namespace) -> None:
     ideal = args.calls * args.latency_ms / 1000
-    makespan, floor = result.makespan, result.floor
+    floor = result.floor
     print(
         f"{args.jobs} jobs x {args.calls} model calls at {args.latency_ms} ms, "
         f"{args.processes} worker process(es) x {args.concurrency} threads, "
-        f"{args.users} users, "
-        f"{result.failed} failed"
+        f"{args.users} users, {len(result.batches)} batch(es) on the same workers"
     )
     print(
         f"ideal makespan {ideal:.2f} s (all waiting overlapped); "
         f"serialised model calls would take {args.jobs * ideal:.0f} s"
     )
     print(
-        f"achieved makespan {makespan:.2f} s -> achieved/ideal throughput {ideal / makespan:.3f}; "
-        f"{args.jobs * ideal / makespan:.1f}x faster than serial"
-    )
-    print(
         f"baseline: the same calls from bare ModelClient threads (no Leaflab): {floor:.2f} s "
-        f"-> achieved/ideal {ideal / floor:.3f}; "
-        f"Leaflab / client-only makespan {makespan / floor:.2f}x"
+        f"-> achieved/ideal {ideal / floor:.3f}"
     )
-    print(f"CPU per ledger step ({result.steps} steps: model calls and tool calls):")
-    platform = 0.0
-    for name, seconds in result.cpu.items():
-        per_step = 1000 * seconds / max(result.steps, 1)
-        kernel = 100 * result.system.get(name, 0.0) / seconds if seconds else 0.0
-        print(f"  {name:22} {per_step:7.2f} ms  ({seconds:.2f} CPU-s, {kernel:.0f} % kernel)")
-        if name in ("agent worker(s)", "postgres backends", "redis"):
-            platform += per_step
-    print(f"  {'platform total':22} {platform:7.2f} ms  (workers + Postgres + Redis; goal <= 5)")
-    calls = ", ".join(
-        f"{name} {count / args.jobs:.1f}" for name, count in list(result.redis_calls.items())[:10]
-    )
-    total = sum(result.redis_calls.values())
-    print(f"Redis commands per job: {total / args.jobs:.1f} ({calls})")
+    for number, batch in enumerate(result.batches, start=1):
+        state = "freshly started workers" if number == 1 else "warm workers"
+        print(f"batch {number} ({state}), {batch.failed} failed:")
+        _report_batch(batch, args, ideal, floor)
     print(f"baselines in the same run (CPU ms per operation, {args.baseline_ops} each):")
     for name, groups in result.baselines.items():
         parts = ", ".join(f"{group} {ms:.3f}" for group, ms in groups.items())
         print(f"  {name:28} total {sum(groups.values()):.3f} ms  ({parts})")
+
+
+def _report_batch(batch: Batch, args: argparse.Namespace, ideal: float, floor: float) -> None:
+    makespan = batch.makespan
+    print(
+        f"  achieved makespan {makespan:.2f} s -> achieved/ideal throughput "
+        f"{ideal / makespan:.3f}; {args.jobs * ideal / makespan:.1f}x faster than serial; "
+        f"Leaflab / client-only makespan {makespan / floor:.2f}x"
+    )
+    print(f"  CPU per ledger step ({batch.steps} steps: model calls and tool calls):")
+    platform = 0.0
+    for name, seconds in batch.cpu.items():
+        per_step = 1000 * seconds / max(batch.steps, 1)
+        kernel = 100 * batch.system.get(name, 0.0) / seconds if seconds else 0.0
+        print(f"    {name:22} {per_step:7.2f} ms  ({seconds:.2f} CPU-s, {kernel:.0f} % kernel)")
+        if name in ("agent worker(s)", "postgres backends", "redis"):
+            platform += per_step
+    print(f"    {'platform total':22} {platform:7.2f} ms  (workers + Postgres + Redis; goal <= 5)")
+    calls = ", ".join(
+        f"{name} {count / args.jobs:.1f}" for name, count in list(batch.redis_calls.items())[:10]
+    )
+    total = sum(batch.redis_calls.values())
+    print(f"  Redis commands per job: {total / args.jobs:.1f} ({calls})")
 
 
 if __name__ == "__main__":
