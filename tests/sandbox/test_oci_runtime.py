@@ -14,6 +14,7 @@ import docker.errors
 import pytest
 
 from services.sandbox.backends.docker.containers import ContainerFactory
+from services.sandbox.owners import new_owner
 from services.sandbox.settings import SandboxSettings
 
 
@@ -23,7 +24,9 @@ def _factory(
     chosen = settings.model_copy(
         update={"sandbox_docker_runtime": runtime, "sandbox_runner": False}
     )
-    return ContainerFactory(client, chosen, image, owner="test-oci-runtime")
+    # A live owner (this process): a sandbox worker's janitor running meanwhile reaps
+    # containers whose owner it cannot find alive, such as a made-up name.
+    return ContainerFactory(client, chosen, image, owner=new_owner())
 
 
 def test_containers_run_under_the_configured_runtime(

@@ -42,6 +42,9 @@ class Relay:
         self.close_on_next_request = False
         self.accepted = 0
         self.sent = bytearray()  # everything clients sent, in arrival order
+        # What each accepted connection sent, in accept order: other HTTP clients of the
+        # test process (a span exporter honouring HTTP_PROXY, say) may use a proxy too.
+        self.connections: list[bytearray] = []
         self._lock = threading.Lock()
         self._open: list[socket.socket] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -70,28 +73,37 @@ class Relay:
                 client, _ = self._listener.accept()
             except OSError:
                 return
+            sent = bytearray()
             with self._lock:
                 self.accepted += 1
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+                self.connections.append(sent)
+            threading.Thread(target=self._serve, args=(client, sent), daemon=True).start()
 
-    def _serve(self, client: socket.socket) -> None:
+    def carrying(self, prefix: bytes) -> list[bytes]:
+        """What each connection that began with ``prefix`` sent."""
+        with self._lock:
+            return [bytes(sent) for sent in self.connections if sent.startswith(prefix)]
+
+    def _serve(self, client: socket.socket, sent: bytearray) -> None:
         first = b""
         if self.proxy:
             first = _read_head(client)
             if first.startswith(b"CONNECT"):
-                self._record(first)
+                self._record(first, sent)
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 first = b""
         upstream = socket.create_connection(self.upstream)
         with self._lock:
             self._open += [client, upstream]
         if first:
-            self._record(first)
+            self._record(first, sent)
             upstream.sendall(first)
         threading.Thread(target=_pipe, args=(upstream, client), daemon=True).start()
-        self._pump_requests(client, upstream, used=bool(first))
+        self._pump_requests(client, upstream, sent, used=bool(first))
 
-    def _pump_requests(self, client: socket.socket, upstream: socket.socket, used: bool) -> None:
+    def _pump_requests(
+        self, client: socket.socket, upstream: socket.socket, sent: bytearray, *, used: bool
+    ) -> None:
         while True:
             try:
                 data = client.recv(65536)
@@ -102,16 +114,17 @@ class Relay:
                 _close(upstream)
                 return
             used = True
-            self._record(data)
+            self._record(data, sent)
             try:
                 upstream.sendall(data)
             except OSError:
                 _close(client)
                 return
 
-    def _record(self, data: bytes) -> None:
+    def _record(self, data: bytes, sent: bytearray) -> None:
         with self._lock:
             self.sent += data
+            sent += data
 
 
 def _starts_request(data: bytes) -> bool:
