@@ -70,21 +70,18 @@ class OneStatement:
                 finally:
                     conn.autocommit = False
             except psycopg.Error as err:
-                self._fail(fairy, conn, err)
-                raise AssertionError("unreachable") from err
+                raise _mapped(fairy, conn, err, self.sql) from err
         finally:
             fairy.close()
 
-    def _fail(self, fairy: Any, conn: psycopg.Connection[Any], err: psycopg.Error) -> None:
-        _raise_mapped(fairy, conn, err, self.sql)
 
-
-def _raise_mapped(fairy: Any, conn: psycopg.Connection[Any], err: psycopg.Error, sql: str) -> None:
-    """Raise ``err`` as SQLAlchemy's type; a lost connection never goes back to the pool."""
+def _mapped(fairy: Any, conn: psycopg.Connection[Any], err: psycopg.Error, sql: str) -> Exception:
+    """``err`` as SQLAlchemy's type, parameters hidden; a lost connection is invalidated
+    (never back into the pool)."""
     lost = conn.closed or conn.broken or isinstance(err, psycopg.OperationalError)
     if lost:
         fairy.invalidate(err)
-    raise exc.DBAPIError.instance(
+    return exc.DBAPIError.instance(
         sql,
         None,
         err,
@@ -92,7 +89,7 @@ def _raise_mapped(fairy: Any, conn: psycopg.Connection[Any], err: psycopg.Error,
         hide_parameters=True,
         connection_invalidated=lost,
         dialect=_DIALECT,
-    ) from err
+    )
 
 
 class Transaction:
@@ -131,7 +128,7 @@ def transaction(engine: Engine) -> Iterator[Transaction]:
             yield tx  # psycopg opens the transaction at the first statement
             conn.commit()
         except psycopg.Error as err:
-            _raise_mapped(fairy, conn, err, tx.last_sql)
+            raise _mapped(fairy, conn, err, tx.last_sql) from err
         except BaseException:
             if not (conn.closed or conn.broken):
                 conn.rollback()
