@@ -2,13 +2,17 @@
 
 Wall time on a shared 2-core machine says little; CPU time (user + system,
 from ``/proc`` through psutil) per process does not depend on what else runs.
-Groups are named sets of pids, re-read at start and stop: a Postgres backend
-that appears during the run is counted from zero, one that exits before the
-end is lost (pooled connections live for the whole run, so few are).
+Groups are named sets of pids. They are re-read at start, at stop and every
+``sample_s`` in between, keeping each process's last reading: a Postgres backend
+that starts and exits during the run (a pool's overflow connection) is counted up
+to its last sample instead of being lost, and one that appears is counted from
+zero. Only a process that lives less than one sampling interval is missed;
+``processes_seen`` says how many each group had, so churn shows.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -58,27 +62,73 @@ def postgres_backends(admin_dsn: str, database: str) -> PidSource:
     return read
 
 
+def postgres_shared(admin_dsn: str) -> PidSource:
+    """The server's own processes (postmaster, WAL writer, checkpointer …), which work
+    for every database: forking backends, flushing the WAL that commits wrote."""
+
+    def read() -> list[int]:
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname IS NULL"
+                " AND backend_type <> 'client backend'"
+            ).fetchall()
+        pids = [int(r[0]) for r in rows]
+        try:
+            pids.append(psutil.Process(pids[0]).ppid())  # the postmaster
+        except (IndexError, psutil.Error):
+            pass
+        return pids
+
+    return read
+
+
 @dataclass
 class CpuLedger:
     groups: dict[str, PidSource]
+    # Seconds between readings while running; 0 reads only at start and stop.
+    sample_s: float = 0.0
     # Of each group's CPU seconds, those spent in the kernel (syscalls, lock hand-offs).
     system_s: dict[str, float] = field(default_factory=dict)
+    # How many distinct processes each group had during the run.
+    processes_seen: dict[str, int] = field(default_factory=dict)
     _start: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)
+    _last: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _sampler: threading.Thread | None = None
 
     def start(self) -> None:
         self._start = {name: self._read(source) for name, source in self.groups.items()}
+        self._last = {name: dict(readings) for name, readings in self._start.items()}
+        if self.sample_s > 0:
+            self._stop.clear()
+            self._sampler = threading.Thread(target=self._sample, daemon=True)
+            self._sampler.start()
 
     def stop(self) -> dict[str, float]:
         """CPU seconds per group since ``start``."""
+        if self._sampler is not None:
+            self._stop.set()
+            self._sampler.join()
+            self._sampler = None
+        self._take_readings()
         used: dict[str, float] = {}
-        for name, source in self.groups.items():
+        for name in self.groups:
             before = self._start.get(name, {})
-            now = self._read(source)
+            now = self._last[name]
             user = sum(cpu[0] - before.get(pid, (0.0, 0.0))[0] for pid, cpu in now.items())
             system = sum(cpu[1] - before.get(pid, (0.0, 0.0))[1] for pid, cpu in now.items())
             used[name] = user + system
             self.system_s[name] = system
+            self.processes_seen[name] = len(now)
         return used
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.sample_s):
+            self._take_readings()
+
+    def _take_readings(self) -> None:
+        for name, source in self.groups.items():
+            self._last.setdefault(name, {}).update(self._read(source))
 
     @staticmethod
     def _read(source: PidSource) -> dict[int, tuple[float, float]]:

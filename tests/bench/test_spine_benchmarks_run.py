@@ -43,6 +43,10 @@ def test_concurrency_benchmark_prints_its_figures(stack: Stack) -> None:
     assert found and float(found[1]) >= 1, out
     for line in ("agent worker(s)", "postgres backends", "celery no-op round trip"):
         assert line in out
+    # The backends were followed during the batch: at least one per worker connection.
+    backends = re.search(r"postgres backends .*?, (\d+) process", out)
+    assert backends and int(backends[1]) >= 1, out
+    assert re.search(r"postgres server .*?, [1-9]\d* process", out), out
     assert "http call to the simulator" in out and "postgres insert" in out
 
 
