@@ -52,6 +52,8 @@ app.conf.worker_concurrency = settings.worker_concurrency
 # a job whose message is lost is sent again by the sweeper (``requeue_after_s``),
 # long before a visibility timeout; a duplicate is refused by the lease. Measured
 # (py-spy): ≈ a fifth of the agent worker's samples were in those two pipelines.
+# A warm shutdown still gives back the messages it had taken but not started
+# (kombu restores its in-memory unacked ones; tests/worker/test_graceful_shutdown.py).
 app.conf.broker_transport_options = {
     **(app.conf.broker_transport_options or {}),
     "ack_emulation": False,

@@ -3,6 +3,12 @@
 The worker's lease TTL and the sweeper's requeue delay are set to 60 s here: a
 job continued sooner than that was released and re-enqueued by the stopping
 worker itself. Without draining the job would sit until the lease expired.
+
+The stopping worker runs one thread, so a second job's message waits in it,
+taken from the queue (prefetched) but not started. The agent queue runs without
+kombu's emulated acks, so Redis no longer holds that message; the worker must
+give it back as it stops (kombu restores the messages it delivered and nobody
+acked), or that job waits for the sweeper's 60 s.
 """
 
 from __future__ import annotations
@@ -12,11 +18,14 @@ import signal
 import time
 from pathlib import Path
 
+import httpx
+import redis
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.task_names import AGENT_QUEUE
 from tests.fixtures.builders import client_for, make_user, wait_job
 from tests.fixtures.counting import counting_script, succeeded_steps
-from tests.fixtures.processes import Proc, Services
+from tests.fixtures.processes import Proc, Services, Simulator
 
 ROUNDS = 25
 LEASE_TTL_S = 60.0
@@ -28,6 +37,26 @@ def _wait_ready(worker: Proc, timeout_s: float = 60.0) -> None:
         assert worker.popen.poll() is None, worker.log()[-3000:]
         assert time.monotonic() < deadline, worker.log()[-3000:]
         time.sleep(0.1)
+
+
+def _submit_waiting_job(client: httpx.Client, sim: Simulator, worker: Proc, redis_url: str) -> str:
+    """A short job whose advance message the busy one-thread ``worker`` has taken from
+    the queue but not started."""
+    session = client.post("/v1/sessions", json={}).json()
+    sim.set_script(session["id"], counting_script(1, latency_ms=50))
+    job_id = str(
+        client.post(f"/v1/sessions/{session['id']}/messages", json={"content": "count"}).json()[
+            "job_id"
+        ]
+    )
+    queue = redis.Redis.from_url(redis_url)
+    deadline = time.monotonic() + 30
+    # The API sent the message before answering; the worker's consumer takes it at once.
+    while queue.llen(AGENT_QUEUE) > 0:
+        assert time.monotonic() < deadline, f"not prefetched: {worker.log()[-3000:]}"
+        time.sleep(0.05)
+    assert client.get(f"/v1/jobs/{job_id}").json()["status"] == "queued"
+    return job_id
 
 
 def test_sigterm_finishes_the_step_and_another_worker_continues_at_once(
@@ -42,7 +71,7 @@ def test_sigterm_finishes_the_step_and_another_worker_continues_at_once(
     )
     sim = services.simulator()
     url = services.api()
-    stopping = services.worker("stopping")
+    stopping = services.worker("stopping", concurrency=1)
     client = client_for(url, make_user(session_factory))
     session = client.post("/v1/sessions", json={}).json()
     sim.set_script(session["id"], counting_script(ROUNDS, latency_ms=1000))
@@ -54,6 +83,9 @@ def test_sigterm_finishes_the_step_and_another_worker_continues_at_once(
     while succeeded_steps(session_factory, job_id) < 4:
         assert time.monotonic() < deadline, stopping.log()[-3000:]
         time.sleep(0.05)
+    # Another user's job: a finishing job of the same user would wake it.
+    other = client_for(url, make_user(session_factory))
+    waiting_id = _submit_waiting_job(other, sim, stopping, services.env["LEAFLAB_REDIS_URL"])
     successor = services.worker("successor")
     _wait_ready(successor)
 
@@ -68,6 +100,12 @@ def test_sigterm_finishes_the_step_and_another_worker_continues_at_once(
         f"ran the whole job in {stopped_after:.1f}s: {stopping.log()[-2500:]}"
     )
     assert stopped_after < 25, f"the worker took {stopped_after:.1f}s to stop"
+    # The prefetched message went back to the queue (kombu restores what it had
+    # delivered but not acked), so the successor ran that job at once.
+    waiting = wait_job(other, waiting_id, timeout_s=LEASE_TTL_S - 10)
+    took = time.monotonic() - terminated
+    assert waiting["status"] == "succeeded", waiting
+    assert took < LEASE_TTL_S - 10, f"the prefetched job waited {took:.1f}s for the sweeper"
     job = wait_job(client, job_id, timeout_s=LEASE_TTL_S - 10)
     took = time.monotonic() - terminated
     assert job["status"] == "succeeded", job
