@@ -34,6 +34,10 @@ class WorkerSettings(ContextSettings, LlmSettings):
     max_consecutive_tool_failures: int = 5
     # Slices are short, so a long survey legitimately takes many attempts.
     max_job_attempts: int = 500
+    # A job whose slices keep losing their worker (killed by the OOM killer, a
+    # crash, a segfaulting library) with no step finished in between is failed
+    # after this many, instead of killing workers every lease TTL for hours.
+    max_lost_slices: int = Field(default=5, ge=1)
     tool_retry_attempts: int = 3
     tool_retry_base_s: float = 0.2
     db_pool_size: int = 20

@@ -80,6 +80,10 @@ class Job(Timestamped, Base):
     lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     fence: Mapped[int] = mapped_column(BigInteger, default=0, nullable=False)
     attempts: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    # Slices in a row that ended with their worker lost (killed, crashed, cut off)
+    # before the job finished a step: a job that keeps killing its worker is failed
+    # after ``max_lost_slices`` of them instead of taking workers down for hours.
+    lost_slices: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)
     enqueued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False, nullable=False)
 

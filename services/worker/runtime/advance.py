@@ -53,6 +53,18 @@ def advance(deps: RuntimeDeps, job_id: uuid.UUID) -> Outcome | None:
     deps.keeper.hold(lease)
     outcome = Outcome.LEASE_LOST
     try:
+        if lease.lost_slices > settings.max_lost_slices:
+            # Each of its last slices took its worker down (or was cut off with it)
+            # before finishing a step: running it again would do the same.
+            outcome = _give_up_lost(deps, lease)
+            return outcome
+        if lease.lost_slices:
+            log.warning(
+                "job %s: its last %d slice(s) lost their worker before finishing a step "
+                "(a crash, the OOM killer, a lost host); trying again",
+                job_id,
+                lease.lost_slices,
+            )
         if lease.attempts > settings.max_job_attempts:
             # Something makes every attempt die (a bug, a poison input): stop
             # retrying forever and say so on the job.
@@ -120,6 +132,15 @@ def _give_up(deps: RuntimeDeps, lease: Lease) -> Outcome:
     error = (
         f"gave up after {lease.attempts - 1} attempts to advance this job; "
         "see the worker logs for the failure"
+    )
+    return _fail(deps, lease, error)
+
+
+def _give_up_lost(deps: RuntimeDeps, lease: Lease) -> Outcome:
+    error = (
+        f"gave up after {lease.lost_slices} attempts in a row lost their worker "
+        "(killed, crashed or cut off) before this job finished a step: it may be what "
+        "takes the worker down (memory, a crashing library); see the worker logs"
     )
     return _fail(deps, lease, error)
 

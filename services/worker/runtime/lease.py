@@ -43,6 +43,8 @@ class Lease:
     fence: int
     owner: str
     attempts: int = 1
+    # Slices in a row before this one whose worker was lost without a step finished.
+    lost_slices: int = 0
     lost: threading.Event = field(default_factory=threading.Event)
     # Taken while an earlier job of the session is still active (a resumed one):
     # the slice must wait for it, not run.
@@ -59,6 +61,10 @@ ACQUIRE_SQL = text(
            lease_until = now() + make_interval(secs => :ttl),
            fence = fence + 1,
            attempts = attempts + 1,
+           -- An owner still set means the last slice never handed the job back
+           -- (release, finish and suspend all clear it): its worker was lost.
+           lost_slices = CASE WHEN lease_owner IS NULL THEN lost_slices
+                              ELSE lost_slices + 1 END,
            status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
            started_at = COALESCE(started_at, now()),
            updated_at = now()
@@ -98,6 +104,7 @@ def acquire(
         fence=int(row.fence),
         owner=owner,
         attempts=int(row.attempts),
+        lost_slices=int(row.lost_slices),
         behind_earlier=behind,
         job=Job(**columns),
     )
@@ -108,7 +115,8 @@ def release(factory: sessionmaker[Session], lease: Lease) -> None:
     with autocommit(factory) as db:
         db.execute(
             text(
-                "UPDATE jobs SET lease_owner = NULL, lease_until = NULL "
+                # The slice ended with its worker alive: not a lost one.
+                "UPDATE jobs SET lease_owner = NULL, lease_until = NULL, lost_slices = 0 "
                 "WHERE id = :id AND fence = :fence"
             ),
             {"id": lease.job_id, "fence": lease.fence},

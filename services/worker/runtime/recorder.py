@@ -32,7 +32,9 @@ RECORD_SQL = text(
                input_tokens = input_tokens + :in_tok,
                output_tokens = output_tokens + :out_tok,
                cached_tokens = cached_tokens + :cached_tok,
-               cost_usd = cost_usd + :cost
+               cost_usd = cost_usd + :cost,
+               -- A finished step is progress: earlier lost slices were not this job's doing.
+               lost_slices = CASE WHEN :finished THEN 0 ELSE lost_slices END
          WHERE id = :job_id AND fence = :fence
         RETURNING cancel_requested
     ), st AS (
