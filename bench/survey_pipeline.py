@@ -188,9 +188,10 @@ def main() -> None:
         "openalex_latency_ms": args.openalex_latency_ms,
         "wall_s": round(wall, 2),
         "model_calls": calls,
-        "bare_call_s": round(bare_s, 3),
+        # Four places: at --latency-ms 0 a bare call takes well under a millisecond.
+        "bare_call_s": round(bare_s, 4),
         "model_time_sum_s": round(calls * bare_s, 2),
-        "critical_path_s": round(critical, 2),
+        "critical_path_s": round(critical, 4),
         "overhead_share": round((wall - critical) / critical, 4),
         "parallelism": round(calls * bare_s / wall, 2),
         "cost_usd": job["cost_usd"],
