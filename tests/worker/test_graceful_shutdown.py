@@ -49,12 +49,12 @@ def _submit_waiting_job(client: httpx.Client, sim: Simulator, worker: Proc, redi
             "job_id"
         ]
     )
-    queue = redis.Redis.from_url(redis_url)
     deadline = time.monotonic() + 30
-    # The API sent the message before answering; the worker's consumer takes it at once.
-    while queue.llen(AGENT_QUEUE) > 0:
-        assert time.monotonic() < deadline, f"not prefetched: {worker.log()[-3000:]}"
-        time.sleep(0.05)
+    with redis.Redis.from_url(redis_url) as queue:
+        # The API sent the message before answering; the worker's consumer takes it at once.
+        while queue.llen(AGENT_QUEUE) > 0:
+            assert time.monotonic() < deadline, f"not prefetched: {worker.log()[-3000:]}"
+            time.sleep(0.05)
     assert client.get(f"/v1/jobs/{job_id}").json()["status"] == "queued"
     return job_id
 

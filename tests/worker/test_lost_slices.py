@@ -17,7 +17,7 @@ import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.fixtures.builders import client_for, make_user
-from tests.fixtures.processes import Services, Simulator
+from tests.fixtures.processes import Services
 
 MAX_LOST = 2
 TERMINAL = ("succeeded", "failed", "cancelled")
@@ -25,13 +25,6 @@ TERMINAL = ("succeeded", "failed", "cancelled")
 
 def _read(path: str) -> dict[str, Any]:
     return {"tool_calls": [{"name": "read_file", "arguments": {"path": path}}]}
-
-
-def _submit(client: httpx.Client, sim: Simulator, replies: list[dict[str, Any]]) -> str:
-    session = client.post("/v1/sessions", json={}).json()
-    sim.set_script(session["id"], {"replies": replies})
-    body = {"content": "go"}
-    return str(client.post(f"/v1/sessions/{session['id']}/messages", json=body).json()["job_id"])
 
 
 def _run_with_restarts(
@@ -56,21 +49,37 @@ def _run_with_restarts(
         assert deaths <= max_deaths, f"{deaths} workers died and the job still runs: {job}"
 
 
-def test_a_job_that_kills_every_worker_is_failed_with_a_reason(
-    services: Services, session_factory: sessionmaker[Session]
-) -> None:
+def _poisoned_run(
+    services: Services,
+    session_factory: sessionmaker[Session],
+    failpoints: str,
+    replies: list[dict[str, Any]],
+) -> tuple[httpx.Client, str, dict[str, Any], int]:
+    """One job run on workers that die at ``failpoints``, each replaced as it dies.
+    Returns the client, the job id, the terminal job and how many workers died."""
     services.env.update(
-        {
-            "LEAFLAB_MAX_LOST_SLICES": str(MAX_LOST),
-            # Every worker dies as the job's tool call is about to run.
-            "LEAFLAB_FAILPOINTS": "tool.before_effect=kill",
-        }
+        {"LEAFLAB_MAX_LOST_SLICES": str(MAX_LOST), "LEAFLAB_FAILPOINTS": failpoints}
     )
     sim = services.simulator()
     client = client_for(services.api(), make_user(session_factory))
-    job_id = _submit(client, sim, [_read("notes.txt"), {"content": "never reached"}])
-
+    session = client.post("/v1/sessions", json={}).json()
+    sim.set_script(session["id"], {"replies": replies})
+    body = {"content": "go"}
+    job_id = str(client.post(f"/v1/sessions/{session['id']}/messages", json=body).json()["job_id"])
     job, deaths = _run_with_restarts(services, client, job_id, max_deaths=MAX_LOST + 3)
+    return client, job_id, job, deaths
+
+
+def test_a_job_that_kills_every_worker_is_failed_with_a_reason(
+    services: Services, session_factory: sessionmaker[Session]
+) -> None:
+    # Every worker dies as the job's tool call is about to run.
+    client, job_id, job, deaths = _poisoned_run(
+        services,
+        session_factory,
+        "tool.before_effect=kill",
+        [_read("notes.txt"), {"content": "never reached"}],
+    )
 
     assert job["status"] == "failed", job
     assert f"gave up after {MAX_LOST + 1} attempts in a row lost their worker" in job["error"]
@@ -86,19 +95,11 @@ def test_a_job_that_kills_every_worker_is_failed_with_a_reason(
 def test_a_job_that_finishes_a_step_between_losses_is_not_given_up(
     services: Services, session_factory: sessionmaker[Session]
 ) -> None:
-    services.env.update(
-        {
-            "LEAFLAB_MAX_LOST_SLICES": str(MAX_LOST),
-            # Each worker records one tool call, then dies after running the next.
-            "LEAFLAB_FAILPOINTS": "tool.after_effect=kill@2",
-        }
-    )
-    sim = services.simulator()
-    client = client_for(services.api(), make_user(session_factory))
+    # Each worker records one tool call, then dies after running the next.
     reads = [_read(f"file{i}.txt") for i in range(MAX_LOST + 2)]
-    job_id = _submit(client, sim, [*reads, {"content": "all read"}])
-
-    job, deaths = _run_with_restarts(services, client, job_id, max_deaths=MAX_LOST + 3)
+    _, _, job, deaths = _poisoned_run(
+        services, session_factory, "tool.after_effect=kill@2", [*reads, {"content": "all read"}]
+    )
 
     # More workers died than the limit allows in a row, but each slice made progress.
     assert deaths == MAX_LOST + 1
