@@ -8,6 +8,8 @@ from services.common.metrics.collectors import (
 )
 from services.common.metrics.definitions import (
     BUDGET_ORPHANS_RELEASED,
+    BUDGET_OVERRUN_USD,
+    BUDGET_OVERRUNS,
     BUDGET_RESERVATIONS,
     CELERY_TASK_DURATION,
     CELERY_TASKS,
@@ -42,6 +44,8 @@ from services.common.metrics.exposition import (
 
 __all__ = [
     "BUDGET_ORPHANS_RELEASED",
+    "BUDGET_OVERRUNS",
+    "BUDGET_OVERRUN_USD",
     "BUDGET_RESERVATIONS",
     "CELERY_QUEUES",
     "CELERY_TASKS",

@@ -89,6 +89,15 @@ BUDGET_ORPHANS_RELEASED: Final = Counter(
     "leaflab_budget_orphans_released",
     "Budget reservations the sweeper gave back because their worker's lease was gone.",
 )
+BUDGET_OVERRUN_USD: Final = Counter(
+    "leaflab_budget_overrun_usd",
+    "US$ a server reported beyond what settled calls were charged (a reply past max_tokens, "
+    "or a charge cut at a budget's limit); each is a row in budget_overruns.",
+)
+BUDGET_OVERRUNS: Final = Counter(
+    "leaflab_budget_overruns",
+    "Budget overrun rows written (one per budget charged less than its call reported).",
+)
 SANDBOX_EXEC_DURATION: Final = Histogram(
     "leaflab_sandbox_exec_duration_seconds",
     "Sandbox execution time by backend (docker, bwrap) and outcome (ok, error, timeout).",

@@ -2,7 +2,13 @@
 
 from services.common.models.approvals import APPROVAL_STATUSES, Approval
 from services.common.models.base import Base
-from services.common.models.budgets import BUDGET_PERIODS, Budget, BudgetReservation, SpendRecord
+from services.common.models.budgets import (
+    BUDGET_PERIODS,
+    Budget,
+    BudgetOverrun,
+    BudgetReservation,
+    SpendRecord,
+)
 from services.common.models.conversations import ChatSession, Message
 from services.common.models.embedding_cache import EmbeddingCacheEntry
 from services.common.models.jobs import (
@@ -23,6 +29,7 @@ __all__ = [
     "APPROVAL_STATUSES",
     "BUDGET_PERIODS",
     "Budget",
+    "BudgetOverrun",
     "BudgetReservation",
     "SpendRecord",
     "DOCUMENT_STATUSES",

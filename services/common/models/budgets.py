@@ -4,7 +4,10 @@ A budget row carries its own running totals (``spent_*`` and ``reserved_*``):
 the worker reserves a call's worst case against every applicable row in one
 statement and settles it afterwards, so ``spent + reserved`` never exceeds the
 limit (services/worker/budget/). The spend ledger is the record of what each
-settled model call really cost.
+settled model call was charged. A settlement never charges past the limit:
+what a server reported beyond it (a reply longer than ``max_tokens``, a prompt
+larger than the reservation's estimate) is an overrun row, not spend, and a
+budget with an overrun refuses further calls until an admin sets it again.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Literal, get_args
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     DateTime,
     Float,
@@ -75,6 +79,14 @@ class Budget(Timestamped, Base):
     spent_tokens: Mapped[int] = mapped_column(BigInteger, default=0, nullable=False)
     reserved_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), default=0, nullable=False)
     reserved_tokens: Mapped[int] = mapped_column(BigInteger, default=0, nullable=False)
+    # US$ reported past what a call could be charged since an admin last set the
+    # budget; above zero, every further call is refused (services/worker/budget/).
+    overrun_usd: Mapped[Decimal] = mapped_column(
+        Numeric(14, 6), default=0, server_default="0", nullable=False
+    )
+    # When the first overrun since the admin last set the budget happened (in US$ or
+    # in tokens); not NULL refuses every further reservation.
+    overrun_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), nullable=False
     )
@@ -130,6 +142,44 @@ class SpendRecord(Base):
     output_tokens: Mapped[int] = mapped_column(BigInteger, default=0, nullable=False)
     cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0, nullable=False)
     cost_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), nullable=False)
+    # True: the endpoint reported no usage, the tokens (and cost) are a local estimate.
+    estimated: Mapped[bool] = mapped_column(
+        Boolean, default=False, server_default="false", nullable=False
+    )
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )
+
+
+class BudgetOverrun(Base):
+    """What one settled call was reported to cost beyond what it was charged.
+
+    One row per budget the call was charged to (``budget_id`` NULL for a caller
+    without budgets); ``reason`` is ``max_tokens`` when the clamp to the
+    request's ``max_tokens`` cut the charge, ``limit`` when the budget's room did.
+    """
+
+    __tablename__ = "budget_overruns"
+    __table_args__ = (Index("ix_budget_overruns_created_at", "created_at"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    budget_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("budgets.id", ondelete="CASCADE"), index=True
+    )
+    user_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    project_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("projects.id", ondelete="SET NULL")
+    )
+    job_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("jobs.id", ondelete="SET NULL"), index=True
+    )
+    model: Mapped[str] = mapped_column(String(200), nullable=False)
+    reason: Mapped[str] = mapped_column(String(20), nullable=False)
+    reported_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), nullable=False)
+    charged_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), nullable=False)
+    overrun_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), nullable=False)
+    reported_tokens: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    charged_tokens: Mapped[int] = mapped_column(BigInteger, nullable=False)
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), nullable=False
     )

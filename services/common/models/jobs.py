@@ -93,6 +93,10 @@ class Job(Timestamped, Base):
     output_tokens: Mapped[int] = mapped_column(BigInteger, default=0, nullable=False)
     cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0, nullable=False)
     cost_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), default=0, nullable=False)
+    # True once any call of the job was billed by a local estimate (no usage reported).
+    usage_estimated: Mapped[bool] = mapped_column(
+        Boolean, default=False, server_default="false", nullable=False
+    )
 
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -31,7 +31,7 @@ from services.worker.budget.reservation import (
     reserve_budget,
     settle_pending,
 )
-from services.worker.llm.pricing import PriceBook, worst_case_usd
+from services.worker.llm.pricing import PriceBook, clamp_usage, worst_case_usd
 from services.worker.llm.same_object import SameObject
 from services.worker.llm.types import Usage, estimate_tokens_of_chars
 from services.worker.runtime.deps import RuntimeDeps
@@ -174,21 +174,39 @@ class BudgetGate:
     ) -> PendingSettlement:
         """The settlement of an answered call, for the ledger write that records it."""
         usage = usage or Usage()
+        charged = clamp_usage(usage, self._settings.llm_max_tokens)
+        reported = None
+        if model is not None:
+            reported = Decimal(str(self._prices.cost_usd(model, usage))).quantize(
+                USD_PLACES, rounding="ROUND_CEILING"
+            )
         return PendingSettlement(
             payer=self.payer,
             reservation=admission.reservation,
             settlement=Settlement(
                 cost_usd=cost,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cached_tokens=usage.cached_tokens,
+                input_tokens=charged.input_tokens,
+                output_tokens=charged.output_tokens,
+                cached_tokens=charged.cached_tokens,
                 model=model,
+                reported_usd=reported,
+                reported_output_tokens=usage.output_tokens,
+                estimated=usage.estimated,
             ),
         )
 
 
 def exhausted_message(held: Reservation) -> str:
     scopes = " and ".join(sorted(set(held.refused_by))) or "a"
+    if held.overrun_by:
+        over = " and ".join(sorted(set(held.overrun_by)))
+        return (
+            f"budget overrun: the {over} budget was reported a cost beyond what a call "
+            "could be charged (a reply longer than max_tokens, or a charge cut at the "
+            "limit; see the budget's overruns in the admin page); further calls are "
+            "refused and the job is paused until an admin sets the budget again "
+            "(leaflab admin budget set … / PUT /v1/admin/budgets)"
+        )
     return (
         f"budget exhausted: the {scopes} budget cannot cover the next model call "
         f"(worst case ${held.usd:.4f}, {held.tokens} tokens); the job is paused and "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from services.worker.llm.settings import DEFAULT_PRICE, GpuPriceConfig, LlmSettings
@@ -63,6 +63,20 @@ def cost_usd(usage: Usage, price: ModelPrice) -> float:
     return total / PER_MTOK
 
 
+def clamp_usage(usage: Usage, max_tokens: int | None) -> Usage:
+    """The usage a call is charged for: output tokens never above the request's
+    ``max_tokens`` (a server that ignores it, or the simulator, cannot make a call cost
+    more than its reservation); input and cached tokens are charged as reported."""
+    if max_tokens is None or usage.output_tokens <= max_tokens:
+        return usage
+    return replace(usage, output_tokens=max_tokens)
+
+
+def billed_usd(usage: Usage, price: ModelPrice, *, max_tokens: int | None) -> float:
+    """:func:`cost_usd` of :func:`clamp_usage`: what a call is charged."""
+    return cost_usd(clamp_usage(usage, max_tokens), price)
+
+
 def worst_case_usd(*, input_tokens: int, max_tokens: int, price: ModelPrice) -> float:
     """The most a call can cost (no cache hits, every output token used): what a budget
     reserves before the call."""
@@ -105,4 +119,9 @@ class PriceBook:
         return self._prices.get(key.rsplit("/", 1)[-1], self.default)
 
     def cost_usd(self, model: str, usage: Usage) -> float:
+        """What the server reported, priced (no clamp): the overrun's "reported" side."""
         return cost_usd(usage, self.price_for(model))
+
+    def billed_usd(self, model: str, usage: Usage, *, max_tokens: int | None) -> float:
+        """What the call is charged: output clamped to ``max_tokens``."""
+        return billed_usd(usage, self.price_for(model), max_tokens=max_tokens)

@@ -95,7 +95,9 @@ def call_model(
             raise
         resp, model = routed.response, routed.model
         request.update(route_request(routed))
-        cost = Decimal(str(round(deps.prices.cost_usd(model, resp.usage), 8)))
+        # Charged with output clamped to max_tokens; any excess is the settlement's overrun.
+        billed = deps.prices.billed_usd(model, resp.usage, max_tokens=deps.settings.llm_max_tokens)
+        cost = Decimal(str(round(billed, 8)))
         if settle_answer:
             budget.settle(admission, model=resp.model or model, usage=resp.usage, cost=cost)
         span.set_attributes(routed_span_attributes(routed))

@@ -21,7 +21,12 @@ from sqlalchemy.orm import Session
 
 from services.common.models import Message
 from services.common.one_statement import OneStatement
-from services.worker.budget.reservation import NO_SETTLEMENT, SETTLE_CTES, PendingSettlement
+from services.worker.budget.reservation import (
+    NO_SETTLEMENT,
+    SETTLE_CTES,
+    PendingSettlement,
+    count_overrun,
+)
 from services.worker.runtime.lease import Lease, LeaseLost
 
 RECORD_SQL = text(
@@ -33,6 +38,7 @@ RECORD_SQL = text(
                output_tokens = output_tokens + :out_tok,
                cached_tokens = cached_tokens + :cached_tok,
                cost_usd = cost_usd + :cost,
+               usage_estimated = usage_estimated OR :usage_estimated,
                -- A finished step is progress: earlier lost slices were not this job's doing.
                lost_slices = CASE WHEN :finished THEN 0 ELSE lost_slices END
          WHERE id = :job_id AND fence = :fence
@@ -77,7 +83,9 @@ RECORD_SQL = text(
            (SELECT count(*) FROM st) AS steps,
            (SELECT fence FROM jobs WHERE id = :job_id) AS current_fence,
            -- Last: the budget rows are locked after the job and session rows.
-           (SELECT count(*) FROM charged) AS charged
+           (SELECT count(*) FROM charged) AS charged,
+           (SELECT COALESCE(sum(overrun_usd), 0) FROM overrun) AS overrun_usd,
+           (SELECT count(*) FROM overrun) AS overruns
     """
 )
 
@@ -117,6 +125,8 @@ class UsageDelta:
     output_tokens: int = 0
     cached_tokens: int = 0
     cost_usd: Decimal = Decimal(0)
+    # The counts are a local estimate (the endpoint reported no usage).
+    estimated: bool = False
 
 
 @dataclass(frozen=True)
@@ -161,6 +171,7 @@ def record(
         "out_tok": usage.output_tokens,
         "cached_tok": usage.cached_tokens,
         "cost": usage.cost_usd,
+        "usage_estimated": usage.estimated,
         "step_id": uuid.uuid4(),
         "key": step.key,
         "kind": step.kind,
@@ -189,6 +200,7 @@ def record(
         row = writer.execute(RECORD_SQL, params).one()
     else:
         row = _RECORD.one(writer, params)
+    count_overrun(settle, Decimal(row.overrun_usd), int(row.overruns))
     if row.cancel is None:
         lease.lost.set()
         raise LeaseLost.refused(lease, row.current_fence)

@@ -63,6 +63,13 @@ class BudgetOut(BaseModel):
     reserved_tokens: int
     usd_remaining: float
     tokens_remaining: int | None
+    overrun_usd: float = Field(
+        default=0.0,
+        description="US$ reported beyond what calls were charged since the budget was last set",
+    )
+    overrun_at: datetime | None = Field(
+        default=None, description="Not null: an overrun happened and further calls are refused"
+    )
 
 
 class BudgetSet(BudgetOut):

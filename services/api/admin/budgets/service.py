@@ -93,7 +93,8 @@ UPSERT_SQL = {
 
 
 def set_budget(db: Session, *, target: Target, body: BudgetPut) -> Budget:
-    """Create or replace the target's budget; spend and reservations carry over."""
+    """Create or replace the target's budget; spend and reservations carry over, an
+    overrun is cleared (its rows stay in ``budget_overruns``)."""
     owner = target.user.id if target.user else target.project.id  # type: ignore[union-attr]
     # Insert-or-nothing first, so two concurrent first PUTs never collide.
     db.execute(UPSERT_SQL[target.scope], {"id": uuid.uuid4(), "owner": owner})
@@ -118,6 +119,9 @@ def set_budget(db: Session, *, target: Target, body: BudgetPut) -> Budget:
     budget.period = body.period
     budget.reset_day = body.reset_day
     budget.soft_threshold = body.soft_threshold
+    # Setting the budget is the admin's answer to an overrun: calls may start again.
+    budget.overrun_usd = Decimal(0)
+    budget.overrun_at = None
     budget.updated_at = now
     db.flush()
     return budget
@@ -165,6 +169,8 @@ def budget_view(budget: Budget, *, email: str | None, project: str | None) -> Bu
         reserved_tokens=budget.reserved_tokens,
         usd_remaining=float(max(remaining, Decimal(0))),
         tokens_remaining=max(tokens_left, 0) if tokens_left is not None else None,
+        overrun_usd=float(budget.overrun_usd),
+        overrun_at=budget.overrun_at,
     )
 
 

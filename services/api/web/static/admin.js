@@ -86,6 +86,7 @@
     const form = el("form", { class: "budget-row", "data-testid": "budget-form", "data-scope": b.scope, "data-target": who },
       el("span", { class: "budget-who" }, el("span", { class: "badge", text: b.scope }), " ", el("strong", { text: who })),
       el("span", { class: "muted", text: `spent ${fmtUsd(b.spent_usd)} · left ${fmtUsd(b.usd_remaining)}` }),
+      b.overrun_at ? el("span", { class: "badge", "data-testid": "budget-overrun", text: `overrun ${fmtUsd(b.overrun_usd)}: calls refused until saved` }) : null,
       el("label", { for: id + "-usd", class: "inline", text: "US$" }),
       el("input", { id: id + "-usd", name: "usd", type: "number", min: "0", step: "0.01", value: b.usd_limit, required: true }),
       el("label", { for: id + "-tok", class: "inline", text: "tokens" }),
