@@ -25,6 +25,7 @@ from services.worker.context.summary import (
     summary_key,
 )
 from services.worker.context.view import Budget, ContextView, build_view, compact_requested
+from services.worker.context.window import ContextWindow
 from services.worker.runtime.conversation import to_model_messages
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
@@ -39,11 +40,14 @@ class ComposedView:
     messages: list[dict[str, Any]]
     record: dict[str, Any]
     conversation_key: str
+    # What the call is budgeted against; the caller checks ``window.fits`` on the
+    # final messages (after anything it appends) and refuses rather than overflow.
+    window: ContextWindow | None = None
 
 
-def budget_of(settings: ContextSettings) -> Budget:
+def budget_of(settings: ContextSettings, window: ContextWindow | None = None) -> Budget:
     return Budget(
-        input_tokens=settings.input_budget_tokens,
+        input_tokens=window.input_tokens if window else settings.input_budget_tokens,
         truncate_primary_chars=settings.context_truncate_primary_chars,
         truncate_all_chars=settings.context_truncate_all_chars,
         keep_user_tokens=settings.context_keep_user_tokens,
@@ -60,17 +64,20 @@ def compose_view(
     system_prompt: str,
     round_no: int,
     inject: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+    window: ContextWindow | None = None,
 ) -> ComposedView:
     """Build (and if needed summarise, record, rebuild) the view for llm round ``round_no``.
 
-    ``inject`` maps the chat-format history before compression (skills).
+    ``inject`` maps the chat-format history before compression (skills); ``window``
+    (``context/window.py``) is what the server will evaluate beside the messages,
+    so the layers budget the messages against what is really left of the window.
     """
     settings = deps.settings
     full = to_model_messages(system_prompt, state.history)
     if inject is not None:
         full = inject(full)
     system, base = full[0], full[1:]
-    budget = budget_of(settings)
+    budget = budget_of(settings, window)
     force = round_no == 0 and compact_requested(base)
     with tracer.start_as_current_span(SPAN_CONTEXT_COMPRESS) as span:
         view = _build(state, system, base, round_no, budget, force)
@@ -83,6 +90,7 @@ def compose_view(
                 round_no=round_no,
                 request=view.wants_summary,
                 max_tokens=settings.context_summary_max_tokens,
+                window_tokens=window.window_tokens if window else settings.context_limit_tokens,
             )
             view = _build(state, system, base, round_no, budget, force)
         span.set_attribute("leaflab.round", round_no)
@@ -104,7 +112,10 @@ def compose_view(
     if view.summarised:
         slot = sum(1 for m in base if m["role"] == "assistant")
         key = f"{key}{SLOT_SEPARATOR}{slot}"
-    return ComposedView(messages=view.messages, record=_record(view), conversation_key=key)
+    record = _record(view)
+    if window is not None:
+        record.update(window.record(view.messages))
+    return ComposedView(messages=view.messages, record=record, conversation_key=key, window=window)
 
 
 def _build(

@@ -44,6 +44,18 @@ SUMMARISER_PROMPT = (
 )
 
 
+# Tokens of the summariser's own prompt and chat framing, kept free in the window.
+SUMMARY_PROMPT_TOKENS = 200
+
+
+def fit_transcript(transcript: str, room_tokens: int) -> str:
+    """The transcript cut to ``room_tokens`` (≈ 3 characters each), newest part kept."""
+    max_chars = max(300, (room_tokens - SUMMARY_PROMPT_TOKENS) * 3)
+    if len(transcript) <= max_chars:
+        return transcript
+    return "…(earlier part omitted)\n" + transcript[len(transcript) - max_chars :]
+
+
 def summary_key(round_no: int) -> str:
     return f"summary:{round_no}"
 
@@ -71,11 +83,17 @@ def make_summary(
     round_no: int,
     request: SummaryRequest,
     max_tokens: int,
+    window_tokens: int | None = None,
 ) -> None:
-    """Ask the model for the summary (local fallback on failure) and record it as a step."""
+    """Ask the model for the summary (local fallback on failure) and record it as a step.
+
+    With ``window_tokens`` the transcript is cut (newest part kept) so the summary
+    request itself fits the window with room for its reply."""
     model = deps.settings.model
     done = len(recorded_summaries(state.steps))
     transcript = render_transcript(request.messages, previous=request.previous)
+    if window_tokens is not None:
+        transcript = fit_transcript(transcript, window_tokens - max_tokens)
     usage = UsageDelta()
     source = "llm"
     error: str | None = None

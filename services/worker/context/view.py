@@ -25,7 +25,8 @@ COMPACT_COMMAND = "/compact"
 
 @dataclass(frozen=True)
 class Budget:
-    """Thresholds in tokens of the input budget (context limit − output reserve)."""
+    """Thresholds in tokens of the messages' budget: the window less the output reserve
+    and what the server evaluates beside the messages (``context/window.py``)."""
 
     input_tokens: int
     truncate_primary_chars: int = 4_000
@@ -62,6 +63,8 @@ class ContextView:
     layers: list[layers.LayerResult] = field(default_factory=list)
     summary_round: int | None = None
     wants_summary: SummaryRequest | None = None
+    # Whether the messages fit the budget after every layer (the caller refuses if not).
+    fits: bool = True
 
     @property
     def summarised(self) -> bool:
@@ -121,9 +124,49 @@ def build_view(
                 previous=latest.content if latest else None,
                 messages=rest[:split],
             )
+    if view.wants_summary is None and tokens > budget.input_tokens:
+        # Last resort, once no summary is pending: cut every long message (the
+        # protected rounds too) so the view fits the window rather than overflows it.
+        tokens = fixed + _shrink(view, fixed, rest, costs, budget)
     view.messages = [system, *head, *rest]
     view.tokens_after = tokens
+    view.fits = tokens <= budget.input_tokens
     return view
+
+
+# Ever shorter cuts of the last-resort layer (characters kept per message).
+SHRINK_STEPS = (1_000, 400, 120)
+
+
+def _shrink(
+    view: ContextView,
+    fixed: int,
+    rest: list[dict[str, Any]],
+    costs: list[int],
+    budget: Budget,
+) -> int:
+    """Cut long messages (all but the newest user message) to head and tail, ever
+    shorter, until the view fits; the tokens of ``rest`` after."""
+    users = [i for i, m in enumerate(rest) if m["role"] == "user"]
+    keep = users[-1] if users else -1
+    total = sum(costs)
+    before = fixed + total
+    changed: set[int] = set()
+    for max_chars in SHRINK_STEPS:
+        if fixed + total <= budget.input_tokens:
+            break
+        for i, m in enumerate(rest):
+            content = m.get("content")
+            if i == keep or not isinstance(content, str) or len(content) <= max_chars:
+                continue
+            rest[i] = {**m, "content": layers.head_and_tail(content, max_chars)}
+            cost = message_tokens(rest[i])
+            total += cost - costs[i]
+            costs[i] = cost
+            changed.add(i)
+    if changed:
+        view.layers.append(layers.LayerResult("shrink", len(changed), before, fixed + total))
+    return total
 
 
 def _apply_layers(

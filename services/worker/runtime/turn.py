@@ -22,7 +22,9 @@ from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER
 from services.worker.budget.gate import BudgetGate
 from services.worker.budget.pause import pause_for_budget
 from services.worker.budget.reservation import PendingSettlement
-from services.worker.context.compose import compose_view
+from services.worker.context.compose import ComposedView, compose_view
+from services.worker.context.overflow import record_overflow
+from services.worker.context.window import window_for
 from services.worker.llm.errors import ModelError
 from services.worker.llm.types import ModelResponse
 from services.worker.memory.schedule import schedule_maintenance
@@ -161,7 +163,10 @@ class TurnRunner:
         router = self.deps.router
         assert router is not None  # RuntimeDeps builds one
         scene = "agent_reasoning"
-        model = router.primary(scene).model
+        primary = router.primary(scene)
+        model = primary.model
+        tools = self.deps.registry.schemas(only=self.who.tools) or None
+        window = window_for(self.deps, profile=primary.profile, tools=tools)
         view = compose_view(
             deps=self.deps,
             lease=self.lease,
@@ -171,6 +176,7 @@ class TurnRunner:
             system_prompt=self.system_prompt,
             round_no=round_no,
             inject=lambda full: inject_skills(full, self.prompt.skills),
+            window=window,
         )
         if round_no == 0 and self.prompt.system.switch_starts:
             self.events.emit("prompt_switch", {"to": self.prompt.system.switched_to})
@@ -181,7 +187,10 @@ class TurnRunner:
         if reminder:
             todos = self._current_todos()
             messages.append({"role": "user", "content": todo_reminder(todos)})
-        tools = self.deps.registry.schemas(only=self.who.tools) or None
+        key = llm_key(round_no)
+        if not window.fits(messages):
+            # Refused before sending (and before reserving): it could only fail there.
+            return self._refuse_overflow(key, round_no, model, messages, view)
         # Reserve the worst case before the call; settle after it, whatever happens.
         # Past a budget's soft threshold the call goes to the fast tier.
         admission = self.budget.admit(
@@ -195,7 +204,6 @@ class TurnRunner:
             return Outcome.PAUSED
         model = admission.model
         tier_override = FAST_TIER if admission.soft else None
-        key = llm_key(round_no)
         request = {
             "model": model,
             "messages": len(messages),
@@ -228,6 +236,28 @@ class TurnRunner:
         self.events.flush_tokens()
         return self._record_reply(key, round_no, request, resp, cost, settle)
 
+    def _refuse_overflow(
+        self,
+        key: str,
+        round_no: int,
+        model: str,
+        messages: list[dict[str, Any]],
+        view: ComposedView,
+    ) -> Outcome:
+        assert view.window is not None
+        request = {"model": model, "messages": len(messages), "context": view.record}
+        error = view.window.overflow_message(messages)
+        record_overflow(
+            self.deps,
+            self.lease,
+            session_id=self.who.session_id,
+            key=key,
+            round_no=round_no,
+            request=request,
+            message=error,
+        )
+        return self._finish("failed", error=error)
+
     def _current_todos(self) -> list[dict[str, Any]]:
         # Read fresh: the todo tool writes the session row, not the ledger.
         with self.deps.factory() as db:
@@ -244,17 +274,25 @@ class TurnRunner:
         settle: PendingSettlement,
     ) -> Outcome | None:
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in resp.tool_calls]
+        # Usage as the server reported it; ``estimated`` when it reported none (a local
+        # count, marked as such wherever it is shown). The cost is what was charged.
         usage = {
             "input_tokens": resp.usage.input_tokens,
             "output_tokens": resp.usage.output_tokens,
             "cached_tokens": resp.usage.cached_tokens,
+            "estimated": resp.usage.estimated,
         }
+        # Weak output is a visible outcome, never a silent success.
+        truncated = resp.finish_reason in TRUNCATED_REASONS
+        empty = not (resp.content or "").strip() and not calls
         result = {
             "content": resp.content,
             "tool_calls": calls,
             "usage": usage,
             "model": resp.model,
             "finish_reason": resp.finish_reason,
+            "truncated": truncated,
+            "empty": empty,
             "request_id": resp.request_id,
             "cost_usd": str(cost),
         }
@@ -279,6 +317,7 @@ class TurnRunner:
                 output_tokens=usage["output_tokens"],
                 cached_tokens=usage["cached_tokens"],
                 cost_usd=cost,
+                estimated=resp.usage.estimated,
             ),
             settle=settle,
         )
@@ -297,7 +336,7 @@ class TurnRunner:
         self.state.history.append(done.message)
         if calls:
             return None
-        return self._finish("succeeded", result={"content": resp.content or ""})
+        return self._finish("succeeded", result=answer_result(resp.content, truncated, empty))
 
     def _model_failed(
         self, key: str, round_no: int, request: dict[str, Any], err: ModelError
@@ -335,6 +374,22 @@ class TurnRunner:
         if status == "succeeded" and self.kind == "turn":
             schedule_maintenance(self.deps, job_id=self.job_id)
         return outcome
+
+
+# Finish reasons of a reply cut short: the model's max_tokens, or the stream's deadline.
+TRUNCATED_REASONS = frozenset({"length", "deadline"})
+EMPTY_REPLY_NOTICE = "the model returned an empty reply"
+TRUNCATED_NOTICE = "the reply was cut short (max_tokens or the stream deadline)"
+
+
+def answer_result(content: str | None, truncated: bool, empty: bool) -> dict[str, Any]:
+    """The job result of a final answer: an empty or cut reply says so (``notice``)."""
+    result: dict[str, Any] = {"content": content or ""}
+    if empty:
+        result.update(empty=True, notice=EMPTY_REPLY_NOTICE)
+    elif truncated:
+        result.update(truncated=True, notice=TRUNCATED_NOTICE)
+    return result
 
 
 def _error_text(error: dict[str, Any] | None) -> str:

@@ -1,6 +1,8 @@
 """A long scripted session that walks through every compression layer.
 
-Budget 5,000 tokens (6,000 − 1,000 reserve). Each round reads a 30-line file
+Budget ≈ 5,000 tokens of messages: a 10,500-token window less 1,000 kept for the
+reply and ≈ 4,500 of tool schemas (counted: the server evaluates them too).
+Each round reads a 30-line file
 (~1,000 tokens); rounds from the third on also carry ~400 tokens of assistant
 text that no tool layer can shorten, so the view keeps growing until the
 rolling summary (90 %) takes over, twice.
@@ -16,7 +18,7 @@ from typing import Any
 import httpx
 
 CONTEXT_ENV = {
-    "LEAFLAB_CONTEXT_LIMIT_TOKENS": "6000",
+    "LEAFLAB_CONTEXT_LIMIT_TOKENS": "10500",
     "LEAFLAB_CONTEXT_OUTPUT_RESERVE_TOKENS": "1000",
     "LEAFLAB_CONTEXT_TRUNCATE_PRIMARY_CHARS": "1500",
     "LEAFLAB_CONTEXT_TRUNCATE_ALL_CHARS": "800",

@@ -1,0 +1,44 @@
+"""A view that does not fit the window is refused before it is sent, as a failed llm step.
+
+Sending it would only fail at the server (an HTTP 400, or an empty stream from
+llama.cpp) after the budget was reserved and the breaker counted a failure; the
+member instead reads what did not fit, in numbers, on the failed step and job.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.lease import Lease
+from services.worker.runtime.recorder import StepWrite, record
+
+OVERFLOW_CODE = "context_overflow"
+
+
+def record_overflow(
+    deps: RuntimeDeps,
+    lease: Lease,
+    *,
+    session_id: uuid.UUID | None,
+    key: str,
+    round_no: int,
+    request: dict[str, Any],
+    message: str,
+) -> None:
+    """Record the llm step of round ``round_no`` as failed (no model call was made)."""
+    record(
+        deps.writer,
+        lease,
+        session_id=session_id,
+        step=StepWrite(
+            key=key,
+            kind="llm",
+            name=str(request["model"]),
+            round_no=round_no,
+            status="failed",
+            arguments=request,
+            error={"code": OVERFLOW_CODE, "message": message, "retryable": False},
+        ),
+    )
