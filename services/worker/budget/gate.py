@@ -1,7 +1,8 @@
 """What a turn does around each model call: pick the tier, reserve, and settle afterwards.
 
-``admit`` reserves the call's worst case (prompt ≈ characters / 3 plus
-``max_tokens``, at the chosen model's price) before the call; every admitted
+``admit`` reserves the call's worst case (the prompt by the server's tokenizer
+where it has one, else ≈ characters / 3, plus ``max_tokens``, at the chosen
+model's price) before the call; every admitted
 call is settled, whatever happened to it: a failed or interrupted one by
 ``settle``, an answered one by the ledger write that records its reply
 (``pending``), so spend, budgets and the job's usage change together. A
@@ -120,13 +121,17 @@ class BudgetGate:
         tools: Any,
         normal: str | None = None,
         fast: str | None = None,
+        prompt_tokens: int | None = None,
     ) -> Admission:
         """Reserve the worst case of the call at ``normal``'s price, or at ``fast``'s
-        past the soft threshold (the router's first candidates of each tier)."""
+        past the soft threshold (the router's first candidates of each tier).
+
+        ``prompt_tokens``: the prompt counted by the server's tokenizer
+        (``llm/tokenize.py``); without it, the local upper bound."""
         settings = self._settings
         normal = normal or settings.model
         fast = fast or fast_tier_model(settings)
-        prompt = prompt_tokens_upper_bound(messages, tools)
+        prompt = prompt_tokens or prompt_tokens_upper_bound(messages, tools)
         max_tokens = settings.llm_max_tokens
         ask = Ask(
             usd=worst_case(self._prices, model=normal, prompt_tokens=prompt, max_tokens=max_tokens),

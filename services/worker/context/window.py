@@ -24,6 +24,7 @@ from typing import Any
 from services.worker.context.tokens import estimate_tokens, view_tokens
 from services.worker.llm import json_protocol
 from services.worker.llm.capabilities import PERMISSIVE, Capabilities
+from services.worker.llm.tokenize import tokenizer_for
 from services.worker.runtime.deps import RuntimeDeps
 
 
@@ -126,3 +127,22 @@ def window_for(
         template_tokens=caps.template_overhead_tokens,
         tool_mode="json" if json_mode else "native",
     )
+
+
+def server_prompt_tokens(
+    deps: RuntimeDeps,
+    *,
+    profile: str | None,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+) -> int | None:
+    """The prompt's tokens by the endpoint's own tokenizer (plus the template's
+    overhead), for the budget reservation; None when the endpoint has none (the
+    reservation then keeps its local upper bound)."""
+    caps = endpoint_capabilities(deps, profile)
+    endpoint = deps.router.endpoints.get(profile) if deps.router and profile else None
+    base_url = getattr(getattr(endpoint, "client", None), "base_url", None)
+    tokenizer = tokenizer_for(base_url, caps)
+    if tokenizer is None:
+        return None
+    return tokenizer.prompt_tokens(messages, tools) + caps.template_overhead_tokens

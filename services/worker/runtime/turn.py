@@ -24,7 +24,7 @@ from services.worker.budget.pause import pause_for_budget
 from services.worker.budget.reservation import PendingSettlement
 from services.worker.context.compose import ComposedView, compose_view
 from services.worker.context.overflow import record_overflow
-from services.worker.context.window import window_for
+from services.worker.context.window import server_prompt_tokens, window_for
 from services.worker.llm.errors import ModelError
 from services.worker.llm.types import ModelResponse
 from services.worker.memory.schedule import schedule_maintenance
@@ -188,6 +188,7 @@ class TurnRunner:
             todos = self._current_todos()
             messages.append({"role": "user", "content": todo_reminder(todos)})
         key = llm_key(round_no)
+        view.record.update(window.record(messages))  # the reminder counts too
         if not window.fits(messages):
             # Refused before sending (and before reserving): it could only fail there.
             return self._refuse_overflow(key, round_no, model, messages, view)
@@ -198,6 +199,9 @@ class TurnRunner:
             tools=tools,
             normal=model,
             fast=router.primary(scene, FAST_TIER).model,
+            prompt_tokens=server_prompt_tokens(
+                self.deps, profile=primary.profile, messages=messages, tools=tools
+            ),
         )
         if admission.refused:
             pause_for_budget(self.deps.factory, self.lease, self.events, admission=admission)
