@@ -40,7 +40,7 @@ def job_row(job: dict[str, Any]) -> list[object]:
         job["id"],
         job["kind"],
         job["status"],
-        tokens,
+        f"≈{tokens}" if usage.get("estimated") else tokens,  # ≈: a local estimate
         f"${float(job.get('cost_usd') or 0):.4f}",
         created,
         job_subject(job),

@@ -95,6 +95,10 @@ class Usage(BaseModel):
     input_tokens: int
     output_tokens: int
     cached_tokens: int
+    estimated: bool = Field(
+        default=False,
+        description="Some call reported no usage: these counts include a local estimate",
+    )
 
 
 class JobOut(BaseModel):
@@ -131,6 +135,7 @@ class JobOut(BaseModel):
                 input_tokens=job.input_tokens,
                 output_tokens=job.output_tokens,
                 cached_tokens=job.cached_tokens,
+                estimated=bool(job.usage_estimated),
             ),
             cost_usd=float(job.cost_usd),
             attempts=job.attempts,

@@ -121,3 +121,45 @@ def test_a_superseded_worker_pays_for_its_call_but_writes_no_step(
     # Charged to the spend ledger; no step, and the job's usage is the new owner's to write.
     assert _counts(session_factory, job.id) == (1, 0, 0, Decimal(0))
     assert lease.lost.is_set()
+
+
+def test_an_estimated_call_is_marked_on_the_job_the_spend_row_and_the_listings(
+    engine: Engine, session_factory: sessionmaker[Session], jobs_left: list[uuid.UUID]
+) -> None:
+    from services.api.admin.budgets.service import spend_report
+    from services.cli.jobs_list_cmd import job_row
+
+    writer = engine.execution_options(isolation_level="AUTOCOMMIT")
+    lease, job, _ = _running(engine, session_factory, jobs_left)
+    payer = Payer(user_id=job.user_id, project_id=None, job_id=job.id, fence=lease.fence)
+    held = reserve_budget(writer, payer=payer, ask=ASK, soft_default=1.0)
+    settle = PendingSettlement(
+        payer=payer,
+        reservation=held,
+        settlement=Settlement(cost_usd=COST, input_tokens=10, model="m-est", estimated=True),
+    )
+    record(
+        writer,
+        lease,
+        session_id=job.session_id,
+        step=StepWrite(key="llm:0", kind="llm", name="m", round_no=0, status="succeeded"),
+        usage=UsageDelta(input_tokens=10, cost_usd=COST, estimated=True),
+        settle=settle,
+    )
+    with session_factory() as db:
+        stored = db.get(Job, job.id)
+        assert stored is not None and stored.usage_estimated
+        spend = db.scalars(select(SpendRecord).where(SpendRecord.job_id == job.id)).one()
+        assert spend.estimated
+        report = spend_report(db, by="model", since=None)
+    (row,) = [i for i in report.items if i.key == "m-est"]
+    assert row.estimated_calls == 1
+    listed = job_row(
+        {
+            "id": "j",
+            "kind": "turn",
+            "status": "succeeded",
+            "usage": {"input_tokens": 10, "output_tokens": 0, "estimated": True},
+        }
+    )
+    assert listed[3] == "≈10"

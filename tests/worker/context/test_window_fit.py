@@ -8,6 +8,7 @@ The simulator's ``/_sim/requests`` shows what was really sent.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -20,8 +21,10 @@ from services.worker.context.tokens import view_tokens
 from services.worker.context.view import RecordedSummary, build_view
 from services.worker.context.window import ContextWindow, window_for
 from services.worker.llm.capabilities import Capabilities
+from services.worker.llm.types import estimate_tokens
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.settings import WorkerSettings
+from services.worker.toolset import build_registry
 from tests.fixtures.builders import client_for, make_user, wait_job
 from tests.fixtures.processes import Services
 from tests.worker.context import session_script as script
@@ -42,8 +45,10 @@ def _plan_script() -> dict[str, Any]:
     return {"latency_ms": 5, "replies": [*replies, {"content": "done"}]}
 
 
-def _sent_tokens(messages: list[dict[str, Any]]) -> int:
-    return view_tokens(messages)
+def _schema_tokens() -> int:
+    """The tool schemas every request carries, counted here, not read from the step."""
+    schemas = build_registry().schemas()
+    return estimate_tokens(json.dumps(schemas, ensure_ascii=False, separators=(",", ":")))
 
 
 def test_a_long_session_is_compressed_until_every_request_fits(
@@ -67,14 +72,15 @@ def test_a_long_session_is_compressed_until_every_request_fits(
     llm = [s for s in steps if s["kind"] == "llm"]
     sent = script.received(sim.url, session_id)
     assert len(llm) == len(sent) == len(PLAN) + 1
+    tools = _schema_tokens()
     for step, messages in zip(llm, sent, strict=True):
         ctx = step["arguments"]["context"]
         # What was counted: the tool schemas too, against the configured window.
         assert ctx["window_tokens"] == 6500 and ctx["window_source"] == "configured"
-        assert ctx["tools_tokens"] > 3000 and ctx["tool_mode"] == "native"
-        evaluated = _sent_tokens(messages) + ctx["tools_tokens"]
-        assert evaluated == ctx["evaluated_tokens"]
-        assert evaluated <= 6500 - ctx["output_reserve_tokens"], (evaluated, ctx)
+        assert ctx["tool_mode"] == "native" and ctx["output_reserve_tokens"] == 500
+        evaluated = view_tokens(messages) + tools
+        assert evaluated == ctx["evaluated_tokens"], ctx
+        assert evaluated <= 6500 - 500, (evaluated, ctx)
         assert step["result"]["usage"]["estimated"] is False  # the simulator reports usage
     # Without compression the last view would not have fitted.
     assert llm[-1]["arguments"]["context"]["tokens_before"] > 1500

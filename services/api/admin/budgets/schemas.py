@@ -90,6 +90,9 @@ class SpendRow(BaseModel):
     output_tokens: int
     cached_tokens: int
     cost_usd: float
+    estimated_calls: int = Field(
+        default=0, description="Calls billed by a local estimate (the server reported no usage)"
+    )
 
 
 class SpendReport(BaseModel):

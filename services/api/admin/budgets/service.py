@@ -208,6 +208,7 @@ def spend_report(db: Session, *, by: SpendBy, since: datetime | None) -> SpendRe
         func.coalesce(func.sum(SpendRecord.output_tokens), 0),
         func.coalesce(func.sum(SpendRecord.cached_tokens), 0),
         cost,
+        func.count(SpendRecord.id).filter(SpendRecord.estimated),
     ).select_from(SpendRecord)
     if join is not None:
         stmt = stmt.outerjoin(*join)
@@ -216,7 +217,7 @@ def spend_report(db: Session, *, by: SpendBy, since: datetime | None) -> SpendRe
     stmt = stmt.group_by(*groups).order_by(cost.desc())
     items = []
     for row in db.execute(stmt).all():
-        labels, (calls, tin, tout, tcached, usd) = row[: len(groups)], row[len(groups) :]
+        labels, (calls, tin, tout, tcached, usd, guessed) = row[: len(groups)], row[len(groups) :]
         items.append(
             SpendRow(
                 key=labels[0],
@@ -226,6 +227,7 @@ def spend_report(db: Session, *, by: SpendBy, since: datetime | None) -> SpendRe
                 output_tokens=tout,
                 cached_tokens=tcached,
                 cost_usd=float(usd),
+                estimated_calls=guessed,
             )
         )
     return SpendReport(by=by, since=since, items=items, total_usd=sum(i.cost_usd for i in items))

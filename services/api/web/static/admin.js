@@ -65,7 +65,7 @@
     const body = document.querySelector(`table.spend-table[data-by=${by}] tbody`);
     body.replaceChildren(...items.map((i) => el("tr", {},
       el("td", { text: i.key ?? "(none)" }), el("td", { text: i.calls }),
-      el("td", { text: i.input_tokens + i.output_tokens }), el("td", { text: fmtUsd(i.cost_usd) }))));
+      el("td", { text: (i.estimated_calls ? "≈" : "") + (i.input_tokens + i.output_tokens) }), el("td", { text: fmtUsd(i.cost_usd) }))));
   }
 
   async function loadSpend() {

@@ -39,7 +39,7 @@
     $("job-facts").replaceChildren(
       ...fact("Input", i.content || i.topic || (i.tasks ? `${i.tasks.length} tasks` : JSON.stringify(i)), "job-input"),
       ...fact("Cost", Leaflab.fmtUsd(job.cost_usd), "job-cost"),
-      ...fact("Tokens", `${u.input_tokens} in · ${u.output_tokens} out · ${u.cached_tokens} cached`, "job-tokens"),
+      ...fact("Tokens", `${u.estimated ? "≈ " : ""}${u.input_tokens} in · ${u.output_tokens} out · ${u.cached_tokens} cached${u.estimated ? " (estimated)" : ""}`, "job-tokens"),
       ...fact("Attempts", job.attempts, "job-attempts"),
       ...fact("Created", new Date(job.created_at).toLocaleString(), "job-created"),
       ...fact("Finished", job.finished_at ? new Date(job.finished_at).toLocaleString() : null, "job-finished"),

@@ -25,7 +25,7 @@
         el("td", { text: j.kind }),
         el("td", {}, el("span", { class: `badge status-${j.status}`, text: j.status })),
         el("td", { text: new Date(j.created_at).toLocaleString() }),
-        el("td", { text: String(j.usage.input_tokens + j.usage.output_tokens) }),
+        el("td", { text: (j.usage.estimated ? "≈" : "") + String(j.usage.input_tokens + j.usage.output_tokens) }),
         el("td", { text: Leaflab.fmtUsd(j.cost_usd) }),
         el("td", { class: "what", text: what(j).slice(0, 120) }))));
       if (!jobs.length) rows.append(el("tr", {}, el("td", { colspan: "7", class: "muted", text: "No jobs match." })));
