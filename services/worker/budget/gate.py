@@ -181,10 +181,10 @@ class BudgetGate:
         usage = usage or Usage()
         charged = clamp_usage(usage, self._settings.llm_max_tokens)
         reported = None
-        if model is not None:
-            reported = Decimal(str(self._prices.cost_usd(model, usage))).quantize(
-                USD_PLACES, rounding="ROUND_CEILING"
-            )
+        if model is not None and charged != usage:
+            # The same price, the same rounding as ``cost``: only a clamp makes a difference.
+            excess = self._prices.cost_usd(model, usage) - self._prices.cost_usd(model, charged)
+            reported = cost + Decimal(str(round(excess, 8)))
         return PendingSettlement(
             payer=self.payer,
             reservation=admission.reservation,
@@ -206,7 +206,7 @@ def exhausted_message(held: Reservation) -> str:
     if held.overrun_by:
         over = " and ".join(sorted(set(held.overrun_by)))
         return (
-            f"budget overrun: the {over} budget was reported a cost beyond what a call "
+            f"budget exhausted (overrun): the {over} budget was reported a cost beyond what a call "
             "could be charged (a reply longer than max_tokens, or a charge cut at the "
             "limit; see the budget's overruns in the admin page); further calls are "
             "refused and the job is paused until an admin sets the budget again "

@@ -137,11 +137,14 @@ SETTLE_CTES = """
          ORDER BY b.id
            FOR UPDATE
     ), room AS (
-        SELECT l.id,
-               LEAST(CAST(:charge AS numeric), GREATEST(l.room_usd, 0)) AS usd,
-               CASE WHEN l.room_tokens IS NULL THEN CAST(:used_tokens AS bigint)
-                    ELSE LEAST(CAST(:used_tokens AS bigint), GREATEST(l.room_tokens, 0))
-               END AS tokens
+        -- One charge for every budget of the call (the tightest room decides), so the
+        -- spend row and each budget agree.
+        SELECT LEAST(CAST(:charge AS numeric), COALESCE(min(GREATEST(l.room_usd, 0)),
+                     CAST(:charge AS numeric))) AS usd,
+               -- (GREATEST skips NULLs: a budget without a token limit has no room to take.)
+               LEAST(CAST(:used_tokens AS bigint), COALESCE(
+                     min(CASE WHEN l.room_tokens IS NOT NULL THEN GREATEST(l.room_tokens, 0) END),
+                     CAST(:used_tokens AS bigint))) AS tokens
           FROM locked l
     ), charged AS (
         UPDATE budgets b
@@ -156,13 +159,14 @@ SETTLE_CTES = """
                    THEN COALESCE(b.overrun_at, now()) ELSE b.overrun_at END,
                updated_at = now()
           FROM room r
-         WHERE b.id = r.id
+         WHERE b.id IN (SELECT id FROM locked)
         RETURNING b.id, r.usd, r.tokens
     ), spend AS (
         INSERT INTO spend (id, user_id, project_id, job_id, model, input_tokens, output_tokens,
                            cached_tokens, cost_usd, estimated, created_at)
         SELECT :spend_id, :user_id, CAST(:project_id AS uuid), CAST(:job_id AS uuid), :model,
-               :input_tokens, :output_tokens, :cached_tokens, :charge, :estimated, now()
+               :input_tokens, :output_tokens, :cached_tokens, (SELECT usd FROM room),
+               :estimated, now()
          WHERE :settle AND :record_spend
         RETURNING 1
     ), overrun AS (

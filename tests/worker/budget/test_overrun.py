@@ -155,3 +155,39 @@ class TestCapAtTheLimit:
         assert over.reason == "limit"
         assert (over.charged_usd, over.overrun_usd) == (Decimal("0.005"), Decimal("0.015"))
         assert (over.reported_tokens, over.charged_tokens) == (3_010, 1_000)
+
+    def test_user_and_project_budgets_are_charged_alike_within_the_tighter_room(
+        self, engine: Engine, session_factory: sessionmaker[Session]
+    ) -> None:
+        from services.common.models import Project
+        from tests.fixtures.builders import make_project
+
+        user = make_user(session_factory)
+        name = make_project(session_factory, user)
+        with session_factory() as db:
+            project_id = db.scalars(select(Project.id).where(Project.name == name)).one()
+        mine = make_budget(session_factory, user_id=user.id, usd="1")
+        theirs = make_budget(session_factory, project_id=project_id, usd="0.003")
+        writer = engine.execution_options(isolation_level="AUTOCOMMIT")
+        payer = Payer(user_id=user.id, project_id=project_id, job_id=None, fence=1)
+        ask = Ask(usd=Decimal("0.002"), tokens=10, fast_usd=Decimal("0.002"), fast_tokens=10)
+        held = reserve_budget(writer, payer=payer, ask=ask, soft_default=1.0)
+        assert held.ok and len(held.budget_ids) == 2
+        cost = Decimal("0.01")
+        settle_budget(
+            writer,
+            payer=payer,
+            reservation=held,
+            settlement=Settlement(cost_usd=cost, input_tokens=10, model="m"),
+        )
+        user_row, project_row = (
+            budget_row(session_factory, mine),
+            budget_row(session_factory, theirs),
+        )
+        assert user_row.spent_usd == project_row.spent_usd == Decimal("0.003")
+        assert project_row.spent_usd <= project_row.usd_limit
+        (spend,) = _spend(session_factory, user.id)
+        assert spend.cost_usd == Decimal("0.003")  # the ledger agrees with the budgets
+        overruns = _overruns(session_factory, user.id)
+        assert {o.budget_id for o in overruns} == {mine, theirs}
+        assert all(o.reason == "limit" and o.overrun_usd == Decimal("0.007") for o in overruns)
