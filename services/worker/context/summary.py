@@ -114,12 +114,15 @@ def make_summary(
                 stream=False,
             )
             content = (resp.content or "").strip()
-            cost = Decimal(str(round(deps.prices.cost_usd(model, resp.usage), 8)))
+            # Charged like every call: output clamped to the request's max_tokens.
+            billed = deps.prices.billed_usd(model, resp.usage, max_tokens=max_tokens)
+            cost = Decimal(str(round(billed, 8)))
             usage = UsageDelta(
                 input_tokens=resp.usage.input_tokens,
                 output_tokens=resp.usage.output_tokens,
                 cached_tokens=resp.usage.cached_tokens,
                 cost_usd=cost,
+                estimated=resp.usage.estimated,
             )
             if not content:
                 source, error = "local", "the summariser returned no text"
