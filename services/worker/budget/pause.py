@@ -33,5 +33,6 @@ def pause_for_budget(
     with factory() as db, db.begin():
         check_fence(db, lease)
         db.execute(PAUSE_SQL, {"message": message, "id": lease.job_id, "fence": lease.fence})
-    events.emit("budget", {"state": "exhausted", "message": message})
+    overrun = bool(admission.reservation.overrun_by)
+    events.emit("budget", {"state": "exhausted", "overrun": overrun, "message": message})
     events.emit("status", {"status": "budget_exhausted", "error": message})
