@@ -109,3 +109,38 @@ def test_recorded_usage_is_the_servers_own(
         whole.usage.output_tokens,
     )
     assert spend.estimated is False
+
+
+def test_a_real_turn_marks_estimated_usage_everywhere_it_is_shown(
+    services: Services, session_factory: sessionmaker[Session], real_model: RealModelServer
+) -> None:
+    """Whether or not the server reported usage for the turn's call (a stream from this
+    server carries none), the step, the job and the spend row say the same thing."""
+    services.env.update(
+        {
+            "LEAFLAB_LLM_BASE_URL": real_model.base_url,
+            "LEAFLAB_MODEL": real_model.model,
+            "LEAFLAB_LLM_MAX_TOKENS": "12",
+            "LEAFLAB_CONTEXT_LIMIT_TOKENS": str(real_model.n_ctx),
+            "LEAFLAB_LLM_TIMEOUT_S": "300",
+        }
+    )
+    user = make_user(session_factory)
+    client = client_for(services.api(), user)
+    services.worker()
+    session_id = client.post("/v1/sessions", json={}).json()["id"]
+    job_id = client.post(f"/v1/sessions/{session_id}/messages", json={"content": "Hi"}).json()[
+        "job_id"
+    ]
+    job = wait_job(client, job_id, timeout_s=240)
+    assert job["status"] == "succeeded", job["error"]
+    llm = [s for s in client.get(f"/v1/jobs/{job_id}/steps").json()["items"] if s["kind"] == "llm"]
+    estimated = [s["result"]["usage"]["estimated"] for s in llm]
+    assert job["usage"]["estimated"] is any(estimated)
+    with session_factory() as db:
+        spend = db.scalars(select(SpendRecord).where(SpendRecord.job_id == job_id)).all()
+    assert [s.estimated for s in spend] == estimated
+    assert all(
+        s["result"]["usage"]["output_tokens"] <= 12 or s["result"]["usage"]["estimated"]
+        for s in llm
+    )
