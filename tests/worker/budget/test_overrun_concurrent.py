@@ -70,7 +70,7 @@ def test_twenty_long_replies_never_charge_past_the_limit(
     budget_id = put.json()["id"]
     services.worker(concurrency=8)
 
-    stop, over = threading.Event(), []
+    stop, over = threading.Event(), list[str]()
     samples = _sample(session_factory, stop, over)
     jobs = []
     for i in range(JOBS):
