@@ -61,6 +61,10 @@ class TestUpServes:
         api_port = free_port()
         stack = start_up(home, api_port)
         try:
+            # The banner names the model and says plainly that it is the simulator.
+            banner = stack.text()
+            assert "model: leaflab-sim at http://127.0.0.1:" in banner
+            assert "SIMULATOR" in banner and "--model-url" in banner
             # The first thing a user does after "ready": ingest a paper, run a job.
             ingested = stack.cli("library", "ingest", "--no-wait", str(PDF))
             assert ingested.returncode == 0, ingested.stdout + ingested.stderr
