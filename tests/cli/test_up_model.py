@@ -10,6 +10,7 @@ loud warning while the stack still starts.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import click
 import httpx
@@ -26,7 +27,7 @@ from tests.fixtures.processes import free_port
 from tests.fixtures.real_model import require_real_model
 
 
-def _choose(environ: dict[str, str] | None = None, **flags: object) -> ModelChoice:
+def _choose(environ: dict[str, str] | None = None, **flags: Any) -> ModelChoice:
     args: dict[str, object] = {
         "model_sim": None,
         "local_model": False,
@@ -73,7 +74,7 @@ class TestChooseModel:
             ({"local_model": True, "model": "other"}, "drop --model"),
         ],
     )
-    def test_contradictions_are_usage_errors(self, flags: dict[str, object], message: str) -> None:
+    def test_contradictions_are_usage_errors(self, flags: dict[str, Any], message: str) -> None:
         with pytest.raises(click.UsageError, match=re.escape(message)):
             _choose(**flags)
 
