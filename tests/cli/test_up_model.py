@@ -53,6 +53,15 @@ class TestChooseModel:
         assert _choose(env, model_sim="-").kind == "simulator"
         local = _choose(local_model=True)
         assert (local.kind, local.model) == ("local", "gemma-3-270m")
+        # Routing profiles are an endpoint too: no simulator starts to shadow them.
+        profiles = '[{"name": "gpu", "base_url": "http://127.0.0.1:7/v1", "models": ["q"]}]'
+        routed = _choose({"LEAFLAB_MODEL_PROFILES": profiles})
+        assert (routed.kind, routed.base_url, routed.model) == (
+            "endpoint",
+            "http://127.0.0.1:7/v1",
+            "q",
+        )
+        assert routed.env() == {"LEAFLAB_MODEL_SIMULATED": "false"}
 
     def test_every_variable_the_services_get_names_the_choice(self) -> None:
         sim = _choose().at(8100).env()

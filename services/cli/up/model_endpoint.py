@@ -10,6 +10,7 @@ not answer is a loud warning, not a refusal to start (the model may still be loa
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +37,9 @@ class ModelChoice:
     model: str
     base_url: str = ""
     api_key: str | None = None
+    # Configured by LEAFLAB_MODEL_PROFILES: the services read it themselves; `up` only
+    # reports (and probes) the first profile and sets no endpoint variable.
+    from_profiles: bool = False
 
     @property
     def simulated(self) -> bool:
@@ -48,6 +52,8 @@ class ModelChoice:
     def env(self) -> dict[str, str]:
         """The variables every service gets: workers call this endpoint; the API knows
         (LEAFLAB_MODEL_SIMULATED) whether to show the chat page's simulator banner."""
+        if self.from_profiles:
+            return {"LEAFLAB_MODEL_SIMULATED": "false"}
         return {
             "LEAFLAB_LLM_BASE_URL": self.base_url,
             "LEAFLAB_MODEL": self.model,
@@ -93,7 +99,28 @@ def choose_model(
         return ModelChoice("endpoint", name, base_url=url.rstrip("/"), api_key=_api_key(environ))
     if model:
         raise click.UsageError("--model needs --model-url URL (or LEAFLAB_LLM_BASE_URL)")
+    profile = _first_profile(environ)
+    if profile is not None:
+        return profile
     return ModelChoice("simulator", SIM_MODEL)
+
+
+def _first_profile(environ: Mapping[str, str]) -> ModelChoice | None:
+    """The first endpoint of LEAFLAB_MODEL_PROFILES (a JSON list), if any is configured;
+    the workers validate the setting themselves, so a malformed one is not judged here."""
+    try:
+        profiles = json.loads(environ.get("LEAFLAB_MODEL_PROFILES") or "[]")
+        first = profiles[0] if isinstance(profiles, list) and profiles else None
+        url = str(first["base_url"]).rstrip("/") if isinstance(first, dict) else ""
+    except (ValueError, KeyError):
+        return None
+    if not url:
+        return None
+    assert isinstance(first, dict)
+    models = first.get("models") or []
+    name = environ.get("LEAFLAB_MODEL") or (str(models[0]) if models else "(any)")
+    key = first.get("api_key")
+    return ModelChoice("endpoint", name, base_url=url, api_key=key, from_profiles=True)
 
 
 def _api_key(environ: Mapping[str, str]) -> str | None:
@@ -137,7 +164,8 @@ def model_block_lines(
         "simulator": "SIMULATOR (Leaflab's own; answers are simulated, not a real model)",
         "local": "local llama.cpp server (small CPU model), supervised"
         + (f"; log: {log}" if log else ""),
-        "endpoint": "your endpoint",
+        "endpoint": "your endpoint"
+        + (" (first of LEAFLAB_MODEL_PROFILES)" if choice.from_profiles else ""),
     }[choice.kind]
     lines = [f"model: {choice.model} at {choice.base_url}  [{kind}]"]
     if choice.simulated:
