@@ -154,8 +154,8 @@ class TestUpLifetime:
             print(f"kill -9: stack gone after {time.monotonic() - started:.1f}s")
             assert left == [] and taken == [], (left, taken)
         finally:
-            for stack in (a, b):
-                if stack is not None:
-                    kill_group(stack)
+            for started_stack in (a, b):
+                if started_stack is not None:
+                    kill_group(started_stack)
             remove(home_a)
             remove(home_b)
