@@ -108,7 +108,7 @@ def router_from_settings(
         p.name: Endpoint(
             p.name,
             _client(settings, p, book, limiter),
-            json_tool_protocol=p.tool_protocol == "json",
+            json_tool_protocol=p.tool_protocol == "json" or p.json_tool_protocol,
         )
         for p in profiles
     }
@@ -127,6 +127,21 @@ def router_from_settings(
         breaker=breaker,
         policy=retry_policy(settings),
     )
+
+
+def discovered_router(
+    settings: LlmSettings, *, redis: Redis | None
+) -> tuple[ModelRouter, CapabilityBook]:
+    """What a worker process runs on: the router, its clients handed their endpoints'
+    capabilities (read from Redis, discovered on a miss: bounded by
+    LEAFLAB_MODEL_DISCOVERY_TIMEOUT_S per endpoint; an unreachable one gets the
+    configured defaults and is retried after LEAFLAB_MODEL_DISCOVERY_RETRY_S), and
+    the book, rechecking in the background until ``book.stop()``."""
+    book = capability_book(settings, redis=redis)
+    router = router_from_settings(settings, redis=redis, book=book)
+    book.load()
+    book.start()
+    return router, book
 
 
 def single_client_router(client: CompletionClient, model: str) -> ModelRouter:

@@ -19,7 +19,7 @@ CONFIG = BookConfig(discovery=DiscoveryConfig(timeout_s=10), default_context=320
 
 
 def _profile(sim: SimServerHandle, **options: object) -> ProfileConfig:
-    return ProfileConfig(name="local", base_url=sim.base_url, models=[MODEL], **options)  # type: ignore[arg-type]
+    return ProfileConfig(name="local", base_url=sim.base_url, models=[MODEL], **options)
 
 
 def _book(redis: Redis, profile: ProfileConfig, config: BookConfig = CONFIG) -> CapabilityBook:

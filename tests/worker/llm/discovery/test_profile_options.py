@@ -50,7 +50,7 @@ def test_bad_values_are_refused_with_the_field_named(monkeypatch: pytest.MonkeyP
     with pytest.raises(ValidationError, match="llm_tool_protocol"):
         LlmSettings()
     with pytest.raises(ValidationError, match="structured_output"):
-        ProfileConfig(name="p", base_url="http://127.0.0.1:1/v1", structured_output="yaml")  # type: ignore[arg-type]
+        ProfileConfig(name="p", base_url="http://127.0.0.1:1/v1", structured_output="yaml")
 
 
 def test_profiles_json_carries_the_options(monkeypatch: pytest.MonkeyPatch) -> None:
