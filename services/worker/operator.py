@@ -7,6 +7,7 @@ not asked of a running service, so the CLI reads it here, through this module.
 
 from __future__ import annotations
 
+from services.worker.llm.discovery.summary import record_lines, summary_lines
 from services.worker.llm.pricing import PriceBook, PriceRow
 from services.worker.llm.routing.profiles import (
     build_candidates,
@@ -14,7 +15,8 @@ from services.worker.llm.routing.profiles import (
 )
 from services.worker.llm.settings import LlmSettings
 
-__all__ = ["PriceRow", "price_table", "price_table_lines"]
+# record_lines: `leaflab admin models`; summary_lines: `leaflab up`'s ready banner.
+__all__ = ["PriceRow", "price_table", "price_table_lines", "record_lines", "summary_lines"]
 
 
 def price_table(settings: LlmSettings | None = None) -> list[PriceRow]:

@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 class BookConfig:
     ttl_s: float = 86_400.0
     retry_s: float = 60.0
-    recheck_s: float = 30.0
+    recheck_s: float = 10.0
     default_context: int | None = None
     discovery: DiscoveryConfig = DiscoveryConfig()
 
