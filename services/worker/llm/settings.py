@@ -117,7 +117,7 @@ class LlmSettings(CommonSettings):
     # at most that long per endpoint), workers re-read the cache every recheck_s.
     model_discovery_ttl_s: float = Field(default=86_400.0, gt=0)
     model_discovery_retry_s: float = Field(default=60.0, gt=0)
-    model_discovery_timeout_s: float = Field(default=30.0, gt=0)
+    model_discovery_timeout_s: float = Field(default=60.0, gt=0)
     model_discovery_recheck_s: float = Field(default=10.0, gt=0)
     # Prompt size of llama-cpp-python's context probe (its overflow error names the
     # window; it is raised before any evaluation). 0: never send it.
