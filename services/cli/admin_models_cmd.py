@@ -15,8 +15,8 @@ from services.cli.client import LeaflabClient
 @click.option(
     "--wait",
     "wait_s",
-    type=click.FloatRange(0, 120),
-    default=45.0,
+    type=click.FloatRange(0, 25),
+    default=20.0,
     show_default=True,
     help="with --refresh: seconds to wait for the workers' rediscovery",
 )

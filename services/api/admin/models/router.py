@@ -68,7 +68,7 @@ async def models(
     _: AdminUser,
     state: StateDep,
     refresh: bool = Query(False, description="Ask the workers to rediscover every endpoint"),
-    wait_s: Annotated[float, Query(ge=0, le=120)] = 45.0,
+    wait_s: Annotated[float, Query(ge=0, le=25)] = 20.0,
 ) -> ModelReport:
     if refresh:
         records, since, pending = await _refreshed(state.redis, wait_s)

@@ -46,7 +46,7 @@ def summary_lines(
     head = f"model {model} at {endpoint}"
     if not caps.reachable:
         return [
-            f"{head}: UNREACHABLE ({caps.error or 'no answer'})",
+            f"{head}: UNREACHABLE ({(caps.error or 'no answer').removeprefix('unreachable: ')})",
             "  starting anyway: configured defaults apply until the endpoint answers",
         ]
     lines = [f"{head} ({caps.server})"]

@@ -113,5 +113,5 @@ def test_the_admin_page_has_a_models_section(
     assert page.status_code == 200, page.text
     assert 'data-testid="models"' in page.text
     assert f'data-model="cpu:{MODEL}"' in page.text
-    assert "json <span class=\"muted\">(configured)</span>" in page.text
-    assert f"{N_CTX} <span class=\"muted\">(discovered)</span>" in page.text
+    assert 'json <span class="muted">(configured)</span>' in page.text
+    assert f'{N_CTX} <span class="muted">(discovered)</span>' in page.text

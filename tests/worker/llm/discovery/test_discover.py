@@ -81,7 +81,8 @@ def test_an_unreachable_endpoint_gives_the_defaults_quickly() -> None:
     assert time.monotonic() - started < 5
     assert caps.reachable is False and caps.error and caps.error.startswith("unreachable")
     assert caps.structured_output == PERMISSIVE.structured_output
-    assert summary_lines(caps, target.base_url, MODEL)[0].endswith(caps.error + ")")
+    reason = caps.error.removeprefix("unreachable: ")
+    assert summary_lines(caps, target.base_url, MODEL)[0].endswith(f"UNREACHABLE ({reason})")
 
 
 def test_discovery_is_bounded_by_its_timeout_and_keeps_what_it_found() -> None:
