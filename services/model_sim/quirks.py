@@ -21,6 +21,9 @@ server (0.3.x) with Gemma's chat template, as measured against the real one:
 
 ``--quirks vllm`` is vLLM's surface: ``max_model_len`` in ``/v1/models``, ``POST
 /tokenize``, the same overflow wording; everything else permissive.
+``--quirks llama.cpp`` is llama.cpp's own server: ``owned_by: "llamacpp"``, ``GET
+/props`` with ``default_generation_settings.n_ctx`` and ``total_slots``, ``POST
+/tokenize`` (``{"content"}``); everything else permissive.
 """
 
 from __future__ import annotations
@@ -34,8 +37,10 @@ from fastapi.responses import JSONResponse
 from services.model_sim import openai_format as fmt
 from services.model_sim.state import estimate_tokens, message_text
 
-QuirkName = Literal["none", "llama-cpp-python", "vllm"]
-QUIRK_NAMES: tuple[str, ...] = ("none", "llama-cpp-python", "vllm")
+QuirkName = Literal["none", "llama-cpp-python", "vllm", "llama.cpp"]
+QUIRK_NAMES: tuple[str, ...] = ("none", "llama-cpp-python", "vllm", "llama.cpp")
+# llama.cpp's own server (``llama-server -np 4``): its slots, reported by /props.
+LLAMA_CPP_SLOTS = 4
 DEFAULT_N_CTX = 8192
 ALTERNATE = "Conversation roles must alternate user/assistant/user/assistant/..."
 # Gemma's template turns a tiny user message into ~10 tokens of turn markers.
@@ -133,6 +138,8 @@ def model_entry(quirks: Quirks, model: str) -> dict[str, Any]:
             "root": model,
             "max_model_len": quirks.n_ctx,
         }
+    if quirks.name == "llama.cpp":
+        return {"id": model, "object": "model", "created": 0, "owned_by": "llamacpp"}
     return {"id": model, "object": "model", "created": 0, "owned_by": "leaflab-sim"}
 
 
@@ -143,6 +150,18 @@ def install_routes(app: FastAPI, quirks: Quirks) -> None:
         @app.post("/extras/tokenize")
         async def extras_tokenize(request: Request) -> dict[str, Any]:
             text = str((await request.json()).get("input", ""))
+            return {"tokens": list(range(estimate_tokens(len(text))))}
+
+    elif quirks.name == "llama.cpp":
+
+        @app.get("/props")
+        async def props() -> dict[str, Any]:
+            settings = {"n_ctx": quirks.n_ctx, "n_predict": -1}
+            return {"default_generation_settings": settings, "total_slots": LLAMA_CPP_SLOTS}
+
+        @app.post("/tokenize")
+        async def llama_tokenize(request: Request) -> dict[str, Any]:
+            text = str((await request.json()).get("content", ""))
             return {"tokens": list(range(estimate_tokens(len(text))))}
 
     elif quirks.name == "vllm":

@@ -73,6 +73,16 @@ def test_vllm_states_its_window_and_tokenizer(vllm_sim: SimServerHandle) -> None
     assert caps.max_concurrency is None
 
 
+def test_llama_cpp_states_its_window_and_slots_in_props() -> None:
+    with serve_in_thread(quirks="llama.cpp", n_ctx=N_CTX) as server:
+        caps = discover(_target(server), PROBE_ALL)
+    assert caps.server == "llama.cpp"
+    assert (caps.context_tokens, caps.context_source) == (N_CTX, "props")
+    assert caps.max_concurrency == 4  # total_slots
+    assert caps.tokenize_path == "/tokenize"
+    assert caps.tool_mode == "native" and caps.error is None
+
+
 def test_an_unreachable_endpoint_gives_the_defaults_quickly() -> None:
     with serve_in_thread() as gone:
         target = _target(gone)
