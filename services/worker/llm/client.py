@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from services.worker.llm import json_protocol
 from services.worker.llm.backoff import RetryPolicy
+from services.worker.llm.capabilities import PERMISSIVE, Capabilities
 from services.worker.llm.errors import ModelError, from_status, from_transport_error
 from services.worker.llm.proxy import route_for
 from services.worker.llm.same_object import SameObject
@@ -85,8 +86,10 @@ class ModelClient:
         retry_policy: RetryPolicy | None = None,
         on_retry: RetryHook | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        capabilities: Callable[[], Capabilities] | None = None,
     ) -> None:
         self.base_url = base_url
+        self._capabilities = capabilities
         self.provider = provider or urlsplit(base_url).netloc or base_url
         self.timeout_s = timeout_s
         self.policy = retry_policy or RetryPolicy(max_retries=max_retries)
@@ -102,6 +105,10 @@ class ModelClient:
         }
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+
+    def capabilities(self) -> Capabilities:
+        """What the endpoint accepts now (discovered, configured values winning)."""
+        return self._capabilities() if self._capabilities is not None else PERMISSIVE
 
     def close(self) -> None:
         """Close the pooled connections (a later call opens a connection of its own)."""
