@@ -1,7 +1,7 @@
 """budget overruns: what servers reported beyond a call's charge; estimated usage flags
 
 Revision ID: budget_overruns
-Revises: lost_slices
+Revises: model_wait
 Create Date: 2026-12-01 23:00:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "budget_overruns"
-down_revision: str | None = "lost_slices"
+down_revision: str | None = "model_wait"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
