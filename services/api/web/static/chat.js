@@ -272,7 +272,7 @@
     await loadConversation();
     await refreshUsage();
     const latest = (await Leaflab.api("GET", `/v1/jobs?session=${sessionId}&kind=turn&limit=1`)).items[0];
-    if (latest && ["queued", "running", "waiting_approval"].includes(latest.status)) {
+    if (latest && ["queued", "running", "waiting_approval", "waiting_model"].includes(latest.status)) {
       // The stream replays the running turn from its start: drop what history drew of it.
       for (const node of $("messages").querySelectorAll(`[data-job-id="${latest.id}"]`)) node.remove();
       watch(latest.id);
