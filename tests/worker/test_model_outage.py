@@ -4,7 +4,8 @@ With the simulator stopped a submitted turn becomes ``waiting_model``: no lease,
 no failed llm step, a status event that names the endpoint, and no slot under
 the per-user cap. Workers killed -9 and restarted during the wait change
 nothing; the simulator started again on the same port resumes the jobs, which
-answer. A cancel ends a waiting job at once. An outage longer than
+answer; a later turn of the same session waits behind them. A cancel ends a
+waiting job at once. An outage longer than
 ``LEAFLAB_MODEL_OUTAGE_MAX_S`` fails the job with a clear message, and a 400
 request error still fails at once, never parked.
 """
@@ -86,6 +87,10 @@ def test_a_turn_waits_out_an_outage_and_worker_restarts_then_answers(
         assert row.llm_steps == 0  # the failed call is not in the ledger
         assert row.model_wait["endpoints"][0]["base_url"] == sim.url
 
+    # A later turn of a waiting job's session waits behind it (turns run in order).
+    follow_up = client.post(
+        f"/v1/sessions/{first_session}/messages", json={"content": "and then?"}
+    ).json()["job_id"]
     cancelled = client.post(f"/v1/jobs/{doomed}/cancel")
     assert cancelled.status_code in (200, 202), cancelled.text
     assert wait_job(client, doomed, timeout_s=10)["status"] == "cancelled"
@@ -95,9 +100,12 @@ def test_a_turn_waits_out_an_outage_and_worker_restarts_then_answers(
     services.worker()
     time.sleep(1.5)
     assert _row(session_factory, first).status == "waiting_model"
+    assert _row(session_factory, follow_up).status == "queued"
 
     sim = services.simulator(port=port)  # the same endpoint is back
-    sim.set_script(first_session, {"replies": [{"content": "first answer"}]})
+    sim.set_script(
+        first_session, {"replies": [{"content": "first answer"}, {"content": "follow-up"}]}
+    )
     sim.set_script(second_session, {"replies": [{"content": "second answer"}]})
     for job_id, answer in ((first, "first answer"), (second, "second answer")):
         done = wait_job(client, job_id, timeout_s=40)
@@ -106,6 +114,7 @@ def test_a_turn_waits_out_an_outage_and_worker_restarts_then_answers(
         assert done["model_wait_since"] is None
         steps = client.get(f"/v1/jobs/{job_id}/steps").json()["items"]
         assert [(s["kind"], s["status"]) for s in steps] == [("llm", "succeeded")]
+    assert wait_job(client, follow_up, timeout_s=30)["result"]["content"] == "follow-up"
     statuses = _statuses(_events(client, first))
     waiting = [s for s in statuses if s["status"] == "waiting_model"]
     assert waiting and f"default ({sim.url})" in waiting[0]["message"], statuses
