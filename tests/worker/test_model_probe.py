@@ -71,7 +71,7 @@ def _park(factory: sessionmaker[Session], ids: list[uuid.UUID], url: str, ago_s:
 
 def _status(factory: sessionmaker[Session], ids: list[uuid.UUID]) -> list[str]:
     with factory() as db:
-        rows = dict(
+        rows: dict[uuid.UUID, str] = dict(
             db.execute(text("SELECT id, status FROM jobs WHERE id = ANY(:ids)"), {"ids": ids}).all()
         )
     return [rows[i] for i in ids]
@@ -83,12 +83,13 @@ def test_one_probe_per_endpoint_and_all_resume_when_it_answers(
     celery = build_celery(get_settings().model_copy(update={"redis_url": isolated_redis_url}))
     jobs = queued_jobs(session_factory, make_user(session_factory).id, 5)
     _park(session_factory, jobs, endpoint.url, ago_s=1)
-    check = dict(outage_max_s=3600, timeout_s=2)
-    assert not set(jobs) & set(check_once(session_factory, celery, None, **check))
+    assert not set(jobs) & set(
+        check_once(session_factory, celery, None, outage_max_s=3600, timeout_s=2)
+    )
     assert endpoint.asked == 1  # five jobs, one endpoint: one probe
     assert _status(session_factory, jobs) == ["waiting_model"] * 5
     endpoint.status = 200
-    resumed = check_once(session_factory, celery, None, **check)
+    resumed = check_once(session_factory, celery, None, outage_max_s=3600, timeout_s=2)
     assert endpoint.asked == 2
     assert set(jobs) <= set(resumed)
     assert _status(session_factory, jobs) == ["queued"] * 5

@@ -45,8 +45,8 @@ def test_downgrade_requeues_waiting_jobs_and_upgrade_restores(scratch_url: str) 
         command.downgrade(alembic_config(scratch_url), "lost_slices")
         engine.dispose()  # the column set changed under the pool
         assert not {"model_wait_since", "model_wait"} & _columns(engine)
-        with engine.connect() as db:
-            assert db.execute(text("SELECT status FROM jobs")).scalars().all() == ["queued"]
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT status FROM jobs")).scalars().all() == ["queued"]
         upgrade_to_head(scratch_url)
         engine.dispose()
         assert {"model_wait_since", "model_wait"} <= _columns(engine)
