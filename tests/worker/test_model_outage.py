@@ -87,6 +87,8 @@ def test_a_turn_waits_out_an_outage_and_worker_restarts_then_answers(
         assert row.llm_steps == 0  # the failed call is not in the ledger
         assert row.model_wait["endpoints"][0]["base_url"] == sim.url
 
+    listed = client.get("/v1/jobs", params={"status": "waiting_model"}).json()["items"]
+    assert {first, second, doomed} <= {j["id"] for j in listed}
     # A later turn of a waiting job's session waits behind it (turns run in order).
     follow_up = client.post(
         f"/v1/sessions/{first_session}/messages", json={"content": "and then?"}
