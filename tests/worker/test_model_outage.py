@@ -152,3 +152,34 @@ def test_a_request_error_fails_at_once_and_a_long_outage_fails_clearly(
     assert error.startswith(f"the model endpoint default ({sim.url}) was unreachable for ")
     assert "last error:" in error and "connection" in error, error
     assert _row(session_factory, job_id).llm_steps == 0
+
+
+def test_memory_maintenance_waits_out_an_overloaded_model(
+    services: Services, session_factory: sessionmaker[Session]
+) -> None:
+    services.env.update({**QUICK, "LEAFLAB_MEMORY_EVERY_TURNS": "1"})
+    sim = services.simulator()
+    url = services.api()
+    services.worker()
+    client = client_for(url, make_user(session_factory))
+    session, turn = _turn(client)
+    # 1 + LEAFLAB_LLM_MAX_RETRIES (1) tries find it overloaded; the resumed call answers.
+    overloaded = {"error": 503, "message": "overloaded"}
+    sim.set_script(f"{session}:memory", {"replies": [overloaded, overloaded, {"content": "-"}]})
+    assert wait_job(client, turn)["status"] == "succeeded"
+    memory = None
+    deadline = time.monotonic() + 20
+    while memory is None and time.monotonic() < deadline:
+        with session_factory() as db:
+            memory = db.execute(
+                text("SELECT id FROM jobs WHERE session_id = :s AND kind = 'memory'"),
+                {"s": uuid.UUID(session)},
+            ).scalar()
+        time.sleep(0.2)
+    assert memory is not None, "no memory maintenance job was scheduled"
+    done = wait_job(client, str(memory), timeout_s=30)
+    assert done["status"] == "succeeded", done
+    steps = client.get(f"/v1/jobs/{memory}/steps").json()["items"]
+    assert [s["status"] for s in steps if s["kind"] == "llm"] == ["succeeded"]
+    waiting = [s for s in _statuses(_events(client, str(memory))) if s["status"] == "waiting_model"]
+    assert waiting and "overloaded" in waiting[0]["message"], waiting
