@@ -33,6 +33,7 @@ from services.worker.runtime.advance import advance
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.drain import start_draining
 from services.worker.runtime.lease import LeaseKeeper
+from services.worker.runtime.model_probe import ModelWaitWatcher
 from services.worker.runtime.sweeper import Sweeper
 from services.worker.settings import WorkerSettings
 from services.worker.tools.library_intake import CeleryIngestQueue
@@ -65,6 +66,7 @@ _deps: RuntimeDeps | None = None
 _deps_lock = threading.Lock()
 _sweeper: Sweeper | None = None
 _capabilities: CapabilityBook | None = None
+_model_wait: ModelWaitWatcher | None = None
 
 
 def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
@@ -107,7 +109,7 @@ def get_deps() -> RuntimeDeps:
 
 @signals.worker_ready.connect
 def _start_sweeper(**_: Any) -> None:
-    global _sweeper
+    global _sweeper, _model_wait
     deps = get_deps()
     _sweeper = Sweeper(
         deps.factory,
@@ -118,6 +120,16 @@ def _start_sweeper(**_: Any) -> None:
         per_user_cap=settings.max_running_jobs_per_user,
     )
     _sweeper.start()
+    # Jobs parked while their model endpoint is down resume when it answers again.
+    _model_wait = ModelWaitWatcher(
+        deps.factory,
+        app,
+        build_redis(settings.require_redis_url()),
+        interval_s=settings.model_probe_interval_s,
+        timeout_s=settings.model_probe_timeout_s,
+        outage_max_s=settings.model_outage_max_s,
+    )
+    _model_wait.start()
 
 
 @signals.worker_shutting_down.connect
@@ -130,6 +142,8 @@ def _drain(**_: Any) -> None:
 def _stop_background(**_: Any) -> None:
     if _sweeper is not None:
         _sweeper.stop()
+    if _model_wait is not None:
+        _model_wait.stop()
     if _deps is not None:
         _deps.keeper.stop()
     if _capabilities is not None:

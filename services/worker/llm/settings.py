@@ -98,6 +98,8 @@ class LlmSettings(CommonSettings):
     breaker_failure_threshold: int = Field(default=3, ge=1)
     breaker_cooldown_s: float = Field(default=10.0, gt=0)
     breaker_probe_timeout_s: float = Field(default=30.0, gt=0)
+    # Failures further apart than this are not "consecutive": the count starts over.
+    breaker_window_s: float = Field(default=60.0, gt=0)
     gpu_pricing: dict[str, GpuPriceConfig] = Field(default_factory=dict)
     llm_timeout_s: float = 120.0
     llm_max_tokens: int = 2048

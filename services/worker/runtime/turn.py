@@ -38,6 +38,7 @@ from services.worker.runtime.finish import finish_slice
 from services.worker.runtime.lease import Lease
 from services.worker.runtime.ledger import StepView, llm_key, load_steps
 from services.worker.runtime.model_call import call_model
+from services.worker.runtime.model_wait import outage_of, park_for_model
 from services.worker.runtime.outcome import Outcome
 from services.worker.runtime.recorder import MessageWrite, StepWrite, UsageDelta, record
 from services.worker.runtime.state import TurnState
@@ -346,6 +347,11 @@ class TurnRunner:
     def _model_failed(
         self, key: str, round_no: int, request: dict[str, Any], err: ModelError
     ) -> Outcome:
+        outage = outage_of(err, self.deps.router)
+        if outage is not None:
+            # Every endpoint is down or overloaded: wait for it, recording nothing,
+            # so the resumed job makes this same call again.
+            return park_for_model(self.deps, self.lease, self.events, outage)
         error = {
             "code": "model_error",
             "message": str(err),

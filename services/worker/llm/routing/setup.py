@@ -118,6 +118,7 @@ def router_from_settings(
             threshold=settings.breaker_failure_threshold,
             cooldown_s=settings.breaker_cooldown_s,
             probe_timeout_s=settings.breaker_probe_timeout_s,
+            window_s=settings.breaker_window_s,
         )
         breaker = RedisBreaker(redis, config)
     return ModelRouter(
