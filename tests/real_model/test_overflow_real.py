@@ -51,18 +51,26 @@ def test_a_turn_that_cannot_fit_the_window_is_refused_before_sending(
     )
     client = client_for(services.api(), make_user(session_factory))
     services.worker()
+    # The first turn also lets the worker discover the endpoint (its probes are chat
+    # requests too); the second finds the capabilities cached.
+    _refused_turn(client, "Hello.")
     before = _chat_requests(server)
-    session_id = client.post("/v1/sessions", json={}).json()["id"]
-    job_id = client.post(
-        f"/v1/sessions/{session_id}/messages", json={"content": "Summarise our work so far."}
-    ).json()["job_id"]
-    job = wait_job(client, job_id, timeout_s=60)
-    assert job["status"] == "failed"
-    assert "does not fit the model's context window" in job["error"], job["error"]
-    assert "> 1008 tokens" in job["error"]  # the window less the output reserve
+    job_id = _refused_turn(client, "Summarise our work so far.")
     (step,) = client.get(f"/v1/jobs/{job_id}/steps").json()["items"]
     assert step["error"]["code"] == "context_overflow"  # not a model_error from the server
     assert _chat_requests(server) == before  # nothing was sent
+
+
+def _refused_turn(client: httpx.Client, content: str) -> str:
+    session_id = client.post("/v1/sessions", json={}).json()["id"]
+    job_id = client.post(f"/v1/sessions/{session_id}/messages", json={"content": content}).json()[
+        "job_id"
+    ]
+    job = wait_job(client, job_id, timeout_s=120)
+    assert job["status"] == "failed"
+    assert "does not fit the model's context window" in job["error"], job["error"]
+    assert "> 1008 tokens" in job["error"]  # the window less the output reserve
+    return str(job_id)
 
 
 def test_recorded_usage_is_the_servers_own(
