@@ -174,16 +174,19 @@ def stream_parts(c: Completion, *, include_usage: bool) -> Iterator[tuple[bool, 
             yield True, _chunk(c, delta, None, include_usage)
     yield False, _chunk(c, {}, c.finish_reason, include_usage)
     if include_usage:
-        yield False, sse(
-            {
-                "id": c.id,
-                "object": "chat.completion.chunk",
-                "created": c.created,
-                "model": c.model,
-                "system_fingerprint": "leaflab-sim",
-                "choices": [],
-                "usage": c.usage(),
-            }
+        yield (
+            False,
+            sse(
+                {
+                    "id": c.id,
+                    "object": "chat.completion.chunk",
+                    "created": c.created,
+                    "model": c.model,
+                    "system_fingerprint": "leaflab-sim",
+                    "choices": [],
+                    "usage": c.usage(),
+                }
+            ),
         )
     yield False, sse("[DONE]")
 

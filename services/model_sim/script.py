@@ -72,8 +72,7 @@ class ScriptEntry(BaseModel):
         kinds = [is_reply, self.error is not None, self.disconnect, self.empty_stream]
         if sum(kinds) > 1:
             raise ValueError(
-                "an entry is either a reply, an error, a disconnect or an empty stream, "
-                "not several"
+                "an entry is either a reply, an error, a disconnect or an empty stream, not several"
             )
         if sum(kinds) == 0 and self.delay_ms is None and not self.paced:
             raise ValueError(

@@ -28,7 +28,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -44,12 +44,12 @@ from services.worker.llm.errors import (
     from_transport_error,
 )
 from services.worker.llm.proxy import route_for
-from services.worker.llm.same_object import SameObject
 from services.worker.llm.settings import LlmSettings
-from services.worker.llm.shaping import Shaped, ToolProtocol, shape_request
+from services.worker.llm.shaping import ToolProtocol, shape_request
 from services.worker.llm.stream import StreamAssembler, StreamErrorEvent, iter_sse_data
 from services.worker.llm.transport import Reply, Transport
 from services.worker.llm.types import ModelResponse, RetryListener, RetryNotice
+from services.worker.llm.wire import TokenCounter, WireRequest
 
 log = logging.getLogger(__name__)
 
@@ -68,73 +68,6 @@ class _BrokenStream(Exception):
     def __init__(self, *, streamed: bool) -> None:
         super().__init__("stream ended without a finish reason")
         self.streamed = streamed
-
-
-def _encode(value: object) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-
-
-_TOOLS_JSON = SameObject(_encode)
-
-
-class _TokenCounter:
-    """The caller's ``on_token``, counting what one attempt streamed."""
-
-    def __init__(self, on_token: Callable[[str], None] | None) -> None:
-        self.on_token = on_token
-        self.count = 0
-
-    def __call__(self, text: str) -> None:
-        self.count += 1
-        if self.on_token is not None:
-            self.on_token(text)
-
-
-@dataclass
-class _Request:
-    """One call as it goes on the wire; its bodies are encoded once for all attempts."""
-
-    shaped: Shaped
-    model: str
-    max_tokens: int
-    headers: dict[str, str]
-    on_token: Callable[[str], None] | None
-    on_retry: RetryListener | None
-    # The stream broke once: the server cannot stream this request, so no attempt does.
-    streaming_broken: bool = False
-    _bodies: dict[bool, bytes] = field(default_factory=dict)
-
-    @property
-    def stream(self) -> bool:
-        return self.shaped.stream and not self.streaming_broken
-
-    def payload(self, stream: bool) -> bytes:
-        if stream not in self._bodies:
-            self._bodies[stream] = self._encode(stream)
-        return self._bodies[stream]
-
-    def _encode(self, stream: bool) -> bytes:
-        shaped = self.shaped
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": shaped.messages,
-            "max_tokens": self.max_tokens,
-        }
-        if shaped.response_format is not None:
-            body["response_format"] = shaped.response_format
-        if shaped.tool_choice is not None:
-            body["tool_choice"] = shaped.tool_choice
-        if stream:
-            body["stream"] = True
-            body["stream_options"] = {"include_usage": True}
-        # Compact, non-ASCII text as UTF-8 rather than \u escapes, NaN refused rather than
-        # sent (as the SDK's httpx defaults encoded it).
-        payload = _encode(body)
-        if shaped.native_tools:
-            # The same schemas go with every call: their encoding is reused (same_object).
-            tools = _TOOLS_JSON(shaped.native_tools)
-            payload = b"".join((payload[:-1], b',"tools":', tools, b"}"))
-        return payload
 
 
 class ModelClient:
@@ -230,11 +163,11 @@ class ModelClient:
         headers = self._headers
         if conversation_key:
             headers = {**headers, CONVERSATION_HEADER: conversation_key}
-        request = _Request(shaped, model, max_tokens, headers, on_token, on_retry)
+        request = WireRequest(shaped, model, max_tokens, headers, on_token, on_retry)
         attempt = 0
         while True:
             attempt += 1
-            tokens = _TokenCounter(on_token)
+            tokens = TokenCounter(on_token)
             try:
                 response = self._attempt(request, tokens, attempt)
                 break
@@ -248,7 +181,7 @@ class ModelClient:
         return json_protocol.apply_to_response(response) if shaped.json_tools else response
 
     def _wait_before_retry(
-        self, request: _Request, err: ModelError, attempt: int, *, streamed: bool
+        self, request: WireRequest, err: ModelError, attempt: int, *, streamed: bool
     ) -> None:
         wait = self.policy.delay_s(attempt, err.retry_after)
         log.warning(
@@ -264,7 +197,7 @@ class ModelClient:
             self._on_retry(err, wait)
         self._sleep(wait)
 
-    def _attempt(self, request: _Request, tokens: _TokenCounter, attempt: int) -> ModelResponse:
+    def _attempt(self, request: WireRequest, tokens: TokenCounter, attempt: int) -> ModelResponse:
         if not request.stream:
             return self._send(request, tokens, stream=False)
         try:
@@ -276,10 +209,10 @@ class ModelClient:
             log.warning("%s: %s; resending without streaming", self.provider, broken)
             if broken.streamed and request.on_retry is not None:
                 request.on_retry(RetryNotice(attempt, str(broken), 0.0))
-            response = self._send(request, _TokenCounter(request.on_token), stream=False)
+            response = self._send(request, TokenCounter(request.on_token), stream=False)
             return replace(response, extra={**response.extra, "resent_without_stream": True})
 
-    def _send(self, request: _Request, tokens: _TokenCounter, *, stream: bool) -> ModelResponse:
+    def _send(self, request: WireRequest, tokens: TokenCounter, *, stream: bool) -> ModelResponse:
         started = time.monotonic()
         request_id = None
         timeouts = self.timeouts
@@ -314,8 +247,8 @@ class ModelClient:
     def _stream(
         self,
         reply: Reply,
-        request: _Request,
-        tokens: _TokenCounter,
+        request: WireRequest,
+        tokens: TokenCounter,
         started: float,
         request_id: str | None,
     ) -> ModelResponse:

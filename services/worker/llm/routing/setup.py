@@ -40,6 +40,8 @@ def router_from_settings(settings: LlmSettings, *, redis: Redis | None) -> Model
                 p.base_url,
                 p.api_key,
                 timeout_s=p.timeout_s or settings.llm_timeout_s,
+                idle_timeout_s=settings.llm_idle_timeout_s,
+                total_timeout_s=settings.llm_total_timeout_s,
                 retry_policy=RetryPolicy(max_retries=0),
             ),
             json_tool_protocol=p.json_tool_protocol,
