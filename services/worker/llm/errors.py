@@ -39,7 +39,9 @@ _UNSUPPORTED_HINTS = (
     "response_format",
     "json_schema",
     "tool_choice",
+    "enable-auto-tool-choice",  # vLLM started without its tool parser
     "not supported",
+    "does not support",  # Ollama: "... does not support tools"
     "unsupported",
     "not implemented",
     "unrecognized request argument",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from redis import Redis
@@ -52,7 +53,8 @@ def test_a_fallback_after_streamed_text_is_announced_between_the_attempts(
     )
     events.flush_tokens()
     assert routed.response.content == "answered by B"
-    seen = [decode_entry(i, f) for i, f in redis.xrange(stream_key(job_id))]
+    entries: list[Any] = redis.xrange(stream_key(job_id))  # type: ignore[assignment]
+    seen = [decode_entry(i, f) for i, f in entries]
     assert [e["type"] for e in seen] == ["token", "model_retry", "token"]
     assert A_TEXT.startswith(seen[0]["data"]["text"])  # the dropped attempt's partial text
     retry = seen[1]["data"]

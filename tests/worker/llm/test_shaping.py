@@ -46,7 +46,7 @@ AFTER_SUMMARY = [
     {"role": "user", "content": "Summary of the conversation so far: ..."},
     {"role": "user", "content": "Now compute 2+2."},
 ]
-TOOL_EXCHANGE = [
+TOOL_EXCHANGE: list[dict[str, Any]] = [
     {"role": "user", "content": "Compute."},
     {
         "role": "assistant",
@@ -83,7 +83,7 @@ class TestRules:
 
     def test_tool_results_alternate_under_an_alternating_template(self) -> None:
         for mode in ("native", "json"):
-            caps = Capabilities(alternation=True, tool_mode=mode)  # type: ignore[arg-type]
+            caps = Capabilities(alternation=True, tool_mode=mode)
             shaped = shape_request(
                 messages=TOOL_EXCHANGE,
                 tools=TOOLS,

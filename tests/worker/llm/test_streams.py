@@ -5,6 +5,7 @@ the partial reply, an empty stream is resent once without streaming."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ QUICK = RetryPolicy(max_retries=2, base_delay_s=0.01, max_delay_s=0.05)
 WORDS = " ".join(f"w{i}" for i in range(40))
 
 
-def client_with(sim: SimServerHandle, **timeouts: float) -> ModelClient:
+def client_with(sim: SimServerHandle, **timeouts: Any) -> ModelClient:
     return ModelClient(sim.base_url, "k", timeouts=TimeoutPolicy(**timeouts), retry_policy=QUICK)
 
 
