@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.model_sim import openai_format as fmt
+from services.model_sim import quirks as quirk_mode
 from services.model_sim.auto import AutoError, auto_reply
 from services.model_sim.script import Script, ScriptEntry, ScriptError, parse_script
 from services.model_sim.state import (
@@ -42,6 +43,7 @@ class SimConfig:
     default_script: Script | None = None
     latency_ms: int = 0
     model: str = DEFAULT_MODEL
+    quirks: quirk_mode.Quirks = quirk_mode.Quirks()
 
 
 class SimHTTPError(Exception):
@@ -150,6 +152,11 @@ def create_app(config: SimConfig | None = None) -> FastAPI:
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
         body = await _json_body(request)
+        if isinstance(body, dict) and config.quirks.active:
+            refused = quirk_mode.refusal(config.quirks, body)
+            if refused is not None:
+                return refused
+            body = quirk_mode.adjust(config.quirks, body)
         try:
             chat = ChatRequest.model_validate(body)
         except ValidationError as exc:
@@ -179,6 +186,8 @@ def create_app(config: SimConfig | None = None) -> FastAPI:
             fault = decision.fault
             raise SimHTTPError(fault.error or 500, fault.message, fault.retry_after)
         prompt_chars = sum(len(message_text(m)) for m in messages)
+        if config.quirks.active:  # the imitated template's markers count too
+            prompt_chars = 3 * quirk_mode.prompt_tokens(messages)
         return _answer(chat, decision, config, prompt_chars, cached)
 
     app.add_middleware(RequestIdMiddleware)
@@ -282,8 +291,10 @@ def _install_control_routes(app: FastAPI, state: SimState, config: SimConfig) ->
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        model = {"id": config.model, "object": "model", "created": 0, "owned_by": "leaflab-sim"}
+        model = quirk_mode.model_entry(config.quirks, config.model)
         return {"object": "list", "data": [model]}
+
+    quirk_mode.install_routes(app, config.quirks)
 
     @app.put("/_sim/scripts/{key}")
     async def put_script(key: str, request: Request) -> dict[str, Any]:

@@ -26,8 +26,9 @@ from services.common.task_names import ADVANCE_TASK
 from services.common.telemetry import TelemetrySettings, instrument_celery, setup_tracing
 from services.common.telemetry.names import SERVICE_WORKER
 from services.worker.llm.client import client_from_settings
+from services.worker.llm.discovery import CapabilityBook
 from services.worker.llm.pricing import PriceBook
-from services.worker.llm.routing.setup import router_from_settings
+from services.worker.llm.routing.setup import discovered_router
 from services.worker.runtime.advance import advance
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.drain import start_draining
@@ -63,6 +64,7 @@ instrument_celery(app)
 _deps: RuntimeDeps | None = None
 _deps_lock = threading.Lock()
 _sweeper: Sweeper | None = None
+_capabilities: CapabilityBook | None = None
 
 
 def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
@@ -75,6 +77,10 @@ def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
     ensure_migrated(engine, database_url)
     factory = build_sessionmaker(engine)
     client = build_redis(cfg.require_redis_url())
+    # Each endpoint's capabilities: from Redis, or discovered now (bounded per endpoint;
+    # an unreachable one starts on the configured defaults and is retried later).
+    global _capabilities
+    router, _capabilities = discovered_router(cfg, redis=client)
     return RuntimeDeps(
         settings=cfg,
         factory=factory,
@@ -87,7 +93,7 @@ def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
         keeper=LeaseKeeper(factory, ttl_s=cfg.lease_ttl_s),
         sandbox=CelerySandbox(app, queue=cfg.sandbox_queue),
         library=LibraryEndpoint(url=cfg.library_url, internal_token=cfg.internal_token),
-        router=router_from_settings(cfg, redis=client),
+        router=router,
     )
 
 
@@ -126,6 +132,8 @@ def _stop_background(**_: Any) -> None:
         _sweeper.stop()
     if _deps is not None:
         _deps.keeper.stop()
+    if _capabilities is not None:
+        _capabilities.stop()
 
 
 @app.task(name=ADVANCE_TASK, ignore_result=True)

@@ -223,6 +223,7 @@ class TurnRunner:
             )
         except ModelError as err:
             return self._model_failed(key, round_no, request, err)
+        self.events.emit("model", {"model": resp.model or model})  # who answered (watch, chat)
         settle = self.budget.pending(
             admission, model=resp.model or model, usage=resp.usage, cost=cost
         )
