@@ -132,6 +132,9 @@ class TestUpWithModels:
             assert "local llama.cpp server" in line and "SIMULATOR" not in text
             assert text.index("model: ") < text.index("Leaflab is ready")
             assert "WARNING" not in text
+            # What discovery found at the server, in the banner: its window and rules.
+            assert "(llama-cpp-python)" in text, text
+            assert "context: 8192 tokens" in text, text
             url, port = match.group(1), int(match.group(2))
             assert stack.record()["ports"]["local-model"] == port
             assert "local-model" in stack.record()["children"]

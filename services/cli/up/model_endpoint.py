@@ -21,6 +21,8 @@ import httpx
 
 SIM_MODEL = "leaflab-sim"
 PROBE_TIMEOUT_S = 5.0
+# Discovery probes a real server (a few tiny calls): seconds, more on a loaded host.
+DISCOVERY_TIMEOUT_S = 30.0
 Kind = Literal["simulator", "local", "endpoint"]
 CONNECT_HINT = (
     "connect a real model: leaflab up --model-url http://HOST:PORT/v1 --model NAME "
@@ -199,4 +201,28 @@ def print_model_block(
     probe = probe_endpoint(choice)
     for line in model_block_lines(choice, probe, log=log):
         echo(line)
+    if probe.reachable and not choice.simulated:
+        for line in capability_lines(choice):
+            echo(f"  {line}")
     return probe
+
+
+def capability_lines(choice: ModelChoice) -> list[str]:
+    """What discovery finds at the endpoint (context length, tool mode, structured output,
+    role rules, concurrency), probed here once; a failure is one line, never a refusal."""
+    # Imported here: only `up` pays for the worker's LLM modules, not every CLI command.
+    from services.worker.llm.settings import LlmSettings
+    from services.worker.operator import endpoint_summary
+
+    try:
+        if choice.from_profiles:
+            settings = LlmSettings()
+        else:
+            settings = LlmSettings(
+                llm_base_url=choice.base_url,
+                model=choice.model,
+                llm_api_key=choice.api_key or "sk-local",
+            )
+        return endpoint_summary(settings, timeout_s=DISCOVERY_TIMEOUT_S)
+    except Exception as exc:  # a malformed setting or a probe bug must not stop `up`
+        return [f"capabilities: not discovered ({type(exc).__name__}: {exc})"]

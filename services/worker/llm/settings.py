@@ -101,7 +101,14 @@ class LlmSettings(CommonSettings):
     # Failures further apart than this are not "consecutive": the count starts over.
     breaker_window_s: float = Field(default=60.0, gt=0)
     gpu_pricing: dict[str, GpuPriceConfig] = Field(default_factory=dict)
-    llm_timeout_s: float = 120.0
+    # Connect + wait for the first token (a streamed reply: the prompt's evaluation).
+    llm_timeout_s: float = Field(default=120.0, gt=0)
+    # Longest silence between two chunks of a streamed reply: longer is a stall
+    # (a retryable timeout).
+    llm_idle_timeout_s: float = Field(default=60.0, gt=0)
+    # Hard cap on one call; a stream's own deadline (max_tokens at its measured rate,
+    # ×2) is usually shorter. A progressing stream cut by it keeps its partial reply.
+    llm_total_timeout_s: float = Field(default=1800.0, gt=0)
     llm_max_tokens: int = 2048
     # The implicit ``default`` profile's endpoint options (a profile's own fields in
     # LEAFLAB_MODEL_PROFILES): "auto"/unset means discovered.

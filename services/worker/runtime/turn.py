@@ -37,7 +37,7 @@ from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import finish_slice
 from services.worker.runtime.lease import Lease
 from services.worker.runtime.ledger import StepView, llm_key, load_steps
-from services.worker.runtime.model_call import call_model
+from services.worker.runtime.model_call import call_model, retry_events
 from services.worker.runtime.model_wait import outage_of, park_for_model
 from services.worker.runtime.outcome import Outcome
 from services.worker.runtime.recorder import MessageWrite, StepWrite, UsageDelta, record
@@ -232,6 +232,7 @@ class TurnRunner:
                 request=request,
                 payer=(self.who.user_id, self.who.project_id),
                 settle_answer=False,
+                on_retry=retry_events(self.events),
             )
         except ModelError as err:
             return self._model_failed(key, round_no, request, err)

@@ -69,6 +69,8 @@ def _client(
         profile.base_url,
         profile.api_key,
         timeout_s=profile.timeout_s or settings.llm_timeout_s,
+        idle_timeout_s=settings.llm_idle_timeout_s,
+        total_timeout_s=settings.llm_total_timeout_s,
         retry_policy=RetryPolicy(max_retries=0),
         capabilities=book.getter(profile.name) if book is not None else None,
     )
