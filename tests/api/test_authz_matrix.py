@@ -194,6 +194,22 @@ class TestAuthorisationMatrix:
         assert away_from_home.get(job).status_code == 404
         listed = away_from_home.get("/v1/library/documents").json()["items"]
         assert world.ids["document_id"] not in [d["id"] for d in listed]
+        # Every route that reads one of Alice's home-project objects by id, the
+        # document's references, PDF and events included: as if missing.
+        checked = 0
+        for probe in probes(_document(world), world.ids):
+            if probe.method != "GET" or "{" not in probe.template:
+                continue
+            if probe.template.startswith("/v1/admin/"):
+                continue  # admin only (a scoped key never passes): the matrix above
+            with away_from_home.stream("GET", probe.path) as resp:
+                where = f"GET {probe.template} -> {resp.status_code}"
+                assert resp.status_code == 404, where
+                body = resp.read().decode()
+            for secret in world.secrets_of_alice:
+                assert secret not in body, where
+            checked += 1
+        assert checked >= 8  # jobs, sessions, traces, library documents and their parts
 
     def test_every_non_public_route_refuses_a_missing_or_bad_key(self, world: World) -> None:
         anonymous = httpx.Client(base_url=world.url, timeout=30)

@@ -23,38 +23,16 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
 from services.api.deps import DbSession, StateDep
-from services.api.errors import ApiError, error_responses
+from services.api.errors import error_responses
 from services.api.events.stream_follow import Finished, FollowedStream, ResumeFrom, follow
-from services.api.library.router import AccessDep, LibraryAccess
+from services.api.library.access import AccessDep, visible_document
 from services.api.state import AppState
-from services.common.documents.collections import personal_collection, project_collection
 from services.common.documents.streams import TERMINAL_EVENTS, document_stream_key
 from services.common.models import Document
 
 router = APIRouter(
     prefix="/v1/library", tags=["library"], responses=error_responses(401, 404, 422, 503)
 )
-
-
-def readable(access: LibraryAccess) -> set[str]:
-    """The collections the caller may read: a scoped key sees only its project."""
-    scoped = access.scoped_collections()
-    if scoped is not None:
-        return set(scoped)
-    projects = {project_collection(pid) for pid in access.projects.values()}
-    return {personal_collection(access.user_id), *projects}
-
-
-def visible_document(db: Any, access: LibraryAccess, document_id: str) -> Document:
-    """The document, if the caller may read it; any other case is the same 404."""
-    try:
-        ident = uuid.UUID(document_id)
-    except ValueError:
-        raise ApiError(404, "not_found", "document not found") from None
-    doc = db.get(Document, ident)
-    if doc is None or doc.collection not in readable(access):
-        raise ApiError(404, "not_found", "document not found")
-    return doc
 
 
 @router.get(
