@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.api.errors import ApiError
 from services.api.library.router import internal_path
-from services.common.models import Project, ProjectMember
+from services.common.models import Document, Project, ProjectMember
+from tests.fixtures.hostile_urls import MALFORMED_URLS
 from tests.library import hostile_pdfs
 from tests.library.api_app import api_client, bearer, new_email, user_with_key
 from tests.library.conftest import LibraryService, wait_terminal
@@ -118,6 +121,38 @@ class TestProjectVisibility:
                         continue
                     ref = ok["content"]["application/json"]["schema"].get("$ref", "")
                     assert ref.startswith("#/components/schemas/Library"), (method, path, ok)
+
+
+class TestMalformedUrlIngest:
+    def test_every_malformed_url_is_a_clear_400_and_registers_nothing(
+        self,
+        stack: object,
+        files_dir: Path,
+        session_factory: sessionmaker[Session],
+    ) -> None:
+        """``http://[zz]/x.pdf`` and its kin: 400 ``invalid_url`` with a reason
+        (never a 500), and no document row; a non-canonical IPv4 host spelling is
+        the guard's 400 ``url_refused`` at once. No library service is contacted."""
+        with session_factory() as db, db.begin():
+            _, key = user_with_key(db, new_email("u"))
+        with session_factory() as db:
+            before = db.scalar(select(func.count()).select_from(Document))
+        with api_client(library_url="http://127.0.0.1:9", files_dir=files_dir) as client:
+            headers = {**bearer(key), "Content-Type": "application/json"}
+            for url in MALFORMED_URLS:
+                # json.dumps escapes a lone surrogate (\udcff), as a hostile client may send it.
+                body = json.dumps({"url": url})
+                resp = client.post("/v1/library/documents", headers=headers, content=body)
+                where = f"{url[:80]!r} -> {resp.status_code}: {resp.text[:200]}"
+                assert resp.status_code == 400, where
+                error = resp.json()["error"]
+                assert error["code"] == "invalid_url" and error["message"], where
+            for url in ("http://2130706433/x.pdf", "http://[::1%25lo]/x.pdf"):
+                resp = client.post("/v1/library/documents", headers=bearer(key), json={"url": url})
+                assert resp.status_code == 400, resp.text
+                assert resp.json()["error"]["code"] == "url_refused", resp.text
+        with session_factory() as db:
+            assert db.scalar(select(func.count()).select_from(Document)) == before
 
 
 class TestInternalPaths:

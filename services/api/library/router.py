@@ -14,7 +14,6 @@ import logging
 import uuid
 from functools import lru_cache
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 import httpx
 from fastapi import APIRouter, Depends, Query, Request
@@ -44,6 +43,7 @@ from services.common.documents.intake import (
     url_key,
 )
 from services.common.documents.settings import IntakeSettings
+from services.common.net_guard import AddressRefused, InvalidUrl, check_url
 from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
 from services.common.telemetry import ainject_httpx_request
 
@@ -172,14 +172,15 @@ async def add_document(
 
 
 def _check_url_form(url: str) -> None:
-    """The URL's form only; its address is checked when the ingest task fetches it."""
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in url):
-        raise ApiError(400, "url_refused", "the URL contains control characters")
-    parts = urlsplit(url)
-    if len(url) > 2000 or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ApiError(
-            400, "url_refused", "only http and https URLs (≤ 2000 chars) can be ingested"
-        )
+    """What is refusable before the network: a malformed URL (``invalid_url``), a
+    host spelling the guard never fetches (``url_refused``); both 400, never a 500.
+    The address itself is checked when the ingest task fetches it."""
+    try:
+        check_url(url)
+    except InvalidUrl as exc:
+        raise ApiError(400, "invalid_url", str(exc)) from None
+    except AddressRefused as exc:
+        raise ApiError(400, "url_refused", str(exc)) from None
 
 
 def _register_and_queue(
