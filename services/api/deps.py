@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 from sqlalchemy.orm import Session
 
 from services.api.api_keys import CALLER_INFO, Caller, KeyRefused, authenticate, legacy_hash
@@ -71,14 +72,7 @@ def current_caller(
     (``services.api.access``) see the key's project scope with every lookup.
     """
     token = credentials.credentials.strip() if credentials else ""
-    if token:
-        try:
-            caller = authenticate(db, key=token)
-        except KeyRefused as refused:
-            raise ApiError(401, "unauthorized", str(refused)) from None
-    else:
-        # No key: a browser's session cookie (CSRF-checked on writes), or 401.
-        caller = cookie_caller(request, db, state)
+    caller = authenticate_request(request, token, db, state)
     bucket = TokenBucket(
         state.redis,
         rate_per_s=state.settings.rate_limit_per_s,
@@ -94,6 +88,29 @@ def current_caller(
         )
     db.info[CALLER_INFO] = caller
     return caller
+
+
+def authenticate_request(request: Request, token: str, db: Session, state: AppState) -> Caller:
+    """Who the request acts as, from its bearer ``token`` or else its session cookie;
+    401 (ApiError) when neither stands for an active key of an active user.
+
+    Open event streams call this again while they run (``events/stream_access``),
+    so a key revoked, expired or disabled, or a browser session logged out, ends
+    them as it would refuse a new request.
+    """
+    if token:
+        try:
+            return authenticate(db, key=token)
+        except KeyRefused as refused:
+            raise ApiError(401, "unauthorized", str(refused)) from None
+    # No key: a browser's session cookie (CSRF-checked on writes), or 401.
+    return cookie_caller(request, db, state)
+
+
+def bearer_token(request: Request) -> str:
+    """The request's bearer key as ``bearer_scheme`` reads it ("" when none)."""
+    scheme, credentials = get_authorization_scheme_param(request.headers.get("Authorization"))
+    return credentials.strip() if scheme.lower() == "bearer" else ""
 
 
 CurrentCaller = Annotated[Caller, Depends(current_caller)]

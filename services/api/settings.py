@@ -10,6 +10,10 @@ class ApiSettings(CommonSettings):
     port: int = 8000
     # SSE: a comment line at least this often, so proxies keep quiet streams open.
     sse_ping_s: float = 15.0
+    # An open event stream re-checks its caller this often (and at least at every
+    # ping): a revoked/expired key, a disabled user, a logged-out browser session or
+    # lost project membership ends it with an ``access_revoked`` event.
+    sse_access_check_s: float = 5.0
     max_turns_default: int = 30
     # Limits on what clients send.
     max_message_chars: int = 200_000
