@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from services.api.api_keys import CALLER_INFO, Caller, KeyRefused, authenticate, legacy_hash
 from services.api.errors import ApiError
-from services.api.rate_limits import TokenBucket
+from services.api.rate_limits import REFUSAL_MESSAGES, RateLimiter, caller_buckets
 from services.api.state import AppState
 from services.api.transaction import discard_after_commit, run_after_commit
 from services.api.web.cookie_auth import cookie_caller
@@ -66,25 +66,23 @@ def current_caller(
     db: DbSession,
     state: StateDep,
 ) -> Caller:
-    """The authenticated caller, after the key's rate limit; 401 or 429 otherwise.
+    """The authenticated caller, after its rate limits (key, user, project); 401 or
+    429 otherwise.
 
     The caller is also kept in ``db.info`` so the ownership rules
     (``services.api.access``) see the key's project scope with every lookup.
     """
     token = credentials.credentials.strip() if credentials else ""
     caller = authenticate_request(request, token, db, state)
-    bucket = TokenBucket(
-        state.redis,
-        rate_per_s=state.settings.rate_limit_per_s,
-        burst=state.settings.rate_limit_burst,
-    )
-    decision = bucket.take(caller.key_id)
+    decision = RateLimiter(state.redis).take(caller_buckets(state.settings, caller))
     if not decision.allowed:
+        why = REFUSAL_MESSAGES[decision.scope or "key"]
         raise ApiError(
             429,
             "rate_limited",
-            f"too many requests with this API key; retry in {decision.retry_after_s} s",
+            f"{why}; retry in {decision.retry_after_s} s",
             headers={"Retry-After": str(decision.retry_after_s)},
+            details={"limit": decision.scope},
         )
     db.info[CALLER_INFO] = caller
     return caller

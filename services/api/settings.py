@@ -21,10 +21,18 @@ class ApiSettings(CommonSettings):
     # Every Redis call of the API fails after this long rather than hang; SSE
     # reads block for less (services.common.redis_client.max_block_ms).
     redis_socket_timeout_s: float = 5.0
-    # Per-key token bucket in Redis, shared by every API process: on average
-    # this many requests per second, up to ``rate_limit_burst`` at once (0: off).
+    # Token buckets in Redis, shared by every API process (services/api/rate_limits.py):
+    # per key, on average this many requests per second, up to ``rate_limit_burst``
+    # at once (0: every limit off).
     rate_limit_per_s: float = 20.0
     rate_limit_burst: int = 200
+    # Every key of one user together (None: the per-key figures, so a second key
+    # adds nothing); 0 turns the per-user limit off.
+    rate_limit_user_per_s: float | None = None
+    rate_limit_user_burst: int | None = None
+    # Every key scoped to one project together (None: 5x the per-key figures).
+    rate_limit_project_per_s: float | None = None
+    rate_limit_project_burst: int | None = None
     # Browser sessions (the web pages): how long a login lasts.
     web_session_ttl_s: int = 12 * 3600
     # The Jaeger UI's base URL (e.g. http://jaeger:16686): job pages link each trace
