@@ -53,6 +53,13 @@ class TestProjectVisibility:
 
             listed = client.get("/v1/library/documents", headers=as_member).json()["items"]
             assert doc_id in [d["id"] for d in listed]
+            # The stored paper is served as nothing but a PDF: no sniffing, no script.
+            served = client.get(f"/v1/library/documents/{doc_id}/pdf", headers=as_member)
+            assert served.status_code == 200 and served.content == pdf.read_bytes()
+            assert served.headers["content-type"] == "application/pdf"
+            assert served.headers["x-content-type-options"] == "nosniff"
+            csp = served.headers["content-security-policy"]
+            assert "default-src 'none'" in csp and "script-src 'none'" in csp
             hits = client.get(
                 "/v1/library/search",
                 headers=as_member,

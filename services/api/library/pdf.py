@@ -19,6 +19,15 @@ from services.api.library.access import AccessDep, visible_document
 from services.api.library.router import IntakeDep
 from services.common.documents.blobs import BlobStore
 
+# An uploaded file is someone else's bytes served from our origin: never sniffed as
+# anything but a PDF, and were a browser to render it as a page, no script, no
+# plugin, no form and no framing by another site would run from it.
+PDF_CSP = (
+    "default-src 'none'; script-src 'none'; object-src 'none'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'self'"
+)
+PDF_HEADERS = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": PDF_CSP}
+
 router = APIRouter(prefix="/v1/library", tags=["library"], responses=error_responses(401, 422))
 
 PDF_RESPONSE: dict[int | str, dict[str, Any]] = {
@@ -47,4 +56,5 @@ def document_pdf(
         media_type="application/pdf",
         filename=doc.filename or f"{doc.id}.pdf",
         content_disposition_type="inline",
+        headers=PDF_HEADERS,
     )
