@@ -130,6 +130,63 @@ class TestProjectVisibility:
                     assert ref.startswith("#/components/schemas/Library"), (method, path, ok)
 
 
+class TestSearchFilter:
+    def test_search_keeps_to_the_project_asked_for(
+        self,
+        library: LibraryService,
+        files_dir: Path,
+        session_factory: sessionmaker[Session],
+        unique: str,
+        tmp_path: Path,
+    ) -> None:
+        """One user's papers in two collections, both matching the query: a search
+        for ``project`` returns only that project's, the unfiltered one both — so a
+        filter that is dropped on the way cannot go unnoticed."""
+        with session_factory() as db, db.begin():
+            member, key = user_with_key(db, new_email("s"))
+            project = Project(name=f"filter-{unique}")
+            db.add(project)
+            db.flush()
+            db.add(ProjectMember(project_id=project.id, user_id=member.id))
+        ids = {}
+        with api_client(library_url=library.url, files_dir=files_dir) as client:
+            for where, marker in (("", "personal"), (project.name, "shared")):
+                pdf = hostile_pdfs.text_pdf(tmp_path / f"{marker}.pdf", pages=2, marker=marker)
+                with pdf.open("rb") as fh:
+                    resp = client.post(
+                        "/v1/library/documents",
+                        headers=bearer(key),
+                        files={"file": (pdf.name, fh, "application/pdf")},
+                        data={"project": where} if where else {},
+                    )
+                assert resp.status_code == 202, resp.text
+                ids[marker] = resp.json()["id"]
+            with httpx.Client(timeout=30) as raw:
+                for ident in ids.values():
+                    doc = wait_terminal(raw, library, library.headers(member.id), ident)
+                    assert doc["status"] == "ready", doc
+            query = {"q": "quasi-convex energy estimates", "k": "20"}
+
+            def found(**params: str) -> set[str]:
+                resp = client.get(
+                    "/v1/library/search", headers=bearer(key), params={**query, **params}
+                )
+                assert resp.status_code == 200, resp.text
+                return {hit["document_id"] for hit in resp.json()["items"]}
+
+            assert found() == set(ids.values())
+            assert found(project=project.name) == {ids["shared"]}
+            assert found(project=str(project.id)) == {ids["shared"]}
+            # The library service narrows by collection the same way.
+            with httpx.Client(timeout=30) as raw:
+                resp = raw.get(
+                    f"{library.url}/search",
+                    headers=library.headers(member.id),
+                    params={**query, "collection": f"user:{member.id}"},
+                )
+            assert {h["document_id"] for h in resp.json()["items"]} == {ids["personal"]}
+
+
 class TestMalformedUrlIngest:
     def test_every_malformed_url_is_a_clear_400_and_registers_nothing(
         self,
