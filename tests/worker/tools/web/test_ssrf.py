@@ -90,7 +90,8 @@ def test_every_bypass_form_is_refused_and_the_canary_hears_nothing(
     guarded: ResearchToolSettings, recorded_web: RecordedWeb, canary: Canary, ctx: ToolContext
 ) -> None:
     forms = bypass_forms(canary.port, recorded_web.allow_entry)
-    assert len(forms) >= 25
+    # Every form aims at the canary's port, so its silence means the guard held.
+    assert all(f":{canary.port}" in url for url in forms)
     page, pdf = WebFetchTool(guarded), PdfFetchTool(guarded, ingest=None)
     for url in forms:
         _refused(lambda url=url: page.run(WebFetchArgs(url=url), ctx))
