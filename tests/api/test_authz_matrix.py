@@ -36,6 +36,7 @@ class World:
     carol: TestUser  # a member of Alice's project
     ids: dict[str, str]
     secrets_of_alice: list[str]
+    personal_ids: dict[str, str]  # the same, with a session and job outside any project
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +92,20 @@ def world(
             "approval_id": approval_id,
             "document_id": _upload(client, project, f"{marker}.pdf"),
         }
-        yield World(url, alice, bob, carol, ids, [marker, alice.email, job_id, session["id"]])
+        personal = _personal(client, marker)
+        personal_ids = {**ids, **personal}
+        alices = [marker, alice.email, job_id, session["id"], *personal.values()]
+        yield World(url, alice, bob, carol, ids, alices, personal_ids)
+
+
+def _personal(client: httpx.Client, marker: str) -> dict[str, str]:
+    """Alice's session and job outside any project: only ownership protects them."""
+    session = client.post("/v1/sessions", json={"title": marker}).json()
+    job_id = client.post(f"/v1/sessions/{session['id']}/messages", json={"content": marker}).json()[
+        "job_id"
+    ]
+    trace_id = client.get(f"/v1/jobs/{job_id}").json()["trace_id"]
+    return {"session_id": session["id"], "job_id": job_id, "trace_id": trace_id}
 
 
 def _upload(client: httpx.Client, project: str, filename: str) -> str:
@@ -116,7 +130,9 @@ class TestAuthorisationMatrix:
     ) -> None:
         bob = client_for(world.url, world.bob)
         checked = varied = 0
-        for probe in with_query_variants(_document(world), world.ids):
+        document = _document(world)
+        every = [*with_query_variants(document, world.ids), *probes(document, world.personal_ids)]
+        for probe in every:
             if (probe.method, probe.template) in PUBLIC_ROUTES:
                 continue
             if probe.params and probe.template.endswith("/events"):

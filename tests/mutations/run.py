@@ -30,7 +30,8 @@ def _terminate(signum: int, _frame: FrameType | None) -> None:
 
 
 def run_one(mutation: Mutation) -> tuple[str, float]:
-    """``killed`` (its tests went red), ``SURVIVED`` or ``STALE``; and seconds taken."""
+    """``killed`` (a test failed), ``SURVIVED``, ``ERROR`` (the run broke without a
+    failing test) or ``STALE`` (the text no longer matches); and seconds taken."""
     path = ROOT / mutation.path
     original = path.read_bytes()
     text = original.decode()
@@ -50,12 +51,16 @@ def run_one(mutation: Mutation) -> tuple[str, float]:
                 timeout=TEST_TIMEOUT_S,
                 check=False,
             )
-            red = result.returncode not in (0, 5)  # 5: nothing collected counts as green
+            # Killed means a test *failed*; a run that only errored (a broken fixture,
+            # an import error) or collected nothing proves nothing about the guarantee.
+            summary = result.stdout.decode(errors="replace").strip().splitlines()[-1:]
+            failed = result.returncode == 1 and any(" failed" in line for line in summary)
+            outcome = "killed" if failed else "SURVIVED" if result.returncode == 0 else "ERROR"
         except subprocess.TimeoutExpired:
-            red = True  # a hang under the mutation is the tests noticing it
+            outcome = "killed"  # a hang under the mutation is the tests noticing it
     finally:
         path.write_bytes(original)
-    return ("killed" if red else "SURVIVED"), time.monotonic() - started
+    return outcome, time.monotonic() - started
 
 
 def main() -> int:
