@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from services.common.settings import CommonSettings
 
 
@@ -13,7 +15,7 @@ class ApiSettings(CommonSettings):
     # An open event stream re-checks its caller this often (and at least at every
     # ping): a revoked/expired key, a disabled user, a logged-out browser session or
     # lost project membership ends it with an ``access_revoked`` event.
-    sse_access_check_s: float = 5.0
+    sse_access_check_s: float = Field(default=5.0, gt=0)
     max_turns_default: int = 30
     # Limits on what clients send.
     max_message_chars: int = 200_000
