@@ -10,6 +10,12 @@
   to, the session's owner).
 - A key **scoped** to a project sees and creates only that project's objects,
   whoever the user is.
+- **Membership is current**: an object of a project is read, changed or added
+  to only by someone who is a member of that project *now* (or an admin) —
+  owning it is not enough. A member removed from a project can no longer read
+  her own sessions and jobs there, add turns to them, cancel them or decide
+  their approvals; lists leave them out too (``member_or_personal``). Every
+  route goes through these helpers, so the check lives here, not in each route.
 
 Anything the caller may not read is reported as missing (404), exactly like
 an id that does not exist.
@@ -18,8 +24,9 @@ an id that does not exist.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import or_, select, true
 from sqlalchemy.orm import Session
 
 from services.api.api_keys import CALLER_INFO, Caller
@@ -50,31 +57,50 @@ def project_role(db: Session, *, user_id: uuid.UUID, project_id: uuid.UUID) -> s
     return role
 
 
+def _role_now(db: Session, user: User, project_id: uuid.UUID | None) -> str | None:
+    """The caller's current role in the object's project ("" for a personal object)."""
+    if project_id is None:
+        return ""
+    return project_role(db, user_id=user.id, project_id=project_id)
+
+
 def may_read(db: Session, user: User, *, owner_id: uuid.UUID, project_id: uuid.UUID | None) -> bool:
-    """Owner, admin, or any member of the object's project (within the key's scope)."""
+    """Admin, or owner or any member of the object's project — a project object's
+    owner only while still a member (within the key's scope)."""
     scope = key_scope(db)
     if scope is not None and project_id != scope:
         return False
-    if user.is_admin or owner_id == user.id:
+    if user.is_admin:
         return True
-    return project_id is not None and project_role(db, user_id=user.id, project_id=project_id) in (
-        PROJECT_ROLES
-    )
+    role = _role_now(db, user, project_id)
+    if role is None:  # not (or no longer) a member of the object's project
+        return False
+    return owner_id == user.id or role in PROJECT_ROLES
 
 
 def may_change(
     db: Session, user: User, *, owner_id: uuid.UUID, project_id: uuid.UUID | None
 ) -> bool:
-    """Owner, admin, or an ``owner`` of the object's project (within the key's scope)."""
+    """Admin, or owner (while still a member) or an ``owner`` of the object's project
+    (within the key's scope)."""
     scope = key_scope(db)
     if scope is not None and project_id != scope:
         return False
-    if user.is_admin or owner_id == user.id:
+    if user.is_admin:
         return True
-    return (
-        project_id is not None
-        and project_role(db, user_id=user.id, project_id=project_id) == "owner"
-    )
+    role = _role_now(db, user, project_id)
+    if role is None:
+        return False
+    return owner_id == user.id or role == "owner"
+
+
+def member_or_personal(user: User, project_column: Any) -> Any:
+    """A list filter: personal objects, and objects of projects the user is a member
+    of now (admins: no filter), so lists agree with :func:`may_read`."""
+    if user.is_admin:
+        return true()
+    current = select(ProjectMember.project_id).where(ProjectMember.user_id == user.id)
+    return or_(project_column.is_(None), project_column.in_(current))
 
 
 def _session(db: Session, session_id: str, *, lock: bool) -> ChatSession | None:
@@ -88,13 +114,15 @@ def _session(db: Session, session_id: str, *, lock: bool) -> ChatSession | None:
 
 
 def owned_session(db: Session, user: User, session_id: str, *, lock: bool = False) -> ChatSession:
-    """A session the caller may add turns to: only its owner (within the key's scope)."""
+    """A session the caller may add turns to: only its owner, and in a project only
+    while still a member of it (within the key's scope)."""
     session = _session(db, session_id, lock=lock)
     scope = key_scope(db)
     if (
         session is None
         or session.user_id != user.id
         or (scope is not None and session.project_id != scope)
+        or (not user.is_admin and _role_now(db, user, session.project_id) is None)
     ):
         raise not_found("session")
     return session

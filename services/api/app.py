@@ -20,6 +20,7 @@ from services.api.library.router import UPLOAD_PATH
 from services.api.library.router import router as library_router
 from services.api.limits import BodySizeLimit, RouteKey
 from services.api.log_privacy import install_log_filters
+from services.api.metrics_access import mount_api_metrics
 from services.api.outages import install_outage_handlers
 from services.api.sessions.commands import router as session_commands_router
 from services.api.sessions.router import router as sessions_router
@@ -31,7 +32,6 @@ from services.api.web.router import mount_web
 from services.common.celery_app import build_celery
 from services.common.db import build_engine, build_sessionmaker
 from services.common.metrics import register_platform_collectors
-from services.common.metrics.exposition import mount_metrics
 from services.common.migrate import ensure_migrated
 from services.common.redis_client import build_async_redis, build_redis
 from services.common.telemetry import (
@@ -112,7 +112,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         # Every authenticated route may answer 429 (the per-key rate limit).
         limited = error_responses(429) if router is not health_router else None
         app.include_router(router, responses=limited)
-    mount_metrics(app)
+    mount_api_metrics(app)
     mount_web(app)
     app.add_middleware(BodySizeLimit, max_bytes=cfg.max_request_bytes, caps=BODY_CAPS)
     # Outermost, so the server span covers everything including size refusals.

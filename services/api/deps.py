@@ -7,11 +7,12 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 from sqlalchemy.orm import Session
 
 from services.api.api_keys import CALLER_INFO, Caller, KeyRefused, authenticate, legacy_hash
 from services.api.errors import ApiError
-from services.api.rate_limits import TokenBucket
+from services.api.rate_limits import REFUSAL_MESSAGES, RateLimiter, caller_buckets
 from services.api.state import AppState
 from services.api.transaction import discard_after_commit, run_after_commit
 from services.api.web.cookie_auth import cookie_caller
@@ -65,35 +66,49 @@ def current_caller(
     db: DbSession,
     state: StateDep,
 ) -> Caller:
-    """The authenticated caller, after the key's rate limit; 401 or 429 otherwise.
+    """The authenticated caller, after its rate limits (key, user, project); 401 or
+    429 otherwise.
 
     The caller is also kept in ``db.info`` so the ownership rules
     (``services.api.access``) see the key's project scope with every lookup.
     """
     token = credentials.credentials.strip() if credentials else ""
-    if token:
-        try:
-            caller = authenticate(db, key=token)
-        except KeyRefused as refused:
-            raise ApiError(401, "unauthorized", str(refused)) from None
-    else:
-        # No key: a browser's session cookie (CSRF-checked on writes), or 401.
-        caller = cookie_caller(request, db, state)
-    bucket = TokenBucket(
-        state.redis,
-        rate_per_s=state.settings.rate_limit_per_s,
-        burst=state.settings.rate_limit_burst,
-    )
-    decision = bucket.take(caller.key_id)
+    caller = authenticate_request(request, token, db, state)
+    decision = RateLimiter(state.redis).take(caller_buckets(state.settings, caller))
     if not decision.allowed:
+        why = REFUSAL_MESSAGES[decision.scope or "key"]
         raise ApiError(
             429,
             "rate_limited",
-            f"too many requests with this API key; retry in {decision.retry_after_s} s",
+            f"{why}; retry in {decision.retry_after_s} s",
             headers={"Retry-After": str(decision.retry_after_s)},
+            details={"limit": decision.scope},
         )
     db.info[CALLER_INFO] = caller
     return caller
+
+
+def authenticate_request(request: Request, token: str, db: Session, state: AppState) -> Caller:
+    """Who the request acts as, from its bearer ``token`` or else its session cookie;
+    401 (ApiError) when neither stands for an active key of an active user.
+
+    Open event streams call this again while they run (``events/stream_access``),
+    so a key revoked, expired or disabled, or a browser session logged out, ends
+    them as it would refuse a new request.
+    """
+    if token:
+        try:
+            return authenticate(db, key=token)
+        except KeyRefused as refused:
+            raise ApiError(401, "unauthorized", str(refused)) from None
+    # No key: a browser's session cookie (CSRF-checked on writes), or 401.
+    return cookie_caller(request, db, state)
+
+
+def bearer_token(request: Request) -> str:
+    """The request's bearer key as ``bearer_scheme`` reads it ("" when none)."""
+    scheme, credentials = get_authorization_scheme_param(request.headers.get("Authorization"))
+    return credentials.strip() if scheme.lower() == "bearer" else ""
 
 
 CurrentCaller = Annotated[Caller, Depends(current_caller)]

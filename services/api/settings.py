@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from services.common.settings import CommonSettings
 
 
@@ -10,6 +12,10 @@ class ApiSettings(CommonSettings):
     port: int = 8000
     # SSE: a comment line at least this often, so proxies keep quiet streams open.
     sse_ping_s: float = 15.0
+    # An open event stream re-checks its caller this often (and at least at every
+    # ping): a revoked/expired key, a disabled user, a logged-out browser session or
+    # lost project membership ends it with an ``access_revoked`` event.
+    sse_access_check_s: float = Field(default=5.0, gt=0)
     max_turns_default: int = 30
     # Limits on what clients send.
     max_message_chars: int = 200_000
@@ -17,10 +23,18 @@ class ApiSettings(CommonSettings):
     # Every Redis call of the API fails after this long rather than hang; SSE
     # reads block for less (services.common.redis_client.max_block_ms).
     redis_socket_timeout_s: float = 5.0
-    # Per-key token bucket in Redis, shared by every API process: on average
-    # this many requests per second, up to ``rate_limit_burst`` at once (0: off).
+    # Token buckets in Redis, shared by every API process (services/api/rate_limits.py):
+    # per key, on average this many requests per second, up to ``rate_limit_burst``
+    # at once (0: every limit off).
     rate_limit_per_s: float = 20.0
     rate_limit_burst: int = 200
+    # Every key of one user together (None: the per-key figures, so a second key
+    # adds nothing); 0 turns the per-user limit off.
+    rate_limit_user_per_s: float | None = None
+    rate_limit_user_burst: int | None = None
+    # Every key scoped to one project together (None: 5x the per-key figures).
+    rate_limit_project_per_s: float | None = None
+    rate_limit_project_burst: int | None = None
     # Browser sessions (the web pages): how long a login lasts.
     web_session_ttl_s: int = 12 * 3600
     # The Jaeger UI's base URL (e.g. http://jaeger:16686): job pages link each trace

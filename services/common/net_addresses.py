@@ -6,12 +6,21 @@ one of them (IPv4-mapped/compatible, NAT64, 6to4, Teredo). Hosts written as
 non-canonical IPv4 (2130706433, 0x7f.1, 0177.0.0.1, 127.1), with zone ids, or
 naming a metadata service are refused before anything resolves them. The
 fetching side lives in services/common/net_guard.py.
+
+A URL whose form is broken (a bracketed host that is no IPv6 address, an
+unclosed bracket, a port out of range, a host no IDNA encoder accepts, an
+empty label, more than ``MAX_URL_CHARS``) is :class:`InvalidUrl` — a refusal
+with a reason, never a parser's ``ValueError`` escaping as a crash.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import httpx
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -46,8 +55,79 @@ _DOTTED_QUAD = re.compile(
 )
 
 
+MAX_URL_CHARS = 2000
+MAX_HOST_CHARS = 253  # a DNS name, dots included (RFC 1035)
+MAX_LABEL_CHARS = 63
+
+
 class AddressRefused(Exception):
     """The URL may not be fetched; ``str(exc)`` is a reason fit to show the user."""
+
+
+class InvalidUrl(AddressRefused):
+    """The URL's form is broken (not a policy refusal): fix the URL, not the address."""
+
+
+@dataclass(frozen=True)
+class UrlParts:
+    scheme: str
+    host: str  # as urlsplit reads it: lower-case, no brackets
+    port: int | None
+
+
+def check_url_form(url: object) -> UrlParts:
+    """The URL's scheme, host and port, or :class:`InvalidUrl` saying what is wrong.
+
+    Both parsers that will read the URL (``urllib``'s for the checks, httpx's for
+    the connection) must accept it, so what is checked is what is fetched; the
+    host spelling is then checked by :func:`check_host_literal`.
+    """
+    if not isinstance(url, str):
+        raise InvalidUrl("the URL must be a string")
+    if len(url) > MAX_URL_CHARS:
+        raise InvalidUrl(f"the URL is longer than {MAX_URL_CHARS} characters")
+    if any(ord(ch) <= 32 or ord(ch) == 127 for ch in url):
+        raise InvalidUrl("the URL contains spaces or control characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises for a port out of range or not a number
+        # The fetching parser: brackets, ports, and IDNA (decoded only when .host is read).
+        _ = httpx.URL(url).host
+    except (ValueError, httpx.InvalidURL) as exc:  # idna.IDNAError is a ValueError
+        raise InvalidUrl(f"the URL is malformed ({_short(exc)})") from None
+    if parts.scheme not in ("http", "https"):
+        raise InvalidUrl("only http and https URLs can be fetched")
+    if not parts.hostname:
+        raise InvalidUrl("the URL has no host")
+    if port == 0:
+        raise InvalidUrl("port 0 cannot be fetched")
+    bracketed = parts.netloc.rpartition("@")[2].startswith("[")
+    _check_host_form(parts.hostname, bracketed=bracketed)
+    return UrlParts(parts.scheme, parts.hostname, port)
+
+
+def _check_host_form(host: str, *, bracketed: bool) -> None:
+    if bracketed:
+        return  # urlsplit and httpx both checked it is an IPv6 (or IPvFuture) literal
+    try:
+        ascii_host = host.encode("idna").decode("ascii") if not host.isascii() else host
+    except UnicodeError:
+        raise InvalidUrl("the host is not a valid internationalised name") from None
+    labels = ascii_host.rstrip(".").split(".")
+    if len(ascii_host) > MAX_HOST_CHARS or any(
+        not 0 < len(label) <= MAX_LABEL_CHARS for label in labels
+    ):
+        raise InvalidUrl(
+            f"the host is no valid name (labels of 1-{MAX_LABEL_CHARS} characters, "
+            f"at most {MAX_HOST_CHARS} in all)"
+        )
+
+
+def _short(exc: Exception) -> str:
+    # The parser's words may quote the host: ASCII only (a lone surrogate would
+    # make the JSON error answer itself fail to encode).
+    text = str(exc).encode("ascii", "backslashreplace").decode("ascii")
+    return text[:120] or type(exc).__name__
 
 
 def refusal_reason(address: IPAddress) -> str | None:

@@ -28,15 +28,17 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import httpcore
 import httpx
 
 from services.common.net_addresses import (
     AddressRefused,
+    InvalidUrl,
     IPAddress,
     check_host_literal,
+    check_url_form,
     refusal_reason,
 )
 
@@ -45,8 +47,11 @@ __all__ = [
     "FetchFailed",
     "Fetched",
     "GuardedTransport",
+    "InvalidUrl",
     "NetGuard",
     "check_host_literal",
+    "check_url",
+    "check_url_form",
     "fetch",
     "fetch_to",
     "parse_allow_list",
@@ -274,7 +279,7 @@ def fetch_to(
         transport=GuardedTransport(guard), timeout=timeout_s, follow_redirects=False
     ) as client:
         for _ in range(max_redirects + 1):
-            _check_url(url)
+            check_url(url)
             try:
                 with client.stream("GET", url, headers=headers) as response:
                     if response.is_redirect:
@@ -290,8 +295,8 @@ def fetch_to(
                 raise FetchFailed(
                     f"no answer within {timeout_s:g} s", code="timeout", retryable=True
                 ) from None
-            except httpx.InvalidURL as exc:
-                raise AddressRefused(f"could not fetch the URL: {type(exc).__name__}") from None
+            except (httpx.InvalidURL, ValueError) as exc:  # a form both parsers missed
+                raise InvalidUrl(f"could not fetch the URL: {type(exc).__name__}") from None
             except httpx.HTTPError as exc:
                 raise FetchFailed(
                     f"could not fetch the URL: {type(exc).__name__}",
@@ -309,13 +314,10 @@ def _status_failure(status: int) -> FetchFailed:
     )
 
 
-def _check_url(url: str) -> None:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https"):
-        raise AddressRefused("only http and https URLs can be fetched")
-    if not parts.hostname:
-        raise AddressRefused("the URL has no host")
-    check_host_literal(parts.hostname)
+def check_url(url: str) -> None:
+    """Everything refusable before the network: the URL's form (:class:`InvalidUrl`)
+    and its host's spelling (:class:`AddressRefused`); the address comes later."""
+    check_host_literal(check_url_form(url).host)
 
 
 def _copy_capped(response: httpx.Response, out: BinaryIO, max_bytes: int, deadline: float) -> int:

@@ -3,24 +3,10 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from services.common.documents.blobs import BlobStore
-from services.common.net_guard import AddressRefused, NetGuard, check_host_literal, fetch_to
+from services.common.net_guard import NetGuard, check_url, fetch_to
 
-MAX_URL_CHARS = 2000
-
-
-def check_url(url: str) -> None:
-    """What can be refused before any network access: scheme, length, host form."""
-    if len(url) > MAX_URL_CHARS:
-        raise AddressRefused(f"the URL is longer than {MAX_URL_CHARS} characters")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in url):
-        raise AddressRefused("the URL contains control characters")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise AddressRefused("only http and https URLs can be ingested")
-    check_host_literal(parts.hostname)
+__all__ = ["check_url", "fetch_document"]  # check_url: what the URL route refuses at once
 
 
 def fetch_document(

@@ -29,6 +29,16 @@ class Probe:
     template: str
     path: str
     body: Any
+    params: dict[str, str] | None = None
+
+
+# Query parameters that name another user's things: given A's ids by these names.
+QUERY_IDS = {
+    "user": "user_id",
+    "project": "project_id",
+    "session": "session_id",
+    "parent": "job_id",
+}
 
 
 def probes(document: dict[str, Any], ids: Mapping[str, str]) -> Iterator[Probe]:
@@ -90,7 +100,27 @@ def _resolve(ref: str, document: dict[str, Any]) -> dict[str, Any]:
     return dict(node)
 
 
+def with_query_variants(document: dict[str, Any], ids: Mapping[str, str]) -> Iterator[Probe]:
+    """Every probe, then each GET again once per query parameter: booleans set to
+    true (``?all=true``), parameters that name a user, project, session or job
+    given A's ids — so a flag only an admin may use is tried by everyone."""
+    for probe in probes(document, ids):
+        yield probe
+        if probe.method != "GET":
+            continue
+        op = document["paths"][probe.template]["get"]
+        for param in op.get("parameters", []):
+            if param.get("in") != "query":
+                continue
+            name, schema = param["name"], param.get("schema", {})
+            kinds = {schema.get("type")} | {s.get("type") for s in schema.get("anyOf", [])}
+            if "boolean" in kinds:
+                yield Probe("GET", probe.template, probe.path, None, {name: "true"})
+            elif name in QUERY_IDS:
+                yield Probe("GET", probe.template, probe.path, None, {name: ids[QUERY_IDS[name]]})
+
+
 def send(client: httpx.Client, probe: Probe) -> httpx.Response:
     if probe.body is None:
-        return client.request(probe.method, probe.path)
-    return client.request(probe.method, probe.path, json=probe.body)
+        return client.request(probe.method, probe.path, params=probe.params)
+    return client.request(probe.method, probe.path, json=probe.body, params=probe.params)

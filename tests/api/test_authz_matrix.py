@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.api.admin.service import create_api_key
 from services.common.db import transaction
 from services.common.models import ApiKey, Approval, Artifact, Job, Project, User
-from tests.api.authz_matrix import PUBLIC_ROUTES, probes, send
+from tests.api.authz_matrix import PUBLIC_ROUTES, probes, send, with_query_variants
 from tests.api.live_library import api_with_library
 from tests.conftest import Stack
 from tests.fixtures.builders import TestUser, client_for, make_project, make_user
@@ -36,6 +36,7 @@ class World:
     carol: TestUser  # a member of Alice's project
     ids: dict[str, str]
     secrets_of_alice: list[str]
+    personal_ids: dict[str, str]  # the same, with a session and job outside any project
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +92,20 @@ def world(
             "approval_id": approval_id,
             "document_id": _upload(client, project, f"{marker}.pdf"),
         }
-        yield World(url, alice, bob, carol, ids, [marker, alice.email, job_id, session["id"]])
+        personal = _personal(client, marker)
+        personal_ids = {**ids, **personal}
+        alices = [marker, alice.email, job_id, session["id"], *personal.values()]
+        yield World(url, alice, bob, carol, ids, alices, personal_ids)
+
+
+def _personal(client: httpx.Client, marker: str) -> dict[str, str]:
+    """Alice's session and job outside any project: only ownership protects them."""
+    session = client.post("/v1/sessions", json={"title": marker}).json()
+    job_id = client.post(f"/v1/sessions/{session['id']}/messages", json={"content": marker}).json()[
+        "job_id"
+    ]
+    trace_id = client.get(f"/v1/jobs/{job_id}").json()["trace_id"]
+    return {"session_id": session["id"], "job_id": job_id, "trace_id": trace_id}
 
 
 def _upload(client: httpx.Client, project: str, filename: str) -> str:
@@ -115,12 +129,19 @@ class TestAuthorisationMatrix:
         self, world: World, session_factory: sessionmaker[Session]
     ) -> None:
         bob = client_for(world.url, world.bob)
-        checked = 0
-        for probe in probes(_document(world), world.ids):
+        checked = varied = 0
+        document = _document(world)
+        every = [*with_query_variants(document, world.ids), *probes(document, world.personal_ids)]
+        for probe in every:
             if (probe.method, probe.template) in PUBLIC_ROUTES:
                 continue
+            if probe.params and probe.template.endswith("/events"):
+                continue  # the stream's own parameters (resume ids) name nothing of A's
             resp = send(bob, probe)
-            where = f"{probe.method} {probe.template} -> {resp.status_code}: {resp.text[:200]}"
+            where = (
+                f"{probe.method} {probe.template} {probe.params or ''} -> "
+                f"{resp.status_code}: {resp.text[:200]}"
+            )
             if probe.template.startswith("/v1/admin/"):
                 assert resp.status_code == 403, where  # members: every admin route
             elif "{" in probe.template:
@@ -131,7 +152,9 @@ class TestAuthorisationMatrix:
             for secret in world.secrets_of_alice:
                 assert secret not in resp.text, where
             checked += 1
+            varied += probe.params is not None
         assert checked >= 20
+        assert varied >= 5  # ?all=true, ?user=, ?project=, ?session=, ?parent= at least
         # Alice's things are untouched and still hers.
         alice = client_for(world.url, world.alice)
         assert alice.get(f"/v1/sessions/{world.ids['session_id']}").status_code == 200
@@ -194,6 +217,22 @@ class TestAuthorisationMatrix:
         assert away_from_home.get(job).status_code == 404
         listed = away_from_home.get("/v1/library/documents").json()["items"]
         assert world.ids["document_id"] not in [d["id"] for d in listed]
+        # Every route that reads one of Alice's home-project objects by id, the
+        # document's references, PDF and events included: as if missing.
+        checked = 0
+        for probe in probes(_document(world), world.ids):
+            if probe.method != "GET" or "{" not in probe.template:
+                continue
+            if probe.template.startswith("/v1/admin/"):
+                continue  # admin only (a scoped key never passes): the matrix above
+            with away_from_home.stream("GET", probe.path) as resp:
+                where = f"GET {probe.template} -> {resp.status_code}"
+                assert resp.status_code == 404, where
+                body = resp.read().decode()
+            for secret in world.secrets_of_alice:
+                assert secret not in body, where
+            checked += 1
+        assert checked >= 8  # jobs, sessions, traces, library documents and their parts
 
     def test_every_non_public_route_refuses_a_missing_or_bad_key(self, world: World) -> None:
         anonymous = httpx.Client(base_url=world.url, timeout=30)

@@ -27,6 +27,7 @@ from services.library.progress import document_stream_key
 from tests.library import hostile_pdfs
 from tests.library.api_app import api_client, bearer, new_email, user_with_key
 from tests.library.conftest import (
+    PDF_DIR,
     LibraryProcess,
     LibraryService,
     PdfServer,
@@ -211,7 +212,8 @@ class TestIngestProgressCli:
         with session_factory() as db, db.begin():
             _, key = user_with_key(db, new_email("cli"))
         good = hostile_pdfs.theorem_pdf(tmp_path / "good.pdf")
-        broken = hostile_pdfs.truncated_pdf(good, tmp_path / "broken.pdf")
+        # Opens (the upload is accepted) but has no readable page: fails in ingestion.
+        broken = hostile_pdfs.truncated_pdf(PDF_DIR / "papermage.pdf", tmp_path / "broken.pdf")
         uploads = []
         with api_client(library_url=library.url, files_dir=files_dir) as client:
             for pdf in (good, broken):

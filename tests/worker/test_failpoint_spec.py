@@ -17,8 +17,13 @@ def _reset() -> Iterator[None]:
 
 
 def test_unset_fires_nothing() -> None:
-    configure(None)
-    failpoint("tool.after_effect")  # returns: nothing configured
+    configure("tool.after_effect=raise")
+    with pytest.raises(FailpointError):
+        failpoint("tool.after_effect")
+    configure(None)  # as with LEAFLAB_FAILPOINTS unset: what was configured is gone
+    for _ in range(3):
+        failpoint("tool.after_effect")  # would raise, were anything still configured
+    assert dict(failpoints.parse("")) == {}
 
 
 def test_raise_on_the_nth_hit_only() -> None:

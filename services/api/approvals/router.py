@@ -1,7 +1,11 @@
 """Approvals: ``GET /v1/jobs/{id}/approvals``, ``POST /v1/jobs/{id}/approvals/{approval_id}``.
 
-Only the job's owner (or an admin) sees or decides its approvals; anyone else
-gets 404, as for the job itself.
+Whoever may read the job sees its approvals: its owner, an admin, or any
+current member of the job's project. Deciding one changes the job, so only its
+owner (still a member, for a project job), an admin or an ``owner`` of the
+job's project may; a member who can only read it gets 403, anyone else 404, as
+for the job itself (``services/api/access.py``). The approval must belong to
+the job named in the path.
 """
 
 from __future__ import annotations

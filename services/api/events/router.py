@@ -21,6 +21,7 @@ from fastapi.responses import StreamingResponse
 from services.api.access import visible_job
 from services.api.deps import CurrentUser, DbSession, StateDep
 from services.api.errors import error_responses
+from services.api.events.stream_access import stream_access
 from services.api.events.stream_follow import Finished, FollowedStream, ResumeFrom, follow
 from services.api.state import AppState
 from services.common.events import stream_key
@@ -35,7 +36,8 @@ router = APIRouter(prefix="/v1/jobs", tags=["events"], responses=error_responses
     responses={
         200: {
             "description": "text/event-stream: status, token, tool_start, tool_end, todo, "
-            "events_lost and final events; ': ping' comments while quiet",
+            "events_lost and final events; access_revoked (the last event) when the "
+            "reader's access ends; ': ping' comments while quiet",
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
         }
     },
@@ -52,13 +54,13 @@ def job_events(
     # Once streaming starts the status is 200; check Redis first so an outage is a 503.
     state.redis.ping()
     return StreamingResponse(
-        follow(request, state, _job_stream(state, str(job.id), start)),
+        follow(request, state, _job_stream(request, state, str(job.id), start)),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
 
 
-def _job_stream(state: AppState, job_id: str, start: str) -> FollowedStream:
+def _job_stream(request: Request, state: AppState, job_id: str, start: str) -> FollowedStream:
     async def finished() -> Finished | None:
         # The job's own "final" event is its terminal event: nothing is made from the row.
         return Finished() if await _job_finished(state, job_id) else None
@@ -69,6 +71,9 @@ def _job_stream(state: AppState, job_id: str, start: str) -> FollowedStream:
         terminal=frozenset({"final"}),
         reload_hint=f"the job: GET /v1/jobs/{job_id}",
         finished=finished,
+        still_allowed=stream_access(
+            request, state, lambda db, caller: visible_job(db, caller.user, job_id)
+        ),
     )
 
 

@@ -12,6 +12,10 @@ The stream is a view, the database row the record: when a read comes back
 empty the caller's ``finished`` check asks the row, and a finished subject ends
 the stream after whatever landed meanwhile — plus, when the stream holds no
 terminal event, the terminal event the caller made from the row.
+
+Access is re-checked while the stream runs (``stream_access.py``): at least every
+``sse_access_check_s``, busy or quiet, before anything more is sent; a refusal
+ends the stream with an ``access_revoked`` event.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from fastapi import Depends, Header, Query, Request
 from redis.exceptions import RedisError
 
 from services.api.errors import ApiError
+from services.api.events.stream_access import REVOKED_EVENT
 from services.api.state import AppState
 from services.common.events import decode_entry
 from services.common.redis_client import max_block_ms
@@ -83,6 +88,8 @@ class FollowedStream:
     terminal: frozenset[str]  # event types after which the stream ends
     reload_hint: str  # where a client that lost events reloads the record
     finished: Callable[[], Awaitable[Finished | None]]
+    # None while the caller may still read the subject, else the reason (stream_access).
+    still_allowed: Callable[[], Awaitable[str | None]]
 
 
 def frame(event_id: str | None, event_type: str, data: Any) -> str:
@@ -92,11 +99,18 @@ def frame(event_id: str | None, event_type: str, data: Any) -> str:
 
 async def follow(request: Request, state: AppState, stream: FollowedStream) -> AsyncIterator[str]:
     ping_s = state.settings.sse_ping_s
+    check_s = min(state.settings.sse_access_check_s, ping_s)
     socket_timeout_s = state.settings.redis_socket_timeout_s
     last = stream.start
     verify = last != START  # resuming: is the event we resume from still there?
-    last_write = time.monotonic()
+    last_write = last_check = time.monotonic()
     while not await request.is_disconnected():
+        if time.monotonic() - last_check >= check_s:
+            refused = await stream.still_allowed()
+            if refused is not None:
+                yield frame(None, REVOKED_EVENT, {"error": "access revoked", "reason": refused})
+                return
+            last_check = time.monotonic()
         batch: Any = None
         try:
             if verify:
@@ -104,9 +118,11 @@ async def follow(request: Request, state: AppState, stream: FollowedStream) -> A
                     yield frame(None, "events_lost", _lost(stream.reload_hint, last))
                     last_write = time.monotonic()
                 verify = False
-            # Block until the next ping is due, but never as long as the socket timeout.
-            until_ping = max(ping_s - (time.monotonic() - last_write), MIN_BLOCK_S)
-            block_ms = max_block_ms(socket_timeout_s, until_ping)
+            # Block until the next ping or access check is due, never as long as the
+            # socket timeout.
+            now = time.monotonic()
+            until_due = min(ping_s - (now - last_write), check_s - (now - last_check))
+            block_ms = max_block_ms(socket_timeout_s, max(until_due, MIN_BLOCK_S))
             # redis-py types XREAD for every protocol version at once; the shape is fixed.
             batch = await state.aredis.xread({stream.key: last}, block=block_ms, count=200)
         except RedisError:

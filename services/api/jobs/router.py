@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from services.api.access import (
     changeable_job,
     key_scope,
+    member_or_personal,
     member_project,
     owned_session,
     require_text,
@@ -123,7 +124,7 @@ def list_jobs(
     if project is not None:
         stmt = stmt.where(Job.project_id == member_project(db, user, project).id)
     elif owner is None and not (user.is_admin and all_users):
-        stmt = stmt.where(Job.user_id == user.id)
+        stmt = stmt.where(Job.user_id == user.id, member_or_personal(user, Job.project_id))
     scope = key_scope(db)
     if scope is not None:
         stmt = stmt.where(Job.project_id == scope)

@@ -21,13 +21,15 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
+from sqlalchemy.orm import Session
 
+from services.api.api_keys import Caller
 from services.api.deps import DbSession, StateDep
-from services.api.errors import ApiError, error_responses
+from services.api.errors import error_responses
+from services.api.events.stream_access import stream_access
 from services.api.events.stream_follow import Finished, FollowedStream, ResumeFrom, follow
-from services.api.library.router import AccessDep, LibraryAccess
+from services.api.library.access import AccessDep, library_access, visible_document
 from services.api.state import AppState
-from services.common.documents.collections import personal_collection, project_collection
 from services.common.documents.streams import TERMINAL_EVENTS, document_stream_key
 from services.common.models import Document
 
@@ -36,34 +38,14 @@ router = APIRouter(
 )
 
 
-def readable(access: LibraryAccess) -> set[str]:
-    """The collections the caller may read: a scoped key sees only its project."""
-    scoped = access.scoped_collections()
-    if scoped is not None:
-        return set(scoped)
-    projects = {project_collection(pid) for pid in access.projects.values()}
-    return {personal_collection(access.user_id), *projects}
-
-
-def visible_document(db: Any, access: LibraryAccess, document_id: str) -> Document:
-    """The document, if the caller may read it; any other case is the same 404."""
-    try:
-        ident = uuid.UUID(document_id)
-    except ValueError:
-        raise ApiError(404, "not_found", "document not found") from None
-    doc = db.get(Document, ident)
-    if doc is None or doc.collection not in readable(access):
-        raise ApiError(404, "not_found", "document not found")
-    return doc
-
-
 @router.get(
     "/documents/{document_id}/events",
     response_class=StreamingResponse,
     responses={
         200: {
             "description": "text/event-stream: document.parsed, document.batch, "
-            "document.ready / document.failed (the last event), events_lost; "
+            "document.ready / document.failed (the last event), events_lost, "
+            "access_revoked (the last event) when the reader's access ends; "
             "': ping' comments while quiet",
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
         }
@@ -82,13 +64,16 @@ def document_events(
     # Once streaming starts the status is 200; check Redis first so an outage is a 503.
     state.redis.ping()
     return StreamingResponse(
-        follow(request, state, _document_stream(state, str(doc.id), start)),
+        follow(request, state, _document_stream(request, state, str(doc.id), start)),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
 
 
-def _document_stream(state: AppState, doc_id: str, start: str) -> FollowedStream:
+def _document_stream(request: Request, state: AppState, doc_id: str, start: str) -> FollowedStream:
+    def readable_by(db: Session, caller: Caller) -> None:
+        visible_document(db, library_access(caller.user, db, state), doc_id)
+
     async def finished() -> Finished | None:
         ended = await _ended(state, doc_id)
         return None if ended is None else Finished(fallback=ended)
@@ -99,6 +84,7 @@ def _document_stream(state: AppState, doc_id: str, start: str) -> FollowedStream
         terminal=TERMINAL_EVENTS,
         reload_hint=f"the document: GET /v1/library/documents/{doc_id}",
         finished=finished,
+        still_allowed=stream_access(request, state, readable_by),
     )
 
 

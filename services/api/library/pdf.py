@@ -8,19 +8,25 @@ document id reveals nothing to someone who may not read it.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import FileResponse
 
-from services.api.access import key_scope
-from services.api.deps import CurrentUser, DbSession
+from services.api.deps import DbSession
 from services.api.errors import error_responses, not_found
+from services.api.library.access import AccessDep, visible_document
 from services.api.library.router import IntakeDep
 from services.common.documents.blobs import BlobStore
-from services.common.documents.collections import project_collection, readable_collections
-from services.common.models import Document
+
+# An uploaded file is someone else's bytes served from our origin: never sniffed as
+# anything but a PDF, and were a browser to render it as a page, no script, no
+# plugin, no form and no framing by another site would run from it.
+PDF_CSP = (
+    "default-src 'none'; script-src 'none'; object-src 'none'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'self'"
+)
+PDF_HEADERS = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": PDF_CSP}
 
 router = APIRouter(prefix="/v1/library", tags=["library"], responses=error_responses(401, 422))
 
@@ -38,19 +44,10 @@ PDF_RESPONSE: dict[int | str, dict[str, Any]] = {
     responses={**PDF_RESPONSE, **error_responses(404)},
 )
 def document_pdf(
-    document_id: str, db: DbSession, user: CurrentUser, intake: IntakeDep
+    document_id: str, db: DbSession, access: AccessDep, intake: IntakeDep
 ) -> FileResponse:
     """The document's PDF, inline (open it at a page with ``#page=N``)."""
-    try:
-        doc = db.get(Document, uuid.UUID(document_id))
-    except ValueError:
-        doc = None
-    readable = readable_collections(db, user.id) or []
-    scope = key_scope(db)
-    if scope is not None:
-        readable = [c for c in readable if c == project_collection(scope)]
-    if doc is None or doc.collection not in readable:
-        raise not_found("document")
+    doc = visible_document(db, access, document_id)
     path = BlobStore(intake.resolved_files_dir).path(doc.content_hash)
     if not path.is_file():  # a URL document not fetched yet, or a failed download
         raise not_found("PDF")
@@ -59,4 +56,5 @@ def document_pdf(
         media_type="application/pdf",
         filename=doc.filename or f"{doc.id}.pdf",
         content_disposition_type="inline",
+        headers=PDF_HEADERS,
     )

@@ -14,7 +14,6 @@ import logging
 import uuid
 from functools import lru_cache
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 import httpx
 from fastapi import APIRouter, Depends, Query, Request
@@ -22,10 +21,10 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy.exc import IntegrityError
 
-from services.api.access import key_scope
 from services.api.bodies import NO_NUL, NOT_BLANK
-from services.api.deps import CurrentUser, DbSession, StateDep
+from services.api.deps import DbSession, StateDep
 from services.api.errors import ApiError, error_responses
+from services.api.library.access import AccessDep, LibraryAccess, visible_document
 from services.api.library.schemas import (
     LibraryDocumentAccepted,
     LibraryDocumentDetail,
@@ -35,11 +34,6 @@ from services.api.library.schemas import (
 )
 from services.api.state import AppState
 from services.common.documents.blobs import BlobStore
-from services.common.documents.collections import (
-    member_projects,
-    personal_collection,
-    project_collection,
-)
 from services.common.documents.intake import (
     UploadRefused,
     read_json_body,
@@ -49,6 +43,7 @@ from services.common.documents.intake import (
     url_key,
 )
 from services.common.documents.settings import IntakeSettings
+from services.common.net_guard import AddressRefused, InvalidUrl, check_url
 from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
 from services.common.telemetry import ainject_httpx_request
 
@@ -103,57 +98,6 @@ def intake_settings() -> IntakeSettings:
 
 
 IntakeDep = Annotated[IntakeSettings, Depends(intake_settings)]
-
-
-class LibraryAccess:
-    """The acting user and the projects they belong to (for naming a target project).
-
-    With a key scoped to a project (``scope``), that project's collection is
-    the only one: uploads go there, and lists, reads and searches see only it.
-    """
-
-    def __init__(
-        self,
-        user_id: uuid.UUID,
-        projects: dict[str, uuid.UUID],
-        token: str,
-        scope: uuid.UUID | None = None,
-    ) -> None:
-        self.user_id = user_id
-        self.scope = scope
-        if scope is not None:
-            projects = {ref: pid for ref, pid in projects.items() if pid == scope}
-        self.projects = projects  # name and id (as text) -> project id
-        self.token = token
-
-    def scoped_collections(self) -> list[str] | None:
-        """The collections a scoped key is limited to (None: no limit)."""
-        return None if self.scope is None else [project_collection(self.scope)]
-
-    def headers(self) -> dict[str, str]:
-        # No collections: the library derives them from the user, never from us.
-        return {"X-Leaflab-Internal": self.token, "X-Leaflab-User": str(self.user_id)}
-
-    def collection_for(self, project: Any) -> str:
-        if (project is None or project == "") and self.scope is not None:
-            return project_collection(self.scope)
-        if project is None or project == "":
-            return personal_collection(self.user_id)
-        if not isinstance(project, str):
-            raise ApiError(400, "invalid_request", "project must be a string")
-        pid = self.projects.get(project)
-        if pid is None:  # not a member looks the same as not existing
-            raise ApiError(404, "not_found", f"project {project!r} not found")
-        return project_collection(pid)
-
-
-def library_access(user: CurrentUser, db: DbSession, state: StateDep) -> LibraryAccess:
-    return LibraryAccess(
-        user.id, member_projects(db, user.id), state.settings.internal_token, key_scope(db)
-    )
-
-
-AccessDep = Annotated[LibraryAccess, Depends(library_access)]
 
 
 def internal_path(*segments: str) -> str:
@@ -228,14 +172,15 @@ async def add_document(
 
 
 def _check_url_form(url: str) -> None:
-    """The URL's form only; its address is checked when the ingest task fetches it."""
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in url):
-        raise ApiError(400, "url_refused", "the URL contains control characters")
-    parts = urlsplit(url)
-    if len(url) > 2000 or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ApiError(
-            400, "url_refused", "only http and https URLs (≤ 2000 chars) can be ingested"
-        )
+    """What is refusable before the network: a malformed URL (``invalid_url``), a
+    host spelling the guard never fetches (``url_refused``); both 400, never a 500.
+    The address itself is checked when the ingest task fetches it."""
+    try:
+        check_url(url)
+    except InvalidUrl as exc:
+        raise ApiError(400, "invalid_url", str(exc)) from None
+    except AddressRefused as exc:
+        raise ApiError(400, "url_refused", str(exc)) from None
 
 
 def _register_and_queue(
@@ -284,18 +229,10 @@ async def list_documents(access: AccessDep, state: StateDep) -> Any:
     response_model=LibraryDocumentDetail,
     responses=error_responses(400, 404),
 )
-async def get_document(document_id: str, access: AccessDep, state: StateDep) -> Any:
-    try:
-        ident = str(uuid.UUID(document_id))
-    except ValueError:
-        raise ApiError(404, "not_found", "document not found") from None
+async def get_document(document_id: str, access: AccessDep, state: StateDep, db: DbSession) -> Any:
+    ident = await _readable_id(db, access, document_id)
     path = internal_path("documents", ident)
-    found = await _forward(state, "GET", path, LibraryDocumentDetail, headers=access.headers())
-    scoped = access.scoped_collections()
-    if scoped is not None and isinstance(found, LibraryDocumentDetail):
-        if found.collection not in scoped:
-            raise ApiError(404, "not_found", "document not found")
-    return found
+    return await _forward(state, "GET", path, LibraryDocumentDetail, headers=access.headers())
 
 
 @router.get(
@@ -303,14 +240,20 @@ async def get_document(document_id: str, access: AccessDep, state: StateDep) -> 
     response_model=LibraryReferenceList,
     responses=error_responses(400, 404),
 )
-async def get_references(document_id: str, access: AccessDep, state: StateDep) -> Any:
+async def get_references(
+    document_id: str, access: AccessDep, state: StateDep, db: DbSession
+) -> Any:
     """The paper's references, linked to library documents (the survey stage follows them)."""
-    try:
-        ident = str(uuid.UUID(document_id))
-    except ValueError:
-        raise ApiError(404, "not_found", "document not found") from None
+    ident = await _readable_id(db, access, document_id)
     path = internal_path("documents", ident, "references")
     return await _forward(state, "GET", path, LibraryReferenceList, headers=access.headers())
+
+
+async def _readable_id(db: DbSession, access: LibraryAccess, document_id: str) -> str:
+    """The document's id once the caller may read it (their collections, the key's
+    scope), checked here so the library service never answers for one they may not."""
+    doc = await asyncio.to_thread(visible_document, db, access, document_id)
+    return str(doc.id)
 
 
 @router.get("/search", response_model=LibrarySearchResults, responses=error_responses(400, 404))

@@ -8,6 +8,7 @@ from sqlalchemy import select
 from services.api.access import (
     changeable_session,
     key_scope,
+    member_or_personal,
     owned_session,
     require_text,
     target_project,
@@ -49,7 +50,9 @@ def list_sessions(
     db: DbSession, user: CurrentUser, limit: int = Query(50, ge=1, le=500)
 ) -> SessionList:
     stmt = select(ChatSession).where(
-        ChatSession.user_id == user.id, ChatSession.deleted_at.is_(None)
+        ChatSession.user_id == user.id,
+        ChatSession.deleted_at.is_(None),
+        member_or_personal(user, ChatSession.project_id),
     )
     scope = key_scope(db)
     if scope is not None:

@@ -8,6 +8,7 @@ written to a private staging file that becomes the content-addressed blob.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import unicodedata
@@ -15,7 +16,7 @@ import uuid
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sqlalchemy import select
@@ -144,12 +145,29 @@ async def _copy_into_store(upload: UploadFile, store: BlobStore, max_bytes: int)
                 out.write(chunk)
         if not head.lstrip()[:5].startswith(PDF_MAGIC):
             raise UploadRefused(415, "not_pdf", "the file is not a PDF (no %PDF- header)")
+        if not await asyncio.to_thread(_opens_as_pdf, staged):
+            raise UploadRefused(
+                415, "not_pdf", "the file starts like a PDF but PyMuPDF cannot open it"
+            )
     except BaseException:
         staged.unlink(missing_ok=True)
         raise
     key = digest.hexdigest()
     store.commit(staged, key)
     return key, size
+
+
+def _opens_as_pdf(path: Path) -> bool:
+    """Whether PyMuPDF opens the file as a PDF (its cross-reference table and
+    trailer: no page is rendered or inflated here), so a ``%PDF-`` header on an
+    HTML page or garbage is refused before it is stored and served as a paper."""
+    import pymupdf  # only the upload path needs it
+
+    try:
+        with pymupdf.open(path, filetype="pdf") as doc:
+            return bool(doc.is_pdf)
+    except Exception:  # noqa: BLE001 - PyMuPDF raises several types for broken files
+        return False
 
 
 def register_document(

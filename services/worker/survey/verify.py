@@ -134,9 +134,11 @@ def _claims_prompt(
 def source_passages(
     key: str, papers: dict[str, dict[str, Any]], notes: dict[str, dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The passages a key's note points at (its locators' chunks)."""
-    paper = papers[key]
-    chunks = {c["chunk_id"]: c for c in paper["chunks"]}
+    """The passages a key's note points at (its locators' chunks); none for a key no
+    paper was gathered for — such a key never resolves (``citations.resolving``), and
+    should one slip through, the claim goes unsupported rather than the survey crash."""
+    paper = papers.get(key) or {}
+    chunks = {c["chunk_id"]: c for c in paper.get("chunks", [])}
     note = notes.get(key) or {"locators": []}
     wanted = [loc["chunk_id"] for loc in note["locators"]] or list(chunks)[:1]
     return [

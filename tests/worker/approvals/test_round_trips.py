@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.conftest import Stack
@@ -70,6 +71,23 @@ class TestApply:
         job = wait_job(client, job_id)
         assert job["status"] == "succeeded"
         assert client.get(f"/v1/jobs/{job_id}/approvals").json()["items"] == []
+
+    @pytest.mark.parametrize("path", ["Paper.TEX", "scripts/RUN.SH", "refs.Bib"])
+    def test_protected_suffixes_match_whatever_the_case(
+        self, running: RunningStack, session_factory: sessionmaker[Session], path: str
+    ) -> None:
+        """``Paper.TEX`` is as protected as ``paper.tex``: a case-sensitive match
+        would let a model write it unreviewed by changing the case."""
+        client = client_for(running.url, make_user(session_factory))
+        session_id, job_id = start_turn(client, running.sim, write_script(path, TEX))
+        approval = wait_waiting(client, job_id)
+        (diff,) = approval["diffs"]
+        assert diff["path"] == path
+        assert not (workspace(os.environ["LEAFLAB_HOME"], session_id) / path).exists()
+        resp = client.post(
+            f"/v1/jobs/{job_id}/approvals/{approval['id']}", json={"decision": "reject"}
+        )
+        assert resp.status_code == 200, resp.text
 
 
 class TestRequestChanges:

@@ -13,7 +13,7 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
-from services.common.net_guard import AddressRefused, FetchFailed, NetGuard, fetch
+from services.common.net_guard import AddressRefused, FetchFailed, InvalidUrl, NetGuard, fetch
 from services.worker.tools.base import ToolError
 
 USER_AGENT = "Leaflab/1.0 (research agent; +https://github.com/leaflab)"
@@ -21,6 +21,8 @@ USER_AGENT = "Leaflab/1.0 (research agent; +https://github.com/leaflab)"
 
 def fetch_error(exc: AddressRefused, *, what: str) -> ToolError:
     """The tool error for a refused or failed fetch of ``what`` (a URL or a service name)."""
+    if isinstance(exc, InvalidUrl):  # a redirect to a broken URL, say: the form, not policy
+        return ToolError("invalid_url", f"{what}: {exc}", category="validation")
     if not isinstance(exc, FetchFailed):
         return ToolError("url_refused", f"{what}: {exc}", category="security")
     details: dict[str, Any] = {"status": exc.status} if exc.status is not None else {}

@@ -11,11 +11,10 @@ from __future__ import annotations
 import io
 import json
 import re
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
-from services.common.net_guard import AddressRefused, fetch_to
+from services.common.net_guard import AddressRefused, InvalidUrl, check_url_form, fetch_to
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 from services.worker.tools.web.html_text import html_to_text
 from services.worker.tools.web.outbound import USER_AGENT, fetch_error
@@ -33,14 +32,17 @@ class WebFetchArgs(BaseModel):
 
 
 def check_web_url(url: str) -> None:
-    """Refuse what is not an http(s) URL with a host before any network use."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    """Refuse what is not a well-formed http(s) URL with a host before any network
+    use: ``invalid_url`` (a validation error the model can fix), never a crash."""
+    try:
+        check_url_form(url)
+    except InvalidUrl as exc:
         raise ToolError(
             "invalid_url",
-            f"only http and https URLs with a host can be fetched, not {url[:200]!r}",
+            f"{exc}; only well-formed http and https URLs with a host can be fetched, "
+            f"not {url[:200]!r}",
             category="validation",
-        )
+        ) from None
 
 
 def window(text: str, offset: int, limit: int) -> tuple[str, str]:

@@ -1,0 +1,98 @@
+"""Who may read which library document through the API: one rule for every route.
+
+The acting user's collections are their personal one and every project's they
+belong to; a key scoped to a project sees only that project's collection. Every
+route that names a document by id (the document, its references, PDF and
+events) looks the document up here first, so a document outside the caller's
+readable set is the same 404 as one that does not exist — before anything is
+forwarded to the library service, which knows the user but not the key's scope.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import Depends
+from sqlalchemy.orm import Session
+
+from services.api.access import key_scope
+from services.api.deps import CurrentUser, DbSession, StateDep
+from services.api.errors import ApiError
+from services.common.documents.collections import (
+    member_projects,
+    personal_collection,
+    project_collection,
+)
+from services.common.models import Document
+
+
+class LibraryAccess:
+    """The acting user and the projects they belong to (for naming a target project).
+
+    With a key scoped to a project (``scope``), that project's collection is
+    the only one: uploads go there, and lists, reads and searches see only it.
+    """
+
+    def __init__(
+        self,
+        user_id: uuid.UUID,
+        projects: dict[str, uuid.UUID],
+        token: str,
+        scope: uuid.UUID | None = None,
+    ) -> None:
+        self.user_id = user_id
+        self.scope = scope
+        if scope is not None:
+            projects = {ref: pid for ref, pid in projects.items() if pid == scope}
+        self.projects = projects  # name and id (as text) -> project id
+        self.token = token
+
+    def scoped_collections(self) -> list[str] | None:
+        """The collections a scoped key is limited to (None: no limit)."""
+        return None if self.scope is None else [project_collection(self.scope)]
+
+    def readable(self) -> set[str]:
+        """The collections the caller may read: a scoped key sees only its project."""
+        scoped = self.scoped_collections()
+        if scoped is not None:
+            return set(scoped)
+        projects = {project_collection(pid) for pid in self.projects.values()}
+        return {personal_collection(self.user_id), *projects}
+
+    def headers(self) -> dict[str, str]:
+        # No collections: the library derives them from the user, never from us.
+        return {"X-Leaflab-Internal": self.token, "X-Leaflab-User": str(self.user_id)}
+
+    def collection_for(self, project: Any) -> str:
+        if (project is None or project == "") and self.scope is not None:
+            return project_collection(self.scope)
+        if project is None or project == "":
+            return personal_collection(self.user_id)
+        if not isinstance(project, str):
+            raise ApiError(400, "invalid_request", "project must be a string")
+        pid = self.projects.get(project)
+        if pid is None:  # not a member looks the same as not existing
+            raise ApiError(404, "not_found", f"project {project!r} not found")
+        return project_collection(pid)
+
+
+def library_access(user: CurrentUser, db: DbSession, state: StateDep) -> LibraryAccess:
+    return LibraryAccess(
+        user.id, member_projects(db, user.id), state.settings.internal_token, key_scope(db)
+    )
+
+
+AccessDep = Annotated[LibraryAccess, Depends(library_access)]
+
+
+def visible_document(db: Session, access: LibraryAccess, document_id: str) -> Document:
+    """The document, if the caller may read it; any other case is the same 404."""
+    try:
+        ident = uuid.UUID(document_id)
+    except ValueError:
+        raise ApiError(404, "not_found", "document not found") from None
+    doc = db.get(Document, ident)
+    if doc is None or doc.collection not in access.readable():
+        raise ApiError(404, "not_found", "document not found")
+    return doc
