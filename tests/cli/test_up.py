@@ -6,10 +6,12 @@ workers, simulator), so they are few and each checks several things.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
 import time
+from pathlib import Path
 
 import httpx
 
@@ -76,8 +78,18 @@ class TestUpServes:
 
             key = stack.key()
             assert key.startswith("lf_")
-            for secret in ("admin.key", "internal.token", "stack.json"):
+            for secret in ("admin.key", "internal.token", "metrics.token", "stack.json"):
                 assert stat.S_IMODE((home / secret).stat().st_mode) == 0o600, secret
+            # The API's /metrics is never open; the stack's scrape config has the token.
+            token = (home / "metrics.token").read_text().strip()
+            assert httpx.get(f"{stack.url}/metrics", timeout=10).status_code == 401
+            scraped = httpx.get(
+                f"{stack.url}/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=10
+            )
+            assert scraped.status_code == 200 and "leaflab_" in scraped.text
+            scrape = json.loads((home / "prometheus" / "prometheus.yml").read_text())
+            auth = scrape["scrape_configs"][0]["authorization"]
+            assert Path(auth["credentials_file"]).read_text().strip() == token
             for private in ("logs", "redis", "prometheus"):
                 assert stat.S_IMODE((home / private).stat().st_mode) == 0o700, private
             for data in (home / "redis").iterdir():

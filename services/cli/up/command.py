@@ -33,7 +33,13 @@ from services.cli.up.readiness import (
 from services.cli.up.sandbox_setup import sandbox_worker_spec
 from services.cli.up.scrape_targets import write_scrape_config
 from services.cli.up.stack import bootstrap_database, service_specs
-from services.cli.up.stackfile import HomeInUse, StackHome, StackRecord, internal_token
+from services.cli.up.stackfile import (
+    HomeInUse,
+    StackHome,
+    StackRecord,
+    internal_token,
+    metrics_token,
+)
 from services.cli.up.supervisor import Supervisor
 from services.common.celery_app import build_celery
 from services.common.settings import CommonSettings
@@ -179,6 +185,9 @@ def _run(
     env["LEAFLAB_LIBRARY_URL"] = f"http://127.0.0.1:{ports.library}"
     if not os.environ.get("LEAFLAB_INTERNAL_TOKEN"):
         env["LEAFLAB_INTERNAL_TOKEN"] = internal_token(home)
+    if not os.environ.get("LEAFLAB_METRICS_TOKEN"):
+        # The API's /metrics is never open: the stack's Prometheus config carries this.
+        env["LEAFLAB_METRICS_TOKEN"] = metrics_token(home)
     env.update(model.env(ports))
     supervisor.base_env.update(env)
     os.environ.update(env)  # the sandbox image check and the readiness ping read them too

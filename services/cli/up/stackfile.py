@@ -98,7 +98,19 @@ def internal_token(home: Path) -> str:
     Kept across restarts of the same home, so processes of a restarted stack
     agree with each other; a fresh home gets a fresh token.
     """
-    path = home / "internal.token"
+    return home_secret(home, "internal.token")
+
+
+def metrics_token(home: Path) -> str:
+    """The token every ``/metrics`` of the stack asks for (the API's is never open), kept
+    in ``home/metrics.token`` (0600) like the internal token; Prometheus reads it from the
+    scrape config ``up`` writes."""
+    return home_secret(home, "metrics.token")
+
+
+def home_secret(home: Path, name: str) -> str:
+    """A random secret kept in ``home/name`` (0600), the same across restarts of the home."""
+    path = home / name
     try:
         token = path.read_text().strip()
         if len(token) >= 32:
