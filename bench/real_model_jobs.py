@@ -129,6 +129,7 @@ def job_path(
                 "LEAFLAB_TIME_SLICE_S": str(int(timeout_s)),
                 "LEAFLAB_TASK_SOFT_TIME_LIMIT_S": str(int(timeout_s) + 60),
                 "LEAFLAB_TASK_HARD_TIME_LIMIT_S": str(int(timeout_s) + 120),
+                "LEAFLAB_BROKER_VISIBILITY_TIMEOUT_S": str(int(timeout_s) + 180),
                 "LEAFLAB_LLM_TIMEOUT_S": str(int(timeout_s)),
                 "LEAFLAB_LEASE_TTL_S": "30",
                 "LEAFLAB_DB_POOL_SIZE": str(threads + 8),

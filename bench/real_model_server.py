@@ -1,13 +1,16 @@
 """Where the real-model benchmarks find their server: a base URL given, or the
 local llama.cpp server (llama-cpp-python + Gemma 3 270M Q4_K_M) started for the run.
 
-The local server and model are the ones ``scripts/ensure_real_model.sh`` installs
-(``.venv-llama`` in the repository, the model under ``$LEAFLAB_CACHE_DIR/models``).
+The local server is the one `leaflab up --local-model` and the real-model test
+tier start (services/cli/up/local_model.py: ``.venv-llama`` and the cached model
+that ``scripts/ensure_real_model.sh`` installs), with its settings
+(``LEAFLAB_LOCAL_MODEL_*``).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,46 +19,45 @@ from pathlib import Path
 
 import httpx
 
+from services.cli.up.local_model import local_model
 from tests.fixtures.processes import free_port
-
-ROOT = Path(__file__).resolve().parents[1]
-CACHE = Path(os.environ.get("LEAFLAB_CACHE_DIR", Path.home() / ".cache" / "leaflab"))
-LLAMA_PYTHON = ROOT / ".venv-llama" / "bin" / "python"
-MODEL_FILE = CACHE / "models" / "gemma-3-270m-q4_k_m.gguf"
 
 
 def local_model_missing() -> str | None:
     """Why the local real model cannot start here, or None when it can."""
-    if not LLAMA_PYTHON.exists():
-        return f"{LLAMA_PYTHON} is missing (run scripts/ensure_real_model.sh)"
-    if not MODEL_FILE.exists():
-        return f"{MODEL_FILE} is missing (run scripts/ensure_real_model.sh)"
-    return None
+    missing = local_model().missing()
+    return "; ".join(missing) if missing else None
 
 
 @contextmanager
-def local_server(n_ctx: int = 8192, log: Path | None = None) -> Iterator[str]:
-    """llama-cpp-python's OpenAI-compatible server on a free loopback port; its base URL
-    (…/v1) while the block runs, stopped afterwards."""
-    missing = local_model_missing()
+def local_server(n_ctx: int | None = None, log: Path | None = None) -> Iterator[str]:
+    """The local llama.cpp server on a free loopback port: its base URL (…/v1) while
+    the block runs, stopped afterwards."""
+    config = local_model(n_ctx=n_ctx)
+    missing = config.missing()
     if missing:
-        raise SystemExit(missing)
+        raise SystemExit("the local real model is not installed: " + "; ".join(missing))
     port = free_port()
-    argv = [str(LLAMA_PYTHON), "-m", "llama_cpp.server", "--model", str(MODEL_FILE),
-            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx)]  # fmt: skip
     out = open(log or os.devnull, "ab")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)  # noqa: S603
+    proc = subprocess.Popen(  # noqa: S603 - our own launcher
+        config.argv(port=port),
+        env={**os.environ, **config.env()},
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         _wait_models(base_url, proc)
         yield base_url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
         out.close()
 
 
