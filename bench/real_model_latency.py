@@ -19,6 +19,11 @@ started together, every round):
 - ``job``: a chat turn through the API and an agent worker (real processes),
   read back as SSE events: time to the first ``token`` event, to ``final``.
 
+Before each batch a one-token request with another prompt evicts the last
+prompt from a single-slot server's cache (``--keep-cache`` skips it): otherwise
+a variant that follows another with the same prompt gets its prompt evaluated
+for free (llama.cpp reuses the previous prompt's longest common prefix).
+
 Per variant: calls that finished (a ``finish_reason``; a single-slot server that
 ends a running stream when a new request arrives gives ``[DONE]`` without one),
 time to first token, total time, generation tokens/s after the first token (p50
@@ -86,6 +91,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--worker-threads", type=int, default=8, help="the job path's worker")
     parser.add_argument("--timeout-s", type=float, default=600, help="per call")
     parser.add_argument("--prompt", default=PROMPT)
+    parser.add_argument(
+        "--keep-cache",
+        action="store_true",
+        help="no one-token request with another prompt before each batch",
+    )
     args = parser.parse_args(argv)  # fmt: skip
     args.levels = [int(c) for c in args.concurrency.split(",")]
     args.variant_list = [v.strip() for v in args.variants.split(",")]
@@ -136,21 +146,37 @@ def measure(args: argparse.Namespace, base_url: str, logs: Path) -> dict[str, An
         variants = [v for v in VARIANTS if v in args.variant_list]
         for name in [JOB, *variants] if jobs else variants:  # warm-up; the job's request first
             calls[name]()
+        flush = None if args.keep_cache else lambda: plain.call(flush_body(model))
         figures = {
-            str(level): run_level(level, variants, calls, args.rounds) for level in args.levels
+            str(level): run_level(level, variants, calls, args.rounds, flush)
+            for level in args.levels
         }
     client.close()
     return {"model": model, "max_tokens": args.max_tokens, "levels": figures}
 
 
+def flush_body(model: str) -> dict[str, Any]:
+    """A one-token request with an unrelated prompt: a single-slot server (llama.cpp) keeps
+    the last prompt's evaluation and reuses its longest common prefix, so whichever variant
+    ran just before another with the same prompt would find it evaluated already."""
+    return {"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+
+
 def run_level(
-    level: int, variants: list[str], calls: dict[str, Callable[[], Call]], rounds: int
+    level: int,
+    variants: list[str],
+    calls: dict[str, Callable[[], Call]],
+    rounds: int,
+    flush: Callable[[], object] | None,
 ) -> dict[str, Any]:
-    """Every variant ``rounds`` times at ``level`` calls at once, alternating the order."""
+    """Every variant ``rounds`` times at ``level`` calls at once, alternating the order;
+    ``flush`` (if any) runs before each batch, so no batch finds its prompt cached."""
     seen: dict[str, list[Call]] = {v: [] for v in variants}
     wall = dict.fromkeys(variants, 0.0)
     for number in range(rounds):
         for name in variants if number % 2 == 0 else variants[::-1]:
+            if flush is not None:
+                flush()
             started = time.perf_counter()
             seen[name] += at_once(calls[name], level)
             wall[name] += time.perf_counter() - started
@@ -177,7 +203,8 @@ def _s(value: float | None, digits: int = 3) -> str:
 
 def report(figures: dict[str, Any], args: argparse.Namespace, server: str) -> None:
     print(f"server {server}, model {figures['model']}, max_tokens {args.max_tokens}, "
-          f"{args.rounds} rounds per concurrency (variants alternated); "
+          f"{args.rounds} rounds per concurrency (variants alternated"
+          f"{'' if args.keep_cache else ', prompt cache evicted before each batch'}); "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")  # fmt: skip
     for level, by_variant in figures["levels"].items():
         print(f"concurrency {level}:")
