@@ -101,6 +101,26 @@ class JobPath:
         return next(r.body for r in self.relay.requests if r.conversation.startswith(newest))
 
 
+def worker_env(
+    llm_url: str, model: str, max_tokens: int, *, api_key: str, timeout_s: float, threads: int
+) -> dict[str, str]:
+    """What the API and worker processes need to run jobs on a slow real model."""
+    return {
+        "LEAFLAB_LLM_BASE_URL": llm_url,
+        "LEAFLAB_LLM_API_KEY": api_key or "sk-local",
+        "LEAFLAB_MODEL": model,
+        "LEAFLAB_LLM_MAX_TOKENS": str(max_tokens),
+        # A slow CPU model takes minutes per call: the slice must not cut it short.
+        "LEAFLAB_TIME_SLICE_S": str(int(timeout_s)),
+        "LEAFLAB_LLM_TIMEOUT_S": str(int(timeout_s)),
+        "LEAFLAB_TASK_SOFT_TIME_LIMIT_S": str(int(timeout_s) + 60),
+        "LEAFLAB_TASK_HARD_TIME_LIMIT_S": str(int(timeout_s) + 120),
+        "LEAFLAB_BROKER_VISIBILITY_TIMEOUT_S": str(int(timeout_s) + 180),
+        "LEAFLAB_LEASE_TTL_S": "30",
+        "LEAFLAB_DB_POOL_SIZE": str(threads + 8),
+    }
+
+
 @contextmanager
 def job_path(
     base_url: str,
@@ -120,20 +140,14 @@ def job_path(
     with scratch_stack("realmodel") as scratch:
         services = Services(Stack(scratch.database_url, scratch.redis_url), logs)
         services.env.update(
-            {
-                "LEAFLAB_LLM_BASE_URL": f"http://127.0.0.1:{port}{parts.path}",
-                "LEAFLAB_LLM_API_KEY": api_key or "sk-local",
-                "LEAFLAB_MODEL": model,
-                "LEAFLAB_LLM_MAX_TOKENS": str(max_tokens),
-                # A slow CPU model takes minutes per call: the slice must not cut it short.
-                "LEAFLAB_TIME_SLICE_S": str(int(timeout_s)),
-                "LEAFLAB_TASK_SOFT_TIME_LIMIT_S": str(int(timeout_s) + 60),
-                "LEAFLAB_TASK_HARD_TIME_LIMIT_S": str(int(timeout_s) + 120),
-                "LEAFLAB_BROKER_VISIBILITY_TIMEOUT_S": str(int(timeout_s) + 180),
-                "LEAFLAB_LLM_TIMEOUT_S": str(int(timeout_s)),
-                "LEAFLAB_LEASE_TTL_S": "30",
-                "LEAFLAB_DB_POOL_SIZE": str(threads + 8),
-            }
+            worker_env(
+                f"http://127.0.0.1:{port}{parts.path}",
+                model,
+                max_tokens,
+                api_key=api_key,
+                timeout_s=timeout_s,
+                threads=threads,
+            )  # fmt: skip
         )
         try:
             url = services.api()

@@ -40,8 +40,8 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -56,7 +56,7 @@ from bench.real_model_calls import (
     summarise,
 )
 from bench.real_model_jobs import JobPath, job_path
-from bench.real_model_server import local_server, served_model
+from bench.real_model_server import add_server_args, model_server, served_model
 from services.worker.llm.client import ModelClient
 
 PROMPT = (
@@ -69,17 +69,7 @@ VARIANTS = (DIRECT, CLIENT, REPLAY, JOB)
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--base-url", help="an OpenAI-compatible server's …/v1 URL")
-    where.add_argument(
-        "--start-local",
-        action="store_true",
-        help="start the local llama.cpp server (scripts/ensure_real_model.sh)",
-    )
-    where.add_argument("--sim", action="store_true", help="Leaflab's simulator (no real model)")
-    parser.add_argument("--latency-ms", type=int, default=50, help="with --sim: per reply")
-    parser.add_argument("--api-key", default=os.environ.get("LEAFLAB_LLM_API_KEY", ""))
-    parser.add_argument("--model", help="default: the first model GET /v1/models lists")
+    add_server_args(parser)
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument("--rounds", type=int, default=3, help="ABAB rounds per concurrency")
     parser.add_argument("--concurrency", default="1,4", help="comma-separated, e.g. 1,16,64")
@@ -105,23 +95,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if REPLAY in args.variant_list and JOB not in args.variant_list:
         parser.error(f"{REPLAY!r} replays the job's request: it needs the {JOB!r} variant")
     return args
-
-
-@contextmanager
-def model_server(args: argparse.Namespace, logs: Path) -> Iterator[str]:
-    if args.base_url:
-        yield args.base_url.rstrip("/")
-    elif args.start_local:
-        with local_server(log=logs / "llama-server.log") as url:
-            yield url
-    else:
-        from services.model_sim.server import start_subprocess
-
-        sim = start_subprocess(latency_ms=args.latency_ms)
-        try:
-            yield sim.base_url
-        finally:
-            sim.stop()
 
 
 def measure(args: argparse.Namespace, base_url: str, logs: Path) -> dict[str, Any]:

@@ -30,6 +30,8 @@ class Relayed:
     conversation: str
     body: dict[str, Any]
     content_chunks: int = 0
+    ended: float = 0.0  # perf_counter of the last byte of its reply seen so far
+    status: int | None = None  # the reply's HTTP status
 
 
 @dataclass
@@ -47,6 +49,19 @@ class TeeRelay:
 
     def stop(self) -> None:
         self._server.close()
+
+    def busy_s(self, since: float = 0.0) -> float:
+        """Seconds during which at least one request was with the server (the union of
+        their intervals from the request's last byte to the reply's last byte)."""
+        with self._lock:
+            spans = sorted((r.at, max(r.ended, r.at)) for r in self.requests if r.at >= since)
+        busy, reach = 0.0, 0.0
+        for start, end in spans:
+            start = max(start, reach)
+            if end > start:
+                busy += end - start
+            reach = max(reach, end)
+        return busy
 
     def of(self, conversation_prefix: str) -> list[Relayed]:
         with self._lock:
@@ -86,18 +101,23 @@ class TeeRelay:
         for data in _chunks(src, dst):
             window = tail + data
             if current:
-                current[0].content_chunks += len(CONTENT_CHUNK.findall(window)) - len(
+                relayed = current[0]
+                relayed.ended = time.perf_counter()
+                if relayed.status is None and data.startswith(b"HTTP/"):
+                    relayed.status = int(data[9:12])
+                relayed.content_chunks += len(CONTENT_CHUNK.findall(window)) - len(
                     CONTENT_CHUNK.findall(tail)
                 )
             tail = window[-24:]
 
 
 def _chunks(src: socket.socket, dst: socket.socket) -> Any:
-    """Yield what ``src`` sends after forwarding it to ``dst``; close both at the end."""
+    """Yield what ``src`` sends, then forward it to ``dst`` (so a request is on record
+    before the server can answer it); close both at the end."""
     try:
         while data := src.recv(65536):
-            dst.sendall(data)
             yield data
+            dst.sendall(data)
     except OSError:
         pass
     finally:

@@ -9,6 +9,7 @@ that ``scripts/ensure_real_model.sh`` installs), with its settings
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
@@ -81,3 +82,36 @@ def served_model(base_url: str, api_key: str = "") -> str:
     resp = httpx.get(f"{base_url.rstrip('/')}/models", headers=headers, timeout=10)
     resp.raise_for_status()
     return str(resp.json()["data"][0]["id"])
+
+
+def add_server_args(parser: argparse.ArgumentParser) -> None:
+    """--base-url | --start-local | --sim (with --latency-ms), --api-key, --model."""
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--base-url", help="an OpenAI-compatible server's …/v1 URL")
+    where.add_argument(
+        "--start-local",
+        action="store_true",
+        help="start the local llama.cpp server (scripts/ensure_real_model.sh)",
+    )
+    where.add_argument("--sim", action="store_true", help="Leaflab's simulator (no real model)")
+    parser.add_argument("--latency-ms", type=int, default=50, help="with --sim: per reply")
+    parser.add_argument("--api-key", default=os.environ.get("LEAFLAB_LLM_API_KEY", ""))
+    parser.add_argument("--model", help="default: the first model GET /v1/models lists")
+
+
+@contextmanager
+def model_server(args: argparse.Namespace, logs: Path) -> Iterator[str]:
+    """The server ``add_server_args``' options name: its base URL (…/v1) for the block."""
+    if args.base_url:
+        yield args.base_url.rstrip("/")
+    elif args.start_local:
+        with local_server(log=logs / "llama-server.log") as url:
+            yield url
+    else:
+        from services.model_sim.server import start_subprocess
+
+        sim = start_subprocess(latency_ms=args.latency_ms)
+        try:
+            yield sim.base_url
+        finally:
+            sim.stop()

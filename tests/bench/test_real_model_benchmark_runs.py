@@ -40,3 +40,24 @@ def test_replaying_the_workers_request_needs_the_job_variant() -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert "needs the 'job' variant" in done.stderr
+
+
+def test_survey_on_a_model_server_reports_stages_calls_and_overhead() -> None:
+    args = ["--sim", "--latency-ms", "10", "--pdfs", "2", "--length", "short"]
+    out = run_bench("bench.survey_real_model", *args, timeout_s=400)
+    figures = last_json(out)
+    assert figures["status"] == "succeeded", figures
+    # plan + a note per paper + outline + a section and a check per section (the
+    # simulator's auto mode outlines 1-3 sections), each seen by the relay
+    papers, sections = figures["papers"], figures["sections"]
+    calls = 2 + papers + 2 * sections
+    assert papers == 2 and figures["model_calls"] == calls, figures
+    assert figures["calls_by_stage"] == {
+        "plan": 1, "read": papers, "outline": 1, "write": sections, "verify": sections
+    }  # fmt: skip
+    assert figures["http_statuses"] == {"200": calls}
+    assert figures["response_formats"] == {"json_schema": calls}
+    assert 0 < figures["model_busy_s"] < figures["wall_s"]
+    assert 0 < figures["platform_overhead_share"] < 1
+    assert set(figures["stage_done_at_s"]) >= {"plan", "read", "write", "verify", "assemble"}
+    assert "platform overhead" in out and "stage done at" in out
