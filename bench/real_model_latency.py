@@ -124,8 +124,18 @@ def measure(args: argparse.Namespace, base_url: str, logs: Path) -> dict[str, An
             str(level): run_level(level, variants, calls, args.rounds, flush)
             for level in args.levels
         }
+        sent = jobs.worker_request() if jobs is not None else None
     client.close()
-    return {"model": model, "max_tokens": args.max_tokens, "levels": figures}
+    out: dict[str, Any] = {"model": model, "max_tokens": args.max_tokens, "levels": figures}
+    if sent is not None:  # what the job path sends that the bare request does not
+        out["worker_request"] = {
+            "messages": [m.get("role") for m in sent["messages"]],
+            "tools": len(sent.get("tools") or []),
+            "chars": len(json.dumps(sent)),
+            "stream": bool(sent.get("stream")),
+            "max_tokens": sent.get("max_tokens"),
+        }
+    return out
 
 
 def flush_body(model: str) -> dict[str, Any]:
@@ -179,6 +189,8 @@ def report(figures: dict[str, Any], args: argparse.Namespace, server: str) -> No
           f"{args.rounds} rounds per concurrency (variants alternated"
           f"{'' if args.keep_cache else ', prompt cache evicted before each batch'}); "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+    if "worker_request" in figures:
+        print(f"the worker's request (replayed directly): {figures['worker_request']}")
     for level, by_variant in figures["levels"].items():
         print(f"concurrency {level}:")
         print("| variant | calls | finished | TTFT p50 s | total p50 s | tok/s p50 | "
