@@ -34,6 +34,7 @@ class Call:
     finish_reason: str | None
     error: str | None = None
     model_calls: int = 1  # requests the server received for this call (a job may make more)
+    model_s: float | None = None  # the job's: time its requests spent with the server (relay)
 
     @property
     def finished(self) -> bool:
@@ -166,6 +167,9 @@ class Summary:
     tokens: float | None  # mean tokens per finished call
     model_calls: int
     errors: list[str]
+    # Jobs only: p50 of total minus the time the job's requests spent with the server.
+    outside_model_s: float | None = None
+    samples: list[tuple[float | None, float]] | None = None  # (ttft, total) of every call
 
 
 def summarise(calls: list[Call]) -> Summary:
@@ -183,6 +187,8 @@ def summarise(calls: list[Call]) -> Summary:
         tokens_per_s=median([c.tokens_per_s for c in done]),
         tokens=statistics.mean(c.tokens for c in done) if done else None,
         model_calls=sum(c.model_calls for c in calls),
+        outside_model_s=median([c.total_s - c.model_s for c in done if c.model_s is not None]),
+        samples=[(c.ttft_s, c.total_s) for c in calls],
         errors=sorted(
             {c.error or f"no finish reason ({c.tokens} tokens)" for c in calls if not c.finished}
         ),  # fmt: skip

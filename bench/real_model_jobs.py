@@ -66,8 +66,9 @@ class JobPath:
             else f"job {job.get('status')}: " + str(job.get("error"))[:160]
         )
         # The job's reply finished if it ended with a final event and succeeded.
+        model_s = sum(max(r.ended, r.at) - r.at for r in sent)
         return Call(ttft, total, tokens, "final" if final and not error else None, error=error,
-                    model_calls=len(sent))  # fmt: skip
+                    model_calls=len(sent), model_s=model_s)  # fmt: skip
 
     def _follow(
         self, client: httpx.Client, job_id: str, started: float

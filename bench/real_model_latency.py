@@ -205,6 +205,11 @@ def report(figures: dict[str, Any], args: argparse.Namespace, server: str) -> No
             line = ratio_line(by_variant, leaflab, base)
             if line:
                 print(line)
+        job = by_variant.get(JOB)
+        if job and job["outside_model_s"] is not None:
+            outside = job["outside_model_s"] * 1000
+            print(f"  job, outside the model call (total minus its requests' time with the "
+                  f"server, at the relay): p50 {outside:.0f} ms per turn")  # fmt: skip
         for name, row in by_variant.items():
             for error in row["errors"][:3]:
                 print(f"  {name} not finished: {error}")
