@@ -3,10 +3,13 @@ features need, and a command it cannot build is refused with the reason."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
+from services.model_sim.server import start_subprocess
 from tests.bench.runner import ROOT
 
 SCRIPT = "bench.gpu.vllm_checks"
@@ -15,7 +18,7 @@ SCRIPT = "bench.gpu.vllm_checks"
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(  # noqa: S603 - our own script
         [sys.executable, "-m", SCRIPT, *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        cwd=ROOT, capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip
 
 
@@ -65,3 +68,41 @@ def test_without_vllm_installed_it_says_how_to_install_it() -> None:
     done = _run("--model", "Qwen/Qwen2.5-7B-Instruct", "--dry-run", "--vllm", "/nonexistent/vllm")
     assert done.returncode == 1
     assert "vLLM is not installed here (pip install vllm)" in done.stderr
+
+
+def test_the_real_model_fixture_uses_the_server_the_script_names(tmp_path: Path) -> None:
+    """LEAFLAB_REAL_MODEL_URL: the tier runs against that server (here the simulator,
+    standing in for vLLM) and skips what would restart it."""
+    sim = start_subprocess()
+    probe = tmp_path / "test_probe.py"
+    probe.write_text(
+        "from tests.fixtures.real_model import real_model  # noqa: F401\n"
+        "def test_uses_it(real_model):\n"
+        f"    assert real_model.base_url == {sim.base_url!r}\n"
+        "    assert real_model.model == 'leaflab-sim' and real_model.n_ctx > 0\n"
+        "def test_restart_is_skipped(real_model):\n"
+        "    real_model.restart()\n"
+    )
+    try:
+        done = subprocess.run(  # noqa: S603 - pytest on the probe
+            [sys.executable, "-m", "pytest", str(probe), "-q", "-rs", "-p", "no:cacheprovider"],
+            cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+            env={**os.environ, "LEAFLAB_REAL_MODEL_URL": sim.base_url},
+        )  # fmt: skip
+    finally:
+        sim.stop()
+    assert "1 passed, 1 skipped" in done.stdout, done.stdout + done.stderr
+    assert "an external server is not restarted by the tests" in done.stdout
+
+
+def test_against_a_running_server_it_runs_the_throughput_step() -> None:
+    """--base-url: no vLLM to start; the latency benchmark runs through Leaflab."""
+    sim = start_subprocess(latency_ms=10)
+    try:
+        done = _run("--base-url", sim.base_url, "--skip-checks", "--concurrency", "1,2",
+                    "--rounds", "1", "--max-tokens", "8")  # fmt: skip
+    finally:
+        sim.stop()
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "=== throughput through Leaflab: ok" in done.stdout
+    assert "concurrency 2:" in done.stdout and "job / direct (worker's request)" in done.stdout
