@@ -26,3 +26,6 @@ class ApiSettings(CommonSettings):
     # The Jaeger UI's base URL (e.g. http://jaeger:16686): job pages link each trace
     # there; unset, no link is shown.
     jaeger_ui_url: str | None = None
+    # The model is Leaflab's simulator (`leaflab up` sets it when it serves one): the chat
+    # page says its answers are simulated and how to connect a real model.
+    model_simulated: bool = False

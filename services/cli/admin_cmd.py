@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
+from services.cli.admin_models_cmd import models
 from services.cli.budget_cmd import budget, spend
 from services.cli.client import LeaflabClient
 
@@ -159,3 +160,4 @@ def project_members(name: str) -> None:
 
 admin.add_command(budget)
 admin.add_command(spend)
+admin.add_command(models)

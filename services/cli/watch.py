@@ -17,8 +17,16 @@ from services.cli.client import LeaflabClient
 from services.cli.term.literal import literal
 from services.cli.term.output import stdout_console
 from services.cli.watch_live import LiveWatch
-from services.cli.watch_state import TERMINAL, WatchState
-from services.cli.watch_text import paused_for_budget, progress_line, report_error, usage_line
+from services.cli.watch_state import TERMINAL, WAITING_MODEL, WatchState
+from services.cli.watch_text import (
+    model_line,
+    paused_for_budget,
+    progress_line,
+    report_error,
+    retry_marker,
+    usage_line,
+    waiting_line,
+)
 
 STATUS_MARK = {"completed": "x", "in_progress": ">", "pending": " "}
 
@@ -52,9 +60,16 @@ def plain_text(event: dict[str, Any], st: WatchState) -> str | None:
             for i in st.todo
         ]
         return "\n".join(lines)
+    if kind == "model":
+        # Said once per turn, and again whenever another model answers (a fallback).
+        return "\n  " + model_line(st) if st.model_changed else None
+    if kind == "model_retry":
+        return "\n  " + retry_marker(data, st)
     if kind == "status":
         if data.get("status") in TERMINAL:
             return None  # the final event reports it
+        if data.get("status") == WAITING_MODEL:
+            return "\n" + waiting_line(st)
         progress = data.get("progress")
         extra = f" {literal(progress)}" if progress else ""
         return f"\n[{literal(data.get('status'))}{extra}]"

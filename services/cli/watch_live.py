@@ -25,8 +25,16 @@ from rich.text import Text
 
 from services.cli.client import LeaflabClient
 from services.cli.term.literal import literal
-from services.cli.watch_state import Bar, WatchState
-from services.cli.watch_text import format_seconds, paused_for_budget, report_error, usage_line
+from services.cli.watch_state import WAITING_MODEL, Bar, WatchState
+from services.cli.watch_text import (
+    format_seconds,
+    model_line,
+    paused_for_budget,
+    report_error,
+    retry_marker,
+    usage_line,
+    waiting_line,
+)
 
 STATUS_STYLE = {
     "succeeded": "bold green",
@@ -35,6 +43,7 @@ STATUS_STYLE = {
     "budget_exhausted": "bold red",
     "waiting_approval": "bold magenta",
     "running": "bold cyan",
+    "waiting_model": "bold yellow",
 }
 TODO_MARK = {"completed": ("✓", "green"), "in_progress": ("▶", "yellow")}
 USAGE_REFRESH_S = 0.5
@@ -80,6 +89,8 @@ class LiveWatch:
                 *lines, self.partial = self.partial.split("\n")
                 for done in lines:
                     self.console.print(Text(done))
+            elif kind == "model_retry":
+                self.partial = ""  # the failed attempt's unfinished line is not the answer
             else:
                 self._flush_text()
             self.state.apply(event)
@@ -134,6 +145,12 @@ def transcript(event: dict[str, Any], st: WatchState) -> list[Text]:
         return [Text(f"  ({literal(message)})", style="yellow")]
     if kind == "events_lost":
         return [Text("  (some live events were lost; figures are read from the job)", "yellow")]
+    if kind == "model" and st.model_changed:
+        return [Text("  " + model_line(st), "dim")]
+    if kind == "model_retry":
+        return [Text("  " + retry_marker(data, st), "yellow")]
+    if kind == "status" and st.status == WAITING_MODEL:
+        return [Text(waiting_line(st), "yellow")]
     return []
 
 
@@ -161,6 +178,10 @@ def header(st: WatchState, now_ms: int) -> Group:
         f" {literal(st.kind)} · ",
         (literal(st.status), STATUS_STYLE.get(st.status, "bold")),
     )
+    if st.status == WAITING_MODEL:
+        line.append(" · waiting for the model endpoint…", "yellow")
+    if st.model:
+        line.append(f" · model {literal(st.model)}")
     if st.batch_progress:
         line.append(f" {literal(st.batch_progress)}")
     if st.stage_label:

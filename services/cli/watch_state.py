@@ -15,6 +15,8 @@ from typing import Any
 from services.common.surveys import STAGES
 
 TERMINAL = ("succeeded", "failed", "cancelled")
+# Not terminal: every model endpoint is down; the job is parked and resumes by itself.
+WAITING_MODEL = "waiting_model"
 
 
 def event_ms(event: dict[str, Any]) -> int | None:
@@ -86,6 +88,11 @@ class WatchState:
     last_ms: int | None = None
     previous: str | None = None  # the type of the event before the latest one
     current: str | None = None
+    model: str | None = None  # the model that answered the latest call
+    model_changed: bool = False  # the latest `model` event named another model than before
+    retries: int = 0  # model calls retried after streaming part of an answer
+    dropped: str = ""  # the partial answer the latest retry threw away
+    waiting: str | None = None  # why the job waits for the model endpoint (status waiting_model)
 
     def apply(self, event: dict[str, Any]) -> None:
         kind, data = event.get("event"), event.get("data") or {}
@@ -109,10 +116,21 @@ class WatchState:
             self.last_ended = ended
         elif kind == "todo":
             self.todo = [i for i in data.get("items") or [] if isinstance(i, dict)]
+        elif kind == "model":
+            name = str(data.get("model") or "") or None
+            self.model_changed, self.model = name != self.model, name
+        elif kind == "model_retry":
+            # The failed attempt's text is not part of the answer: the retry starts over.
+            self.retries += 1
+            self.dropped, self.text = self.text, ""
         elif kind == "status":
             self.status = str(data.get("status") or self.status)
             self.batch_progress = data.get("progress") or self.batch_progress
-            self.error = data.get("error") or self.error
+            if self.status == WAITING_MODEL:
+                self.waiting = str(data.get("error") or data.get("message") or "") or None
+            else:
+                self.waiting = None
+                self.error = data.get("error") or self.error
         elif kind == "progress":
             self._progress(data, at)
         elif kind == "final":

@@ -45,3 +45,27 @@ def paused_for_budget(event: dict[str, Any]) -> bool:
 def report_error(job: dict[str, Any]) -> None:
     if job["status"] != "succeeded" and job.get("error"):
         click.echo(f"error: {literal(job['error'])}", err=True)
+
+
+def retry_marker(data: dict[str, Any], st: WatchState) -> str:
+    """`[retrying model call (attempt 2): timeout; its 40 chars of text above are dropped]`."""
+    attempt = data.get("attempt")
+    wait = data.get("wait_s")
+    parts = [f"retrying model call (attempt {literal(attempt)})"]
+    if data.get("error"):
+        parts[0] += f": {literal(data.get('error'))}"
+    if isinstance(wait, int | float) and wait > 0:
+        parts.append(f"in {wait:.1f}s")
+    if st.dropped:
+        parts.append(f"the {len(st.dropped)} chars streamed above are dropped")
+    return "[" + "; ".join(parts) + "]"
+
+
+def waiting_line(st: WatchState) -> str:
+    """`[waiting for the model endpoint… (connection refused)]`: parked, not failed."""
+    why = f" ({literal(st.waiting)})" if st.waiting else ""
+    return f"[waiting for the model endpoint…{why}]"
+
+
+def model_line(st: WatchState) -> str:
+    return f"[model: {literal(st.model)}]"

@@ -11,19 +11,21 @@ import asyncio
 import hashlib
 import json
 import uuid
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.model_sim import openai_format as fmt
+from services.model_sim import quirks as quirk_mode
 from services.model_sim.auto import AutoError, auto_reply
-from services.model_sim.script import Script, ScriptError, parse_script
+from services.model_sim.script import Script, ScriptEntry, ScriptError, parse_script
 from services.model_sim.state import (
     Decision,
     SimState,
@@ -41,6 +43,7 @@ class SimConfig:
     default_script: Script | None = None
     latency_ms: int = 0
     model: str = DEFAULT_MODEL
+    quirks: quirk_mode.Quirks = quirk_mode.Quirks()
 
 
 class SimHTTPError(Exception):
@@ -149,6 +152,11 @@ def create_app(config: SimConfig | None = None) -> FastAPI:
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
         body = await _json_body(request)
+        if isinstance(body, dict) and config.quirks.active:
+            refused = quirk_mode.refusal(config.quirks, body)
+            if refused is not None:
+                return refused
+            body = quirk_mode.adjust(config.quirks, body)
         try:
             chat = ChatRequest.model_validate(body)
         except ValidationError as exc:
@@ -178,6 +186,8 @@ def create_app(config: SimConfig | None = None) -> FastAPI:
             fault = decision.fault
             raise SimHTTPError(fault.error or 500, fault.message, fault.retry_after)
         prompt_chars = sum(len(message_text(m)) for m in messages)
+        if config.quirks.active:  # the imitated template's markers count too
+            prompt_chars = 3 * quirk_mode.prompt_tokens(messages)
         return _answer(chat, decision, config, prompt_chars, cached)
 
     app.add_middleware(RequestIdMiddleware)
@@ -192,15 +202,17 @@ def _answer(
     chat: ChatRequest, decision: Decision, config: SimConfig, prompt_chars: int, cached: int
 ) -> Response:
     reply = decision.entry
+    cut = fmt.cut_at_max_tokens(reply, chat.max_tokens) if reply.honour_max_tokens else None
     completion = fmt.Completion(
         id=f"chatcmpl-sim-{uuid.uuid4().hex[:24]}",
         model=chat.model or config.model,
         created=fmt.now(),
         slot=decision.slot,
-        entry=reply,
+        entry=cut or reply,
         prompt_tokens=max(1, estimate_tokens(prompt_chars)),
-        completion_tokens=estimate_tokens(len(reply.reply_text())),
+        completion_tokens=estimate_tokens(len((cut or reply).reply_text())),
         cached_tokens=cached,
+        finish="length" if cut is not None else None,
     )
     if decision.kind == "disconnect":
         if chat.stream:
@@ -211,15 +223,48 @@ def _answer(
         return DisconnectResponse(
             whole[: len(whole) // 2], media_type="application/json", declared_length=len(whole)
         )
+    if decision.kind == "empty_stream":
+        # llama-cpp-python's answer to an error inside a stream: 200, no event at all.
+        if chat.stream:
+            return StreamingResponse(_no_events(), media_type="text/event-stream")
+        return Response(b"", media_type="application/json")
     if not chat.stream:
         return JSONResponse(fmt.completion_body(completion))
     include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
-
+    pacing = decision.fault if decision.fault is not None and decision.fault.paced else reply
+    if pacing.paced:
+        parts = fmt.stream_parts(completion, include_usage=include_usage)
+        return StreamingResponse(
+            _paced(parts, pacing),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-cache"},
+        )
     # All events are known once the latency has passed, so they go out as one body with a
     # length: SDKs stop reading at [DONE] and would drop a chunked connection whose final
     # empty chunk is still unread, paying a new TCP connect on every streamed call.
     body = "".join(fmt.stream_events(completion, include_usage=include_usage))
     return Response(body, media_type="text/event-stream", headers={"cache-control": "no-cache"})
+
+
+async def _no_events() -> AsyncIterator[bytes]:
+    return
+    yield b""  # an async generator that produces nothing
+
+
+async def _paced(parts: Iterator[tuple[bool, str]], pacing: ScriptEntry) -> AsyncIterator[str]:
+    """The stream's events as a slow model produces them: each token after
+    ``token_delay_ms``, a silence of ``stall_ms`` after ``stall_after_tokens`` tokens;
+    every event is flushed as it is made (a chunked body)."""
+    delay = (pacing.token_delay_ms or 0) / 1000
+    tokens = 0
+    for is_token, event in parts:
+        if is_token:
+            if tokens == pacing.stall_after_tokens and pacing.stall_ms is not None:
+                await asyncio.sleep(pacing.stall_ms / 1000)
+            if delay:
+                await asyncio.sleep(delay)
+            tokens += 1
+        yield event
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -246,8 +291,10 @@ def _install_control_routes(app: FastAPI, state: SimState, config: SimConfig) ->
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        model = {"id": config.model, "object": "model", "created": 0, "owned_by": "leaflab-sim"}
+        model = quirk_mode.model_entry(config.quirks, config.model)
         return {"object": "list", "data": [model]}
+
+    quirk_mode.install_routes(app, config.quirks)
 
     @app.put("/_sim/scripts/{key}")
     async def put_script(key: str, request: Request) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from services.model_sim.app import DEFAULT_MODEL
+from services.model_sim.quirks import DEFAULT_N_CTX, QUIRK_NAMES, QuirkName
 from services.model_sim.script import ScriptError
 from services.model_sim.server import build_config, serve
 
@@ -34,13 +35,41 @@ from services.model_sim.server import build_config, serve
     help="Latency of every reply unless the script sets its own.",
 )
 @click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Model name served.")
-def model_sim(port: int, host: str, script: Path | None, latency_ms: int, model: str) -> None:
+@click.option(
+    "--quirks",
+    type=click.Choice(QUIRK_NAMES),
+    default="none",
+    show_default=True,
+    envvar="LEAFLAB_SIM_QUIRKS",
+    help="Answer like another server: its refusals, routes and error forms "
+    "[env LEAFLAB_SIM_QUIRKS].",
+)
+@click.option(
+    "--n-ctx",
+    default=DEFAULT_N_CTX,
+    show_default=True,
+    type=click.IntRange(16, 10_000_000),
+    help="Context window of the quirky server (prompts this long are refused).",
+)
+def model_sim(
+    port: int,
+    host: str,
+    script: Path | None,
+    latency_ms: int,
+    model: str,
+    quirks: QuirkName,
+    n_ctx: int,
+) -> None:
     """Serve scripted or auto-mode replies at http://HOST:PORT/v1 (chat completions,
     streaming, faults)."""
     try:
-        config = build_config(script, latency_ms=latency_ms, model=model)
+        config = build_config(
+            script, latency_ms=latency_ms, model=model, quirks=quirks, n_ctx=n_ctx
+        )
     except ScriptError as exc:
         raise click.ClickException(str(exc)) from exc
     mode = f"script {script}" if script else "auto mode"
+    if quirks != "none":
+        mode += f", quirks {quirks}, n_ctx {n_ctx}"
     click.echo(f"model simulator on http://{host}:{port}/v1 (model {model}, {mode})", err=True)
     serve(config, host=host, port=port)

@@ -43,9 +43,13 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     cached_tokens: int
+    # Set when the reply was cut (``honour_max_tokens``): "length".
+    finish: str | None = None
 
     @property
     def finish_reason(self) -> str:
+        if self.finish is not None:
+            return self.finish
         return "tool_calls" if self.entry.tool_calls else "stop"
 
     def usage(self) -> dict[str, Any]:
@@ -125,12 +129,36 @@ def content_pieces(text: str) -> list[str]:
     return _WORDS.findall(text) or [text]
 
 
+CHARS_PER_TOKEN = 3  # the simulator's token estimate (state.estimate_tokens)
+
+
+def cut_at_max_tokens(entry: ScriptEntry, max_tokens: int | None) -> ScriptEntry | None:
+    """The reply cut to ``max_tokens`` (≈ 3 characters a token), or None when it fits.
+
+    Text is cut; tool calls of a reply whose text alone is too long are dropped, as a
+    server stopping mid-reply would never have reached them."""
+    if max_tokens is None:
+        return None
+    limit = max_tokens * CHARS_PER_TOKEN
+    if len(entry.reply_text()) <= limit:
+        return None
+    content = (entry.content or "")[:limit]
+    return entry.model_copy(update={"content": content, "tool_calls": None})
+
+
 def stream_events(c: Completion, *, include_usage: bool) -> Iterator[str]:
     """Every SSE event of a streamed reply, ending with ``[DONE]``."""
-    yield _chunk(c, {"role": "assistant", "content": ""}, None, include_usage)
+    for _, event in stream_parts(c, include_usage=include_usage):
+        yield event
+
+
+def stream_parts(c: Completion, *, include_usage: bool) -> Iterator[tuple[bool, str]]:
+    """(is a token, event) for every SSE event of a streamed reply: content pieces and
+    tool-call argument pieces are tokens (a paced stream waits before each)."""
+    yield False, _chunk(c, {"role": "assistant", "content": ""}, None, include_usage)
     if c.entry.content:
         for piece in content_pieces(c.entry.content):
-            yield _chunk(c, {"content": piece}, None, include_usage)
+            yield True, _chunk(c, {"content": piece}, None, include_usage)
     for index, call in enumerate(c.entry.tool_calls or []):
         head = {
             "index": index,
@@ -138,26 +166,29 @@ def stream_events(c: Completion, *, include_usage: bool) -> Iterator[str]:
             "type": "function",
             "function": {"name": call.name, "arguments": ""},
         }
-        yield _chunk(c, {"tool_calls": [head]}, None, include_usage)
+        yield False, _chunk(c, {"tool_calls": [head]}, None, include_usage)
         args = call.arguments_json()
         for start in range(0, len(args), ARGUMENT_PIECE_CHARS):
             piece = args[start : start + ARGUMENT_PIECE_CHARS]
             delta = {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
-            yield _chunk(c, delta, None, include_usage)
-    yield _chunk(c, {}, c.finish_reason, include_usage)
+            yield True, _chunk(c, delta, None, include_usage)
+    yield False, _chunk(c, {}, c.finish_reason, include_usage)
     if include_usage:
-        yield sse(
-            {
-                "id": c.id,
-                "object": "chat.completion.chunk",
-                "created": c.created,
-                "model": c.model,
-                "system_fingerprint": "leaflab-sim",
-                "choices": [],
-                "usage": c.usage(),
-            }
+        yield (
+            False,
+            sse(
+                {
+                    "id": c.id,
+                    "object": "chat.completion.chunk",
+                    "created": c.created,
+                    "model": c.model,
+                    "system_fingerprint": "leaflab-sim",
+                    "choices": [],
+                    "usage": c.usage(),
+                }
+            ),
         )
-    yield sse("[DONE]")
+    yield False, sse("[DONE]")
 
 
 def partial_stream(c: Completion) -> str:

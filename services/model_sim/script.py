@@ -2,9 +2,12 @@
 
 A script is a list of entries. Reply entries (``content`` and/or
 ``tool_calls``) are what the model "says"; fault entries (``error``,
-``disconnect``, or a bare ``delay_ms``) placed before a reply are consumed one
-per attempt at that reply's slot, so a client that retries sees the fault
-first and the reply afterwards.
+``disconnect``, ``empty_stream``, or a bare ``delay_ms`` / pacing entry) placed
+before a reply are consumed one per attempt at that reply's slot, so a client
+that retries sees the fault first and the reply afterwards.
+
+Pacing (``token_delay_ms``, ``stall_after_tokens`` + ``stall_ms``) on a reply
+applies to every attempt that plays it; on a bare entry, to that attempt only.
 """
 
 from __future__ import annotations
@@ -49,21 +52,45 @@ class ScriptEntry(BaseModel):
     message: str | None = None
     retry_after: float | None = Field(default=None, ge=0)
     disconnect: bool = False
+    # HTTP 200, text/event-stream, no event at all: what llama-cpp-python answers for
+    # every error inside a stream (a non-streamed request gets an empty 200 body).
+    empty_stream: bool = False
     delay_ms: int | None = Field(default=None, ge=0, le=600_000)
+    # A slow but steady stream: each token (content or argument piece) waits this long
+    # and is flushed as it is produced. None sends the whole stream at once (as before).
+    token_delay_ms: int | None = Field(default=None, ge=0, le=60_000)
+    # A stall: after this many tokens the stream goes silent for stall_ms, then goes on.
+    stall_after_tokens: int | None = Field(default=None, ge=0)
+    stall_ms: int | None = Field(default=None, ge=0, le=600_000)
+    # Cut the reply at the request's max_tokens (≈ 3 characters per token) with
+    # finish_reason "length"; by default max_tokens does not truncate.
+    honour_max_tokens: bool = False
 
     @model_validator(mode="after")
     def _one_kind(self) -> ScriptEntry:
         is_reply = self.content is not None or bool(self.tool_calls)
-        kinds = [is_reply, self.error is not None, self.disconnect]
+        kinds = [is_reply, self.error is not None, self.disconnect, self.empty_stream]
         if sum(kinds) > 1:
-            raise ValueError("an entry is either a reply, an error or a disconnect, not several")
-        if sum(kinds) == 0 and self.delay_ms is None:
-            raise ValueError("an entry needs content, tool_calls, error, disconnect or delay_ms")
+            raise ValueError(
+                "an entry is either a reply, an error, a disconnect or an empty stream, not several"
+            )
+        if sum(kinds) == 0 and self.delay_ms is None and not self.paced:
+            raise ValueError(
+                "an entry needs content, tool_calls, error, disconnect, empty_stream, "
+                "delay_ms, token_delay_ms or stall_after_tokens"
+            )
+        if (self.stall_after_tokens is None) != (self.stall_ms is None):
+            raise ValueError("stall_after_tokens and stall_ms go together")
         if self.error is not None and self.error not in INJECTABLE_STATUSES:
             raise ValueError(f"error must be one of {sorted(INJECTABLE_STATUSES)}")
         if self.tool_calls is not None and not self.tool_calls:
             raise ValueError("tool_calls must not be empty (leave it out instead)")
         return self
+
+    @property
+    def paced(self) -> bool:
+        """Whether this entry streams token by token (a delay per token or a stall)."""
+        return self.token_delay_ms is not None or self.stall_after_tokens is not None
 
     @property
     def is_reply(self) -> bool:

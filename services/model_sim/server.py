@@ -14,15 +14,26 @@ import httpx
 import uvicorn
 
 from services.model_sim.app import DEFAULT_MODEL, SimConfig, create_app
+from services.model_sim.quirks import DEFAULT_N_CTX, QuirkName, Quirks
 from services.model_sim.script import Script, load_script
 
 
 def build_config(
-    script: Path | Script | None = None, *, latency_ms: int = 0, model: str = DEFAULT_MODEL
+    script: Path | Script | None = None,
+    *,
+    latency_ms: int = 0,
+    model: str = DEFAULT_MODEL,
+    quirks: QuirkName = "none",
+    n_ctx: int = DEFAULT_N_CTX,
 ) -> SimConfig:
     """A config from a script file (validated now, so a bad file fails before serving)."""
     default = load_script(script) if isinstance(script, Path) else script
-    return SimConfig(default_script=default, latency_ms=latency_ms, model=model)
+    return SimConfig(
+        default_script=default,
+        latency_ms=latency_ms,
+        model=model,
+        quirks=Quirks(quirks, n_ctx),
+    )
 
 
 def _uvicorn_config(config: SimConfig, host: str, port: int) -> uvicorn.Config:
@@ -78,6 +89,8 @@ def serve_in_thread(
     host: str = "127.0.0.1",
     latency_ms: int = 0,
     model: str = DEFAULT_MODEL,
+    quirks: QuirkName = "none",
+    n_ctx: int = DEFAULT_N_CTX,
 ) -> SimServerHandle:
     """Start the simulator on a background thread (port 0: any free port) and wait until
     it accepts connections."""
@@ -85,7 +98,7 @@ def serve_in_thread(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
-    config = build_config(script, latency_ms=latency_ms, model=model)
+    config = build_config(script, latency_ms=latency_ms, model=model, quirks=quirks, n_ctx=n_ctx)
     server = uvicorn.Server(_uvicorn_config(config, host, bound_port))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="model-sim", daemon=True

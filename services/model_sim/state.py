@@ -61,7 +61,7 @@ def message_text(message: dict[str, Any]) -> str:
 class Decision:
     """What to answer for one request."""
 
-    kind: str  # "reply" | "error" | "disconnect"
+    kind: str  # "reply" | "error" | "disconnect" | "empty_stream"
     entry: ScriptEntry  # the reply to play (a disconnect cuts it off halfway)
     latency_s: float
     slot: int
@@ -87,6 +87,7 @@ class Counters:
     auto_replies: int = 0
     errors_injected: int = 0
     disconnects_injected: int = 0
+    empty_streams_injected: int = 0
     delays_injected: int = 0
     bad_requests: int = 0
     in_flight: int = 0
@@ -172,7 +173,11 @@ class SimState:
         if entry.disconnect:
             self.counters.disconnects_injected += 1
             return Decision("disconnect", reply, latency, slot, attempt, fault=entry)
-        # A bare delay: this attempt is slow (so clients can time out), then answers.
+        if entry.empty_stream:
+            self.counters.empty_streams_injected += 1
+            return Decision("empty_stream", reply, latency, slot, attempt, fault=entry)
+        # A bare delay or pacing entry: this attempt is slow (so clients can time out),
+        # then answers.
         self.counters.delays_injected += 1
         return Decision("reply", reply, latency, slot, attempt, fault=entry)
 

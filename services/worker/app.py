@@ -26,12 +26,14 @@ from services.common.task_names import ADVANCE_TASK
 from services.common.telemetry import TelemetrySettings, instrument_celery, setup_tracing
 from services.common.telemetry.names import SERVICE_WORKER
 from services.worker.llm.client import client_from_settings
+from services.worker.llm.discovery import CapabilityBook
 from services.worker.llm.pricing import PriceBook
-from services.worker.llm.routing.setup import router_from_settings
+from services.worker.llm.routing.setup import discovered_router
 from services.worker.runtime.advance import advance
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.drain import start_draining
 from services.worker.runtime.lease import LeaseKeeper
+from services.worker.runtime.model_probe import ModelWaitWatcher
 from services.worker.runtime.sweeper import Sweeper
 from services.worker.settings import WorkerSettings
 from services.worker.tools.library_intake import CeleryIngestQueue
@@ -63,6 +65,8 @@ instrument_celery(app)
 _deps: RuntimeDeps | None = None
 _deps_lock = threading.Lock()
 _sweeper: Sweeper | None = None
+_capabilities: CapabilityBook | None = None
+_model_wait: ModelWaitWatcher | None = None
 
 
 def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
@@ -75,6 +79,10 @@ def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
     ensure_migrated(engine, database_url)
     factory = build_sessionmaker(engine)
     client = build_redis(cfg.require_redis_url())
+    # Each endpoint's capabilities: from Redis, or discovered now (bounded per endpoint;
+    # an unreachable one starts on the configured defaults and is retried later).
+    global _capabilities
+    router, _capabilities = discovered_router(cfg, redis=client)
     return RuntimeDeps(
         settings=cfg,
         factory=factory,
@@ -87,7 +95,7 @@ def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
         keeper=LeaseKeeper(factory, ttl_s=cfg.lease_ttl_s),
         sandbox=CelerySandbox(app, queue=cfg.sandbox_queue),
         library=LibraryEndpoint(url=cfg.library_url, internal_token=cfg.internal_token),
-        router=router_from_settings(cfg, redis=client),
+        router=router,
     )
 
 
@@ -101,7 +109,7 @@ def get_deps() -> RuntimeDeps:
 
 @signals.worker_ready.connect
 def _start_sweeper(**_: Any) -> None:
-    global _sweeper
+    global _sweeper, _model_wait
     deps = get_deps()
     _sweeper = Sweeper(
         deps.factory,
@@ -112,6 +120,16 @@ def _start_sweeper(**_: Any) -> None:
         per_user_cap=settings.max_running_jobs_per_user,
     )
     _sweeper.start()
+    # Jobs parked while their model endpoint is down resume when it answers again.
+    _model_wait = ModelWaitWatcher(
+        deps.factory,
+        app,
+        build_redis(settings.require_redis_url()),
+        interval_s=settings.model_probe_interval_s,
+        timeout_s=settings.model_probe_timeout_s,
+        outage_max_s=settings.model_outage_max_s,
+    )
+    _model_wait.start()
 
 
 @signals.worker_shutting_down.connect
@@ -124,8 +142,12 @@ def _drain(**_: Any) -> None:
 def _stop_background(**_: Any) -> None:
     if _sweeper is not None:
         _sweeper.stop()
+    if _model_wait is not None:
+        _model_wait.stop()
     if _deps is not None:
         _deps.keeper.stop()
+    if _capabilities is not None:
+        _capabilities.stop()
 
 
 @app.task(name=ADVANCE_TASK, ignore_result=True)

@@ -7,6 +7,10 @@ not asked of a running service, so the CLI reads it here, through this module.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from services.worker.llm.discovery import DiscoveryConfig, Target, discover, effective
+from services.worker.llm.discovery.summary import record_lines, summary_lines
 from services.worker.llm.pricing import PriceBook, PriceRow
 from services.worker.llm.routing.profiles import (
     build_candidates,
@@ -14,7 +18,34 @@ from services.worker.llm.routing.profiles import (
 )
 from services.worker.llm.settings import LlmSettings
 
-__all__ = ["PriceRow", "price_table", "price_table_lines"]
+# record_lines: `leaflab admin models`; summary_lines: `leaflab up`'s ready banner.
+# endpoint_summary: the same, discovered on the spot (before any worker runs).
+__all__ = [
+    "PriceRow",
+    "endpoint_summary",
+    "price_table",
+    "price_table_lines",
+    "record_lines",
+    "summary_lines",
+]
+
+
+def endpoint_summary(settings: LlmSettings | None = None, *, timeout_s: float = 20.0) -> list[str]:
+    """Each routed endpoint discovered once, here and now (no Redis, nothing cached),
+    as :func:`summary_lines` with each value's source: `leaflab up`'s ready banner.
+    Bounded by ``timeout_s`` per endpoint; an unreachable one is said to be so."""
+    cfg = settings or LlmSettings()
+    profiles = {p.name: p for p in profiles_from_settings(cfg)}
+    routed = [c for tier in build_candidates(cfg, list(profiles.values())).values() for c in tier]
+    lines: list[str] = []
+    for name, model in dict.fromkeys((c.profile, c.model) for c in routed):
+        profile = profiles[name]
+        target = Target(profile.base_url, profile.api_key, model)
+        found = discover(target, DiscoveryConfig(timeout_s=timeout_s))
+        caps, sources = effective(found, profile, default_context=cfg.context_limit_tokens)
+        caps = replace(caps, reachable=found.reachable)
+        lines += summary_lines(caps, profile.base_url, model, sources)
+    return lines
 
 
 def price_table(settings: LlmSettings | None = None) -> list[PriceRow]:

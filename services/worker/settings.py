@@ -38,6 +38,13 @@ class WorkerSettings(ContextSettings, LlmSettings):
     # crash, a segfaulting library) with no step finished in between is failed
     # after this many, instead of killing workers every lease TTL for hours.
     max_lost_slices: int = Field(default=5, ge=1)
+    # Outages (runtime/model_wait.py): a job whose model call found every endpoint
+    # down waits as ``waiting_model`` (no worker, no lease) and is failed after this
+    # long without progress; the waited-on endpoints are probed (GET /models) at most
+    # once per interval, cluster-wide, each probe bounded by the timeout.
+    model_outage_max_s: float = Field(default=3600.0, ge=0)
+    model_probe_interval_s: float = Field(default=10.0, gt=0)
+    model_probe_timeout_s: float = Field(default=5.0, gt=0)
     tool_retry_attempts: int = 3
     tool_retry_base_s: float = 0.2
     db_pool_size: int = 20

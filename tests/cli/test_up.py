@@ -61,6 +61,10 @@ class TestUpServes:
         api_port = free_port()
         stack = start_up(home, api_port)
         try:
+            # The banner names the model and says plainly that it is the simulator.
+            banner = stack.text()
+            assert "model: leaflab-sim at http://127.0.0.1:" in banner
+            assert "SIMULATOR" in banner and "--model-url" in banner
             # The first thing a user does after "ready": ingest a paper, run a job.
             ingested = stack.cli("library", "ingest", "--no-wait", str(PDF))
             assert ingested.returncode == 0, ingested.stdout + ingested.stderr
@@ -150,8 +154,8 @@ class TestUpLifetime:
             print(f"kill -9: stack gone after {time.monotonic() - started:.1f}s")
             assert left == [] and taken == [], (left, taken)
         finally:
-            for stack in (a, b):
-                if stack is not None:
-                    kill_group(stack)
+            for started_stack in (a, b):
+                if started_stack is not None:
+                    kill_group(started_stack)
             remove(home_a)
             remove(home_b)

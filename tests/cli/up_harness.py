@@ -71,19 +71,22 @@ def new_home() -> Path:
     return base / "home"
 
 
-def start_up(home: Path, api_port: int, *, model_sim: str = "", timeout_s: float = 300) -> UpStack:
-    """`leaflab up --port P --model-sim [SCRIPT]` in its own session; returns once ready."""
+def start_up(
+    home: Path,
+    api_port: int,
+    *,
+    model_sim: str = "",
+    model_args: list[str] | None = None,
+    timeout_s: float = 300,
+) -> UpStack:
+    """`leaflab up --port P --model-sim [SCRIPT]` in its own session; returns once ready.
+    ``model_args`` replace ``--model-sim`` (e.g. ``["--local-model"]``)."""
     output = home.parent / f"up-{api_port}-{time.monotonic_ns()}.out"
+    if model_args is None:
+        model_args = ["--model-sim", *([model_sim] if model_sim else [])]
     with output.open("wb") as out:
         proc = subprocess.Popen(
-            [
-                *LEAFLAB,
-                "up",
-                "--port",
-                str(api_port),
-                "--model-sim",
-                *([model_sim] if model_sim else []),
-            ],
+            [*LEAFLAB, "up", "--port", str(api_port), *model_args],
             env=up_env(home, api_port),
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -114,6 +114,10 @@ class JobOut(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    model_wait_since: datetime | None = Field(
+        default=None,
+        description="waiting_model: since when the job has waited for its model endpoint",
+    )
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
@@ -138,6 +142,7 @@ class JobOut(BaseModel):
             created_at=job.created_at,
             started_at=job.started_at,
             finished_at=job.finished_at,
+            model_wait_since=job.model_wait_since if job.status == "waiting_model" else None,
         )
 
 

@@ -118,10 +118,11 @@ def cancel_job(db: Session, *, celery: Celery, job: Job) -> Job:
     )
     db.execute(
         update(Job)
-        # A job paused for budget holds no lease either: it stops at once too.
+        # A job paused for budget, or waiting for its model, holds no lease either:
+        # it stops at once too.
         .where(
             Job.id == job.id,
-            Job.status.in_(("queued", "budget_exhausted")),
+            Job.status.in_(("queued", "budget_exhausted", "waiting_model")),
             Job.lease_until.is_(None),
         )
         .values(status="cancelled", error="cancelled by user", finished_at=func.now())

@@ -32,4 +32,5 @@ def chat_page(
         nav="chat",
         session_id=str(session) if session else "",
         context_limit=state.settings.context_limit_tokens,
+        model_simulated=state.settings.model_simulated,
     )

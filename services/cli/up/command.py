@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -17,6 +18,9 @@ from services.cli.up.embedded import (
     wait_for_postgres,
     wait_for_redis,
 )
+from services.cli.up.local_model import LocalModel
+from services.cli.up.local_model import local_model as local_model_config
+from services.cli.up.model_endpoint import ModelChoice, choose_model, print_model_block
 from services.cli.up.ports import PortInUse, StackPorts, choose_ports
 from services.cli.up.readiness import (
     Check,
@@ -38,6 +42,26 @@ from services.sandbox.operator import SandboxSettings
 READY_TIMEOUT_S = 300.0
 
 
+@dataclass
+class ModelRun:
+    """The model of this stack and what `up` runs for it (the simulator's script, or the
+    local model's server)."""
+
+    choice: ModelChoice
+    model_sim: str | None
+    local: LocalModel | None
+
+    def env(self, ports: StackPorts) -> dict[str, str]:
+        if ports.model_sim is not None:
+            self.choice.at(ports.model_sim)
+        if ports.local_model is not None and self.local is not None:
+            self.choice.at(ports.local_model)
+        env = self.choice.env()
+        if self.local is not None and not os.environ.get("LEAFLAB_CONTEXT_LIMIT_TOKENS"):
+            env["LEAFLAB_CONTEXT_LIMIT_TOKENS"] = str(self.local.n_ctx)  # the server's window
+        return env
+
+
 class StopRequested(Exception):
     """SIGINT, SIGTERM or SIGHUP arrived: stop the stack."""
 
@@ -56,12 +80,51 @@ class StopRequested(Exception):
     "plausible replies for any request)",
 )
 @click.option("--model-sim-port", default=None, type=int, help="[default: a free port]")
+@click.option(
+    "--local-model",
+    is_flag=True,
+    help="serve a small real model here (llama.cpp, Gemma 3 270M on CPU; install it once "
+    "with scripts/ensure_real_model.sh)",
+)
+@click.option(
+    "--model-url",
+    default=None,
+    metavar="URL",
+    help="an OpenAI-compatible endpoint, e.g. http://gpu-box:8000/v1 (as LEAFLAB_LLM_BASE_URL)",
+)
+@click.option(
+    "--model", default=None, metavar="NAME", help="the model it serves (as LEAFLAB_MODEL)"
+)
 @click.option("--workers", default=1, show_default=True, help="agent worker processes")
 def up(
-    port: int, host: str, model_sim: str | None, model_sim_port: int | None, workers: int
+    port: int,
+    host: str,
+    model_sim: str | None,
+    model_sim_port: int | None,
+    local_model: bool,
+    model_url: str | None,
+    model: str | None,
+    workers: int,
 ) -> None:
-    """Start Leaflab here: database, Redis, API, workers (embedded services when no URLs)."""
+    """Start Leaflab here: database, Redis, API, workers (embedded services when no URLs).
+
+    The model: --model-url/--model (or LEAFLAB_LLM_BASE_URL/LEAFLAB_MODEL), --local-model,
+    else the model simulator (simulated answers, labelled as such)."""
     settings = CommonSettings()
+    local = local_model_config()
+    choice = choose_model(
+        model_sim=model_sim,
+        local_model=local_model,
+        model_url=model_url,
+        model=model,
+        local_alias=local.alias,
+    )
+    if choice.kind == "local" and local.missing():
+        raise click.ClickException(
+            "the local model is not installed: " + "; ".join(local.missing())
+        )
+    if choice.simulated and model_sim is None:
+        model_sim = "-"  # no model configured: the simulator in auto mode
     home = Path(settings.home).expanduser().resolve()
     stack_home = StackHome(home)
     try:
@@ -70,15 +133,17 @@ def up(
             host=host,
             api_port=port,
             model_sim_port=model_sim_port,
-            with_model_sim=model_sim is not None,
+            with_model_sim=choice.simulated,
+            with_local_model=choice.kind == "local",
         )
     except (HomeInUse, PortInUse) as exc:
         stack_home.release()
         raise click.ClickException(str(exc)) from None
     _install_signal_handlers()
     supervisor = Supervisor(home / "logs", base_env={"LEAFLAB_HOME": str(home)})
+    model_run = ModelRun(choice, model_sim, local if choice.kind == "local" else None)
     try:
-        _run(supervisor, stack_home, ports, host=host, model_sim=model_sim, workers=workers)
+        _run(supervisor, stack_home, ports, host=host, model=model_run, workers=workers)
     except StopRequested:
         pass
     except (EmbeddedStoreError, NotReady) as exc:
@@ -98,7 +163,7 @@ def _run(
     ports: StackPorts,
     *,
     host: str,
-    model_sim: str | None,
+    model: ModelRun,
     workers: int,
 ) -> None:
     settings = CommonSettings()
@@ -114,12 +179,16 @@ def _run(
     env["LEAFLAB_LIBRARY_URL"] = f"http://127.0.0.1:{ports.library}"
     if not os.environ.get("LEAFLAB_INTERNAL_TOKEN"):
         env["LEAFLAB_INTERNAL_TOKEN"] = internal_token(home)
-    if ports.model_sim is not None:
-        env["LEAFLAB_LLM_BASE_URL"] = f"http://127.0.0.1:{ports.model_sim}/v1"
+    env.update(model.env(ports))
     supervisor.base_env.update(env)
     os.environ.update(env)  # the sandbox image check and the readiness ping read them too
     specs = service_specs(
-        host=host, ports=ports, workers=workers, model_sim=model_sim, settings=settings
+        host=host,
+        ports=ports,
+        workers=workers,
+        model_sim=model.model_sim,
+        settings=settings,
+        local_model=model.local,
     )
     sandbox = sandbox_worker_spec(SandboxSettings(), ports)
     if sandbox is not None:
@@ -138,6 +207,8 @@ def _run(
         return True
 
     wait_ready(_checks(supervisor, ports, url, env), timeout_s=READY_TIMEOUT_S, tick=supervise)
+    log = str(home / "logs" / "local-model.log") if model.local is not None else None
+    print_model_block(model.choice, log=log)
     click.echo(f"Leaflab is ready: {url}  (API docs: {url}/docs)")
     click.echo(f"admin key: {home / 'admin.key'}" + (" (new)" if key else ""))
     click.echo(f"logs: {home / 'logs'}   stack: {home / 'stack.json'}")
@@ -184,6 +255,9 @@ def _checks(
     if ports.model_sim is not None:
         sim = f"http://127.0.0.1:{ports.model_sim}/healthz"
         checks.append(Check("model-sim", http_ok(sim), str(logs / "model-sim.log")))
+    if ports.local_model is not None:
+        served = f"http://127.0.0.1:{ports.local_model}/v1/models"
+        checks.append(Check("local-model", http_ok(served), str(logs / "local-model.log")))
     celery = build_celery(CommonSettings(redis_url=env["LEAFLAB_REDIS_URL"]))
     for child in supervisor.children:
         name = child.spec.name

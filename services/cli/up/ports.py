@@ -76,6 +76,7 @@ class StackPorts:
     api: int
     library: int
     model_sim: int | None = None
+    local_model: int | None = None  # the llama.cpp server of ``--local-model``
     # Prometheus exposition port of each Celery worker process, by process name.
     metrics: dict[str, int] = field(default_factory=dict)
 
@@ -83,16 +84,24 @@ class StackPorts:
         ports = {"api": self.api, "library": self.library}
         if self.model_sim is not None:
             ports["model-sim"] = self.model_sim
+        if self.local_model is not None:
+            ports["local-model"] = self.local_model
         ports.update({f"{name}-metrics": port for name, port in self.metrics.items()})
         return ports
 
 
 def choose_ports(
-    *, host: str, api_port: int, model_sim_port: int | None, with_model_sim: bool
+    *,
+    host: str,
+    api_port: int,
+    model_sim_port: int | None,
+    with_model_sim: bool,
+    with_local_model: bool = False,
 ) -> StackPorts:
     """Check the requested ports and pick free ones for everything else."""
     require_free(host, api_port, "API")
     if with_model_sim and model_sim_port:
         require_free("127.0.0.1", model_sim_port, "model simulator")
     sim = (model_sim_port or free_port()) if with_model_sim else None
-    return StackPorts(api=api_port, library=free_port(), model_sim=sim)
+    local = free_port() if with_local_model else None
+    return StackPorts(api=api_port, library=free_port(), model_sim=sim, local_model=local)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from services.api.operator import bootstrap_first_admin
 from services.cli.up.commands import celery_worker_argv, model_sim_argv, uvicorn_argv
+from services.cli.up.local_model import LocalModel
 from services.cli.up.ports import StackPorts, free_port
 from services.cli.up.stackfile import write_private
 from services.cli.up.supervisor import ProcessSpec
@@ -51,11 +52,15 @@ def service_specs(
     workers: int,
     model_sim: str | None,
     settings: CommonSettings,
+    local_model: LocalModel | None = None,
 ) -> list[ProcessSpec]:
     specs: list[ProcessSpec] = []
     if model_sim is not None and ports.model_sim is not None:
         script = None if model_sim in ("-", "") else str(Path(model_sim).resolve())
         specs.append(ProcessSpec("model-sim", model_sim_argv(port=ports.model_sim, script=script)))
+    if local_model is not None and ports.local_model is not None:
+        argv = local_model.argv(port=ports.local_model)
+        specs.append(ProcessSpec("local-model", argv, env=local_model.env()))
     specs.append(
         ProcessSpec("api", uvicorn_argv("services.api.app:create_app", host=host, port=ports.api))
     )

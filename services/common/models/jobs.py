@@ -31,6 +31,8 @@ JobStatus = Literal[
     "queued",
     "running",
     "waiting_approval",
+    # Parked while every endpoint of its model is down (runtime/model_wait.py).
+    "waiting_model",
     "budget_exhausted",
     "paused",
     "succeeded",
@@ -85,6 +87,11 @@ class Job(Timestamped, Base):
     # after ``max_lost_slices`` of them instead of taking workers down for hours.
     lost_slices: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)
     enqueued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Waiting for a model (``waiting_model``): since when this outage has kept the job
+    # from making progress (kept across re-parks until a step finishes), and which
+    # endpoints it waits on ({"endpoints": [{"profile", "base_url"}], "last_error"}).
+    model_wait_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    model_wait: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False, nullable=False)
 
     trace_id: Mapped[str | None] = mapped_column(String(32), index=True)

@@ -5,6 +5,19 @@ connections), not the ``openai`` SDK: the SDK's request building and client
 machinery were about a fifth of a worker's CPU per agent step (issue 14). Every
 retry is ours: counted on the response (``attempts``), reported to ``on_retry``
 and logged.
+
+Guarantees:
+
+- Every request is shaped by the endpoint's :class:`Capabilities` (``shaping``).
+- A streamed reply is bounded by silence, not length (``deadline``): a stall is a
+  retryable ``timeout``; a stream that was making progress when its total deadline
+  came is kept as a partial reply (finish_reason ``deadline``), never regenerated.
+- A stream that ends without a finish reason (llama-cpp-python's empty 200 for any
+  error inside a stream) is resent once without streaming, and what that answers —
+  the reply, or the server's real error, classified — is the result; later retries
+  of the call do not stream.
+- A retry after an attempt that streamed text is announced to the per-call
+  ``on_retry`` listener first, so a watcher can drop that text.
 """
 
 from __future__ import annotations
@@ -16,63 +29,55 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 from services.worker.llm import json_protocol
 from services.worker.llm.backoff import RetryPolicy
-from services.worker.llm.errors import ModelError, from_status, from_transport_error
-from services.worker.llm.proxy import route_for
-from services.worker.llm.same_object import SameObject
-from services.worker.llm.settings import LlmSettings
-from services.worker.llm.stream import (
-    StreamAssembler,
-    StreamErrorEvent,
-    estimated_usage,
-    iter_sse_data,
-    usage_from,
+from services.worker.llm.capabilities import PERMISSIVE, Capabilities
+from services.worker.llm.completion import UnreadableCompletion, prompt_chars, read_completion
+from services.worker.llm.deadline import StreamDeadline, TimeoutPolicy
+from services.worker.llm.errors import (
+    ModelError,
+    capability_mismatch,
+    from_status,
+    from_transport_error,
 )
+from services.worker.llm.proxy import route_for
+from services.worker.llm.settings import LlmSettings
+from services.worker.llm.shaping import ToolProtocol, shape_request
+from services.worker.llm.stream import StreamAssembler, StreamErrorEvent, iter_sse_data
 from services.worker.llm.transport import Reply, Transport
-from services.worker.llm.types import ModelResponse, ToolCall
+from services.worker.llm.types import ModelResponse, RetryListener, RetryNotice
+from services.worker.llm.wire import TokenCounter, WireRequest
 
 log = logging.getLogger(__name__)
-
-
-class _DeadlineExceeded(Exception):
-    """The whole streamed reply took longer than the request timeout."""
-
 
 # What the HTTP exchange raises: timeouts, failed connects, dropped connections.
 TRANSPORT_ERRORS = (OSError, http.client.HTTPException)
 
 CONVERSATION_HEADER = "X-Leaflab-Conversation"
 USER_AGENT = "leaflab-worker"
-ToolProtocol = Literal["native", "json"]
 RetryHook = Callable[[ModelError, float], None]
+__all__ = ["ModelClient", "ToolProtocol", "client_from_settings"]
 
 
-def _prompt_chars(messages: list[dict[str, Any]]) -> int:
-    total = 0
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            total += len(content)
-        elif isinstance(content, list):
-            total += sum(len(str(p.get("text", ""))) for p in content if isinstance(p, dict))
-        for call in message.get("tool_calls") or []:
-            total += len(str(call.get("function", {}).get("arguments", "")))
-    return total
+class _BrokenStream(Exception):
+    """The stream ended (cleanly) without a finish reason."""
 
-
-def _encode(value: object) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-
-
-_TOOLS_JSON = SameObject(_encode)
+    def __init__(self, *, streamed: bool) -> None:
+        super().__init__("stream ended without a finish reason")
+        self.streamed = streamed
 
 
 class ModelClient:
-    """A thread-safe client for one endpoint; share one instance across worker threads."""
+    """A thread-safe client for one endpoint; share one instance across worker threads.
+
+    ``timeout_s`` bounds the connect and the wait for the first token;
+    ``idle_timeout_s`` the silence between two chunks of a streamed reply;
+    ``total_timeout_s`` a whole call (see ``deadline``). ``capabilities`` is read
+    for every call (a getter, so discovery can refresh it); None is permissive.
+    """
 
     def __init__(
         self,
@@ -80,20 +85,28 @@ class ModelClient:
         api_key: str,
         *,
         timeout_s: float = 120.0,
+        idle_timeout_s: float = 60.0,
+        total_timeout_s: float = 1800.0,
+        timeouts: TimeoutPolicy | None = None,
         max_retries: int = 2,
         provider: str | None = None,
         retry_policy: RetryPolicy | None = None,
         on_retry: RetryHook | None = None,
+        capabilities: Callable[[], Capabilities] | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.base_url = base_url
         self.provider = provider or urlsplit(base_url).netloc or base_url
-        self.timeout_s = timeout_s
+        self.timeouts = timeouts or TimeoutPolicy(
+            first_token_s=timeout_s, idle_s=idle_timeout_s, total_s=total_timeout_s
+        )
+        self.timeout_s = self.timeouts.first_token_s
         self.policy = retry_policy or RetryPolicy(max_retries=max_retries)
         self._on_retry = on_retry
+        self._capabilities = capabilities
         self._sleep = sleep
         route = route_for(base_url)
-        self._transport = Transport(route, timeout_s=timeout_s)
+        self._transport = Transport(route, timeout_s=self.timeouts.first_token_s)
         self._target = f"{route.target_prefix}/chat/completions"
         self._headers = {
             "Content-Type": "application/json",
@@ -107,6 +120,16 @@ class ModelClient:
         """Close the pooled connections (a later call opens a connection of its own)."""
         self._transport.close()
 
+    def capabilities(self) -> Capabilities:
+        """What this endpoint accepts now (permissive when nothing was discovered)."""
+        if self._capabilities is None:
+            return PERMISSIVE
+        try:
+            return self._capabilities()
+        except Exception:  # a lost cache must not fail the call: the defaults still work
+            log.exception("reading the capabilities of %s failed; using defaults", self.provider)
+            return PERMISSIVE
+
     def complete(
         self,
         *,
@@ -119,49 +142,47 @@ class ModelClient:
         stream: bool = True,
         tool_protocol: ToolProtocol = "native",
         response_format: dict[str, Any] | None = None,
+        on_retry: RetryListener | None = None,
     ) -> ModelResponse:
         """One chat completion, retried on retryable failures; raises :class:`ModelError`.
 
-        After a retry, ``on_token`` sees the new attempt's tokens from the start
-        (``on_retry`` is called first, so a listener can discard the partial text).
-        With ``tool_protocol="json"`` the tools are described in the system prompt
-        and tool requests are parsed from the reply text (models without native tools).
+        After a retry, ``on_token`` sees the new attempt's tokens from the start;
+        ``on_retry`` hears first when the failed attempt had streamed text. A reply
+        that was not streamed reaches ``on_token`` once, whole. With
+        ``tool_protocol="json"`` (or an endpoint whose tool_mode is json) the tools
+        are described in the prompt and tool requests parsed from the reply's text.
         """
-        json_tools = tool_protocol == "json" and bool(tools)
-        if json_tools:
-            messages = json_protocol.to_json_protocol(messages, tools or [])
-        body: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens}
-        if response_format is not None:
-            # Structured output (a survey stage's JSON schema) travels as is, like messages.
-            body["response_format"] = response_format
-        if stream:
-            body["stream"] = True
-            body["stream_options"] = {"include_usage": True}
-        # Encoded once for every attempt, as the SDK (httpx's defaults) encoded it: compact,
-        # non-ASCII text as UTF-8 rather than \u escapes, NaN refused rather than sent.
-        payload = _encode(body)
-        if tools and not json_tools:
-            # The same schemas go with every call: their encoding is reused (same_object).
-            payload = b"".join((payload[:-1], b',"tools":', _TOOLS_JSON(tools), b"}"))
+        shaped = shape_request(
+            messages=messages,
+            tools=tools,
+            response_format=response_format,
+            stream=stream,
+            capabilities=self.capabilities(),
+            tool_protocol=tool_protocol,
+        )
         headers = self._headers
         if conversation_key:
             headers = {**headers, CONVERSATION_HEADER: conversation_key}
+        request = WireRequest(shaped, model, max_tokens, headers, on_token, on_retry)
         attempt = 0
         while True:
             attempt += 1
+            tokens = TokenCounter(on_token)
             try:
-                response = self._attempt(payload, headers, stream, on_token, messages, model)
+                response = self._attempt(request, tokens, attempt)
                 break
             except ModelError as err:
                 err.attempts = attempt
                 if not err.retryable or attempt > self.policy.max_retries:
                     raise
-                self._wait_before_retry(err, attempt)
+                self._wait_before_retry(request, err, attempt, streamed=tokens.count > 0)
         if attempt > 1:
             response = replace(response, attempts=attempt)
-        return json_protocol.apply_to_response(response) if json_tools else response
+        return json_protocol.apply_to_response(response) if shaped.json_tools else response
 
-    def _wait_before_retry(self, err: ModelError, attempt: int) -> None:
+    def _wait_before_retry(
+        self, request: WireRequest, err: ModelError, attempt: int, *, streamed: bool
+    ) -> None:
         wait = self.policy.delay_s(attempt, err.retry_after)
         log.warning(
             "model call failed (attempt %d/%d), retrying in %.2fs: %s",
@@ -170,148 +191,152 @@ class ModelClient:
             wait,
             err,
         )
+        if streamed and request.on_retry is not None:
+            request.on_retry(RetryNotice(attempt, str(err), wait))
         if self._on_retry is not None:
             self._on_retry(err, wait)
         self._sleep(wait)
 
-    def _attempt(
-        self,
-        payload: bytes,
-        headers: dict[str, str],
-        stream: bool,
-        on_token: Callable[[str], None] | None,
-        messages: list[dict[str, Any]],
-        model: str,
-    ) -> ModelResponse:
+    def _attempt(self, request: WireRequest, tokens: TokenCounter, attempt: int) -> ModelResponse:
+        if not request.stream:
+            return self._send(request, tokens, stream=False)
+        try:
+            return self._send(request, tokens, stream=True)
+        except _BrokenStream as broken:
+            # llama-cpp-python answers every error inside a stream with an empty 200:
+            # only the same request without streaming says what went wrong.
+            request.streaming_broken = True
+            log.warning("%s: %s; resending without streaming", self.provider, broken)
+            if broken.streamed and request.on_retry is not None:
+                request.on_retry(RetryNotice(attempt, str(broken), 0.0))
+            response = self._send(request, TokenCounter(request.on_token), stream=False)
+            return replace(response, extra={**response.extra, "resent_without_stream": True})
+
+    def _send(self, request: WireRequest, tokens: TokenCounter, *, stream: bool) -> ModelResponse:
         started = time.monotonic()
         request_id = None
+        timeouts = self.timeouts
+        wait = timeouts.first_token_s if stream else timeouts.whole_reply_s(request.max_tokens)
+        payload = request.payload(stream)
         try:
-            with self._transport.post(self._target, payload, headers) as reply:
+            with self._transport.post(self._target, payload, request.headers, wait_s=wait) as reply:
                 request_id = reply.header("x-request-id")
                 if not 200 <= reply.status < 300:
                     raise from_status(
                         reply.status, reply.headers(), reply.read(), provider=self.provider
                     )
                 if stream:
-                    return self._stream(reply, on_token, messages, started, model, request_id)
+                    return self._stream(reply, request, tokens, started, request_id)
                 whole = reply.read()
         except TRANSPORT_ERRORS as exc:
             raise from_transport_error(exc, provider=self.provider, request_id=request_id) from exc
-        return self._read_whole(whole, messages, request_id, started, model)
+        try:
+            response = read_completion(
+                whole,
+                messages=request.shaped.messages,
+                request_id=request_id,
+                latency_s=time.monotonic() - started,
+                model=request.model,
+            )
+        except UnreadableCompletion as exc:
+            raise self._error(str(exc), "bad_response", request_id) from exc
+        if response.content and tokens.on_token is not None:
+            tokens(response.content)  # watchers see a reply that could not stream, once
+        return response
 
     def _stream(
         self,
         reply: Reply,
-        on_token: Callable[[str], None] | None,
-        messages: list[dict[str, Any]],
+        request: WireRequest,
+        tokens: TokenCounter,
         started: float,
-        model: str,
         request_id: str | None,
     ) -> ModelResponse:
-        assembler = StreamAssembler(on_token)
+        assembler = StreamAssembler(tokens)
+        deadline = StreamDeadline(self.timeouts, max_tokens=request.max_tokens, started=started)
+        cut = False
         try:
-            self._read_events(reply.lines(), assembler, started + self.timeout_s)
+            cut = _read_events(reply, assembler, deadline)
         except json.JSONDecodeError as exc:
             message = f"unreadable stream chunk: {exc}"
             raise self._error(message, "bad_response", request_id) from exc
         except StreamErrorEvent as exc:
-            raise self._error(str(exc), "stream_error", request_id) from exc
-        except _DeadlineExceeded as exc:
-            message = "stream exceeded the request timeout"
-            raise self._error(message, "timeout", request_id) from exc
-        if not assembler.complete:
-            raise self._error("stream ended without a finish reason", "disconnect", request_id)
+            mismatch = capability_mismatch(str(exc))
+            error_type = mismatch or "stream_error"
+            raise self._error(str(exc), error_type, request_id, mismatch is None) from exc
+        except TimeoutError as exc:
+            # A read bounded by the deadline wakes at it, give or take the timer's grain.
+            if not (deadline.progressing and deadline.passed(time.monotonic() + 0.01)):
+                raise self._stalled(deadline, request_id) from exc
+            cut = True
+        if cut:
+            log.warning(
+                "%s: stream reached its deadline after %d tokens (%.0fs); partial reply kept",
+                self.provider,
+                deadline.tokens,
+                time.monotonic() - started,
+            )
+        elif not assembler.complete:
+            raise _BrokenStream(streamed=assembler.started)
         return assembler.response(
             # Only an endpoint that reports no usage needs the prompt's size (an estimate).
-            prompt_chars=_prompt_chars(messages) if assembler.usage is None else 0,
+            prompt_chars=prompt_chars(request.shaped.messages) if assembler.usage is None else 0,
             request_id=request_id,
             latency_s=time.monotonic() - started,
-            requested=model,
+            requested=request.model,
+            finish_reason="deadline" if cut else None,
         )
 
-    @staticmethod
-    def _read_events(lines: Iterator[str], assembler: StreamAssembler, deadline: float) -> None:
-        events = iter_sse_data(lines)
-        for data in events:
-            if data.startswith("[DONE]"):
-                break
-            assembler.feed(json.loads(data))
-            # The socket timeout bounds each read; this bounds the whole reply.
-            if time.monotonic() > deadline:
-                raise _DeadlineExceeded
-        # Read the (normally empty) rest of the body: only a connection whose reply
-        # was read to its end goes back to the pool, else every call would reconnect
-        # (a TLS handshake per call on remote endpoints). The reply is complete, so
-        # a failure here changes nothing.
-        with contextlib.suppress(*TRANSPORT_ERRORS):
-            for _ in events:
-                pass
+    def _stalled(self, deadline: StreamDeadline, request_id: str | None) -> ModelError:
+        if deadline.progressing:
+            message = f"stream stalled: no chunk for {self.timeouts.idle_s:g}s"
+        elif deadline.passed(time.monotonic()):
+            message = f"no output within the total timeout ({self.timeouts.total_s:g}s)"
+        else:
+            message = f"no first token within {self.timeouts.first_token_s:g}s"
+        return self._error(message, "timeout", request_id)
 
-    def _read_whole(
-        self,
-        body: bytes,
-        messages: list[dict[str, Any]],
-        request_id: str | None,
-        started: float,
-        model: str,
-    ) -> ModelResponse:
-        try:
-            completion = json.loads(body)
-        except ValueError as exc:
-            raise self._error(f"unreadable response: {exc}", "bad_response", request_id) from exc
-        choices = completion.get("choices") if isinstance(completion, dict) else None
-        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
-            raise self._error("response has no choices", "bad_response", request_id)
-        choice = choices[0]
-        message = choice.get("message")
-        if not isinstance(message, dict):
-            raise self._error("response choice has no message", "bad_response", request_id)
-        content = message.get("content")
-        calls = _tool_calls(message.get("tool_calls"))
-        usage = completion.get("usage")
-        return ModelResponse(
-            content=content,
-            tool_calls=calls,
-            finish_reason=choice.get("finish_reason"),
-            usage=(
-                usage_from(usage)
-                if isinstance(usage, dict)
-                else estimated_usage(_prompt_chars(messages), content, calls)
-            ),
-            model=completion.get("model") or model,
-            request_id=request_id,
-            latency_s=time.monotonic() - started,
-            response_id=completion.get("id"),
-        )
-
-    def _error(self, message: str, error_type: str, request_id: str | None) -> ModelError:
+    def _error(
+        self, message: str, error_type: str, request_id: str | None, retryable: bool = True
+    ) -> ModelError:
         return ModelError(
             message,
             provider=self.provider,
             error_type=error_type,
             request_id=request_id,
-            retryable=True,
+            retryable=retryable,
         )
 
 
-def _tool_calls(raw: Any) -> list[ToolCall]:
-    """Tool calls of a whole (non-streamed) reply; entries without a function are skipped."""
-    calls = []
-    for i, call in enumerate(raw if isinstance(raw, list) else []):
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict):
-            continue
-        arguments = function.get("arguments")
-        if not isinstance(arguments, str):  # some servers send an object, not its JSON text
-            arguments = json.dumps(arguments if arguments is not None else {})
-        calls.append(
-            ToolCall(
-                id=call.get("id") or f"call_{i}",
-                name=function.get("name") or "",
-                arguments=arguments,
-            )
-        )
-    return calls
+def _read_events(reply: Reply, assembler: StreamAssembler, deadline: StreamDeadline) -> bool:
+    """Feed the stream's events to ``assembler``; True when its deadline cut it short.
+
+    Raises ``TimeoutError`` when a read waits longer than the silence allowed (or
+    than what is left to the deadline)."""
+    timeout = deadline.read_timeout(time.monotonic())
+    reply.set_read_timeout(timeout)
+    events: Iterator[str] = iter_sse_data(reply.lines())
+    for data in events:
+        if data.startswith("[DONE]"):
+            break
+        now = time.monotonic()
+        if assembler.feed(json.loads(data)):
+            deadline.token(now)
+        if deadline.progressing and deadline.passed(now):
+            return True
+        wanted = deadline.read_timeout(now)
+        # A socket's timeout is a syscall to change: only when it moves by a tenth or more.
+        if wanted > timeout or wanted < timeout * 0.9:
+            reply.set_read_timeout(wanted)
+            timeout = wanted
+    # Read the (normally empty) rest of the body: only a connection whose reply was read
+    # to its end goes back to the pool, else every call would reconnect (a TLS handshake
+    # per call on remote endpoints). The reply is complete, so a failure here changes
+    # nothing.
+    with contextlib.suppress(*TRANSPORT_ERRORS):
+        for _ in events:
+            pass
+    return False
 
 
 def client_from_settings(settings: LlmSettings, **kwargs: Any) -> ModelClient:
@@ -326,6 +351,8 @@ def client_from_settings(settings: LlmSettings, **kwargs: Any) -> ModelClient:
         settings.llm_base_url,
         settings.llm_api_key,
         timeout_s=settings.llm_timeout_s,
+        idle_timeout_s=settings.llm_idle_timeout_s,
+        total_timeout_s=settings.llm_total_timeout_s,
         retry_policy=policy,
         **kwargs,
     )

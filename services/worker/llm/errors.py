@@ -20,7 +20,39 @@ _CONTEXT_OVERFLOW_HINTS = (
     "maximum context",
     "too many tokens",
     "prompt is too long",
+    # llama.cpp: "Requested tokens (5000) exceed context window of 4096"
+    "exceed context window",
+    "exceeds the context window",
+    "exceed_context_size",
 )
+# A chat template that refused the conversation's roles (Gemma's and others').
+_TEMPLATE_HINTS = (
+    "roles must alternate",
+    "chat template",
+    "chat_template",
+    "jinja",
+    "system role not supported",
+    "only user and assistant roles",
+)
+# A request form the server does not take: response_format, tool_choice, a parameter.
+_UNSUPPORTED_HINTS = (
+    "response_format",
+    "json_schema",
+    "tool_choice",
+    "enable-auto-tool-choice",  # vLLM started without its tool parser
+    "not supported",
+    "does not support",  # Ollama: "... does not support tools"
+    "unsupported",
+    "not implemented",
+    "unrecognized request argument",
+    "unknown parameter",
+)
+# Statuses whose message is read for a capability mismatch: request errors, and the
+# 500/501 that llama-cpp-python answers for a json_schema or a template error. A 502,
+# 503 or 504 is a gateway or an outage whatever it says.
+_CLASSIFIED_STATUSES = frozenset({200, 400, 404, 413, 422, 500, 501})
+# Request errors that fail on any server and every retry: the endpoint answered.
+CAPABILITY_ERRORS = frozenset({"context_overflow", "template", "unsupported"})
 # An error body that is not OpenAI-shaped JSON goes into the message, cut to this.
 _BODY_IN_MESSAGE = 500
 _STATUS_TYPES = {
@@ -41,6 +73,10 @@ class ModelError(Exception):
     ``retryable`` is True for rate limits, server errors, timeouts and dropped
     connections (the same request may succeed later or elsewhere) and False for
     request errors (bad parameters, auth, context overflow) that fail anywhere.
+    Capability mismatches (``error_type`` ``template``: the chat template refused
+    the roles; ``unsupported``: a response_format, tool_choice or parameter the
+    server does not take; ``context_overflow``) are never retryable, whatever the
+    status they came with: the server answered, so a breaker must not count them.
     """
 
     def __init__(
@@ -118,17 +154,34 @@ def from_status(
     """The error for an HTTP error response (``headers`` with lower-cased names)."""
     message = _message_of(status, body)
     error_type = _STATUS_TYPES.get(status, "server_error" if status >= 500 else "request_error")
-    if status in (400, 413, 422) and any(h in message.lower() for h in _CONTEXT_OVERFLOW_HINTS):
-        error_type = "context_overflow"
+    retryable = is_retryable_status(status)
+    mismatch = capability_mismatch(message) if status in _CLASSIFIED_STATUSES else None
+    if mismatch is not None:
+        error_type, retryable = mismatch, False
     return ModelError(
         message,
         provider=provider,
         status=status,
         error_type=error_type,
         request_id=headers.get("x-request-id"),
-        retryable=is_retryable_status(status),
+        retryable=retryable,
         retry_after=parse_retry_after(headers),
     )
+
+
+def capability_mismatch(message: str) -> str | None:
+    """``context_overflow``, ``template`` or ``unsupported`` when a server's error message
+    says the request cannot work there, else None. The message is kept as the server
+    wrote it (discovery reads "context window of N" from an overflow)."""
+    lowered = message.lower()
+    for error_type, hints in (
+        ("context_overflow", _CONTEXT_OVERFLOW_HINTS),
+        ("template", _TEMPLATE_HINTS),
+        ("unsupported", _UNSUPPORTED_HINTS),
+    ):
+        if any(h in lowered for h in hints):
+            return error_type
+    return None
 
 
 def _message_of(status: int, body: bytes) -> str:

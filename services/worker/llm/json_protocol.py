@@ -120,12 +120,11 @@ def _tool_block(calls: list[dict[str, Any]]) -> str:
     return "```json\n" + json.dumps(body, ensure_ascii=False) + "\n```"
 
 
-def to_json_protocol(
-    messages: list[dict[str, Any]], tools: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """The conversation as a model without native tools can read it: tool instructions in
-    the system prompt, tool calls as JSON blocks, tool results as user messages."""
-    instructions = tool_instructions(tools)
+def tool_history_as_text(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation with its tool exchanges written as text: an assistant's tool
+    calls as a JSON block, each tool result as a user message. No ``tool`` role and
+    no ``tool_calls`` remain (what a model without native tools, or a chat template
+    that allows only user/assistant turns, can read)."""
     out: list[dict[str, Any]] = []
     for message in messages:
         role = message.get("role")
@@ -138,6 +137,16 @@ def to_json_protocol(
             out.append({"role": "user", "content": f"{header}\n{message.get('content', '')}"})
         else:
             out.append(dict(message))
+    return out
+
+
+def to_json_protocol(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The conversation as a model without native tools can read it: tool instructions in
+    the system prompt, tool calls as JSON blocks, tool results as user messages."""
+    instructions = tool_instructions(tools)
+    out = tool_history_as_text(messages)
     if out and out[0].get("role") == "system" and isinstance(out[0].get("content"), str):
         out[0]["content"] = f"{out[0]['content']}\n\n{instructions}"
     else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from services.common.settings import CommonSettings
@@ -11,21 +13,52 @@ from services.common.settings import CommonSettings
 DEFAULT_PRICE: tuple[float, float, float] = (0.20, 0.60, 0.05)
 
 PriceTriple = tuple[float, float, float]
+# "auto": what discovery finds; anything else is configured and wins over discovery.
+ToolProtocolOption = Literal["auto", "native", "json"]
+StructuredOutputOption = Literal["auto", "json_schema", "json_object", "prompt"]
+Tristate = Literal["auto"] | bool
 
 
-class ProfileConfig(BaseModel):
-    """One entry of ``LEAFLAB_MODEL_PROFILES``: an OpenAI-compatible endpoint and the
-    models it serves (an empty list serves any model)."""
+class EndpointOptions(BaseModel):
+    """What an endpoint accepts, as configured: every field left at ``auto``/None is
+    discovered (``services.worker.llm.discovery``), every other value wins over it."""
 
     model_config = ConfigDict(extra="forbid")
+
+    tool_protocol: ToolProtocolOption = "auto"
+    structured_output: StructuredOutputOption = "auto"
+    # The context window in tokens (None: discovered, else LEAFLAB_CONTEXT_LIMIT_TOKENS).
+    context_tokens: int | None = Field(default=None, gt=0)
+    # Calls sent to the endpoint at once; 0 is unlimited, None is discovered.
+    max_concurrency: int | None = Field(default=None, ge=0)
+    system_role: Tristate = "auto"
+    alternation: Tristate = "auto"
+    stream_tool_calls: Tristate = "auto"
+    # False: no probes at all; the configured values and permissive defaults apply.
+    discover: bool = True
+
+
+class ProfileConfig(EndpointOptions):
+    """One entry of ``LEAFLAB_MODEL_PROFILES``: an OpenAI-compatible endpoint and the
+    models it serves (an empty list serves any model), with its endpoint options."""
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     base_url: str = Field(min_length=1)
     api_key: str = "sk-local"
     models: list[str] = Field(default_factory=list)
-    # Models without native tool calling get the tools in the prompt (json_protocol.py).
+    # The older spelling of ``tool_protocol: "json"`` (still accepted).
     json_tool_protocol: bool = False
     timeout_s: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _old_json_flag(self) -> ProfileConfig:
+        if self.json_tool_protocol and self.tool_protocol == "auto":
+            self.tool_protocol = "json"
+        return self
+
+    def options(self) -> EndpointOptions:
+        """The endpoint options alone (what the discovery cache's key hashes)."""
+        return EndpointOptions(**{k: getattr(self, k) for k in EndpointOptions.model_fields})
 
 
 class GpuPriceConfig(BaseModel):
@@ -65,9 +98,43 @@ class LlmSettings(CommonSettings):
     breaker_failure_threshold: int = Field(default=3, ge=1)
     breaker_cooldown_s: float = Field(default=10.0, gt=0)
     breaker_probe_timeout_s: float = Field(default=30.0, gt=0)
+    # Failures further apart than this are not "consecutive": the count starts over.
+    breaker_window_s: float = Field(default=60.0, gt=0)
     gpu_pricing: dict[str, GpuPriceConfig] = Field(default_factory=dict)
-    llm_timeout_s: float = 120.0
+    # Connect + wait for the first token (a streamed reply: the prompt's evaluation).
+    llm_timeout_s: float = Field(default=120.0, gt=0)
+    # Longest silence between two chunks of a streamed reply: longer is a stall
+    # (a retryable timeout).
+    llm_idle_timeout_s: float = Field(default=60.0, gt=0)
+    # Hard cap on one call; a stream's own deadline (max_tokens at its measured rate,
+    # ×2) is usually shorter. A progressing stream cut by it keeps its partial reply.
+    llm_total_timeout_s: float = Field(default=1800.0, gt=0)
     llm_max_tokens: int = 2048
+    # The implicit ``default`` profile's endpoint options (a profile's own fields in
+    # LEAFLAB_MODEL_PROFILES): "auto"/unset means discovered.
+    llm_tool_protocol: ToolProtocolOption = "auto"
+    llm_structured_output: StructuredOutputOption = "auto"
+    llm_context_tokens: int | None = Field(default=None, gt=0)
+    llm_max_concurrency: int | None = Field(default=None, ge=0)
+    llm_system_role: Tristate = "auto"
+    llm_alternation: Tristate = "auto"
+    llm_stream_tool_calls: Tristate = "auto"
+    llm_discover: bool = True
+    # Discovery (services/worker/llm/discovery): results cached in Redis this long,
+    # an unreachable endpoint retried after model_discovery_retry_s, the whole probe
+    # run of one endpoint bounded by model_discovery_timeout_s (worker start waits
+    # at most that long per endpoint), workers re-read the cache every recheck_s.
+    model_discovery_ttl_s: float = Field(default=86_400.0, gt=0)
+    model_discovery_retry_s: float = Field(default=60.0, gt=0)
+    model_discovery_timeout_s: float = Field(default=60.0, gt=0)
+    model_discovery_recheck_s: float = Field(default=10.0, gt=0)
+    # Prompt size of llama-cpp-python's context probe (its overflow error names the
+    # window; it is raised before any evaluation). 0: never send it.
+    model_discovery_overflow_probe_tokens: int = Field(default=131_072, ge=0)
+    # Per-endpoint concurrency limit: how long a call waits for a slot before it is an
+    # overload (retryable), and the lease that frees a dead worker's slot.
+    llm_queue_timeout_s: float = Field(default=300.0, gt=0)
+    llm_slot_lease_s: float = Field(default=30.0, gt=0)
 
     model_prices: dict[str, PriceTriple] = Field(default_factory=dict)
     default_model_price: PriceTriple = DEFAULT_PRICE

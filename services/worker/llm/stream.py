@@ -55,8 +55,9 @@ class StreamAssembler:
         self.model: str | None = None
         self.response_id: str | None = None
 
-    def feed(self, chunk: Any) -> None:
-        """Take one decoded ``chat.completion.chunk``."""
+    def feed(self, chunk: Any) -> bool:
+        """Take one decoded ``chat.completion.chunk``; True when it carried output
+        (text or tool-call pieces: the tokens a deadline measures the pace by)."""
         if not isinstance(chunk, dict):
             raise StreamErrorEvent(f"stream chunk is not a JSON object: {chunk!r:.100}")
         if chunk.get("error"):
@@ -67,19 +68,23 @@ class StreamAssembler:
         self.response_id = chunk.get("id") or self.response_id
         if chunk.get("usage"):
             self.usage = usage_from(chunk["usage"])
+        produced = False
         for choice in chunk.get("choices") or []:
             if choice.get("index", 0) != 0:
                 continue  # we ask for one choice
             delta = choice.get("delta") or {}
             content = delta.get("content")
             if content:
+                produced = True
                 self._content.append(content)
                 if self._on_token is not None:
                     self._on_token(content)
             for call_delta in delta.get("tool_calls") or []:
+                produced = True
                 self._feed_call(call_delta)
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
+        return produced
 
     def _feed_call(self, delta: dict[str, Any]) -> None:
         # Some servers send the whole call in one chunk, others spread id, name and
@@ -97,8 +102,19 @@ class StreamAssembler:
     def complete(self) -> bool:
         return self.finish_reason is not None
 
+    @property
+    def started(self) -> bool:
+        """Some output (text or a tool call) arrived."""
+        return bool(self._content or self._calls)
+
     def response(
-        self, *, prompt_chars: int, request_id: str | None, latency_s: float, requested: str
+        self,
+        *,
+        prompt_chars: int,
+        request_id: str | None,
+        latency_s: float,
+        requested: str,
+        finish_reason: str | None = None,
     ) -> ModelResponse:
         content = "".join(self._content) or None
         calls = [
@@ -109,7 +125,7 @@ class StreamAssembler:
         return ModelResponse(
             content=content,
             tool_calls=calls,
-            finish_reason=self.finish_reason,
+            finish_reason=finish_reason or self.finish_reason,
             usage=usage,
             model=self.model or requested,
             request_id=request_id,

@@ -21,8 +21,9 @@ Guarantees:
   :class:`ConnectFailed` (a refused, unresolvable or untrusted endpoint, or a
   proxy that refused the tunnel), so that ``errors.from_transport_error`` can tell
   it from a connection dropped later. ``TimeoutError`` is raised as is, for
-  connects and reads alike: ``timeout_s`` bounds each socket operation, as
-  httpx's timeout did.
+  connects and reads alike: ``timeout_s`` bounds the connect and each socket
+  operation unless the call says otherwise (``post(wait_s=...)`` for the reply's
+  headers, ``Reply.set_read_timeout`` for the body's reads).
 - TLS verifies against ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set, else the
   system trust store; proxies come from the environment (see ``proxy``).
   Redirects are not followed: a 3xx is returned like any other status.
@@ -81,12 +82,17 @@ class Transport:
         self._lock = threading.Lock()
         self._closed = False
 
-    def post(self, target: str, body: bytes, headers: dict[str, str]) -> Reply:
+    def post(
+        self, target: str, body: bytes, headers: dict[str, str], *, wait_s: float | None = None
+    ) -> Reply:
         """Send one request and return its reply once the status line and headers are in.
 
+        ``wait_s`` bounds the wait for the headers (default ``timeout_s``): a server
+        that answers only once the whole reply is made needs longer than a connect.
         The caller must use the reply as a context manager (or ``release`` it) so that
         its connection goes back to the pool or is closed.
         """
+        wait = self.timeout_s if wait_s is None else wait_s
         request = b"".join(
             (
                 f"POST {target} HTTP/1.1\r\n{self._fixed_headers}{_render(headers)}"
@@ -97,13 +103,13 @@ class Transport:
         sock, reused = self._checkout()
         try:
             try:
-                response = _exchange(sock, request)
+                response = _exchange(sock, request, wait)
             except _STALE_ERRORS:
                 if not reused:
                     raise
                 sock.close()
                 sock = self._connect()
-                response = _exchange(sock, request)
+                response = _exchange(sock, request, wait)
         except BaseException:
             sock.close()
             raise
@@ -171,7 +177,8 @@ def _render(headers: dict[str, str]) -> str:
     return "".join(f"{name}: {value}\r\n" for name, value in headers.items())
 
 
-def _exchange(sock: socket.socket, request: bytes) -> http.client.HTTPResponse:
+def _exchange(sock: socket.socket, request: bytes, wait_s: float) -> http.client.HTTPResponse:
+    sock.settimeout(wait_s)  # a pooled socket keeps the last call's timeout otherwise
     sock.sendall(request)
     response = http.client.HTTPResponse(sock, method="POST")
     try:
@@ -223,6 +230,10 @@ class Reply:
 
     def header(self, name: str) -> str | None:
         return self._response.getheader(name)
+
+    def set_read_timeout(self, seconds: float) -> None:
+        """Bound the next reads of the body (a streamed reply's silence between chunks)."""
+        self._sock.settimeout(seconds)
 
     def headers(self) -> dict[str, str]:
         """All headers, names lower-cased."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,9 +27,19 @@ class Usage:
     estimated: bool = False
 
 
+# Finish reasons of a reply that stopped before the model was done: the token limit
+# ("length"), or the stream's total deadline ("deadline", set by the client).
+TRUNCATED_FINISH_REASONS = frozenset({"length", "deadline"})
+
+
 @dataclass(frozen=True)
 class ModelResponse:
-    """One completed model call (after any retries)."""
+    """One completed model call (after any retries).
+
+    ``finish_reason`` is what the server said ("stop", "tool_calls", "length"), or
+    "deadline" when the client ended a progressing stream at its total deadline and
+    kept the partial reply; :attr:`truncated` and :attr:`empty` flag weak output.
+    """
 
     content: str | None
     tool_calls: list[ToolCall]
@@ -40,6 +51,32 @@ class ModelResponse:
     response_id: str | None = None
     attempts: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def truncated(self) -> bool:
+        """The reply was cut (token limit or deadline): its text may end mid-sentence."""
+        return self.finish_reason in TRUNCATED_FINISH_REASONS
+
+    @property
+    def empty(self) -> bool:
+        """No text and no tool call: the model said nothing."""
+        return not (self.content or "").strip() and not self.tool_calls
+
+
+@dataclass(frozen=True)
+class RetryNotice:
+    """An attempt that streamed text failed and another attempt follows: a watcher
+    drops that attempt's partial text (the job's ``model_retry`` event)."""
+
+    attempt: int  # the failed attempt, from 1
+    error: str
+    wait_s: float  # before the next attempt starts
+
+    def to_event(self) -> dict[str, Any]:
+        return {"attempt": self.attempt, "error": self.error, "wait_s": round(self.wait_s, 3)}
+
+
+RetryListener = Callable[[RetryNotice], None]
 
 
 def estimate_tokens(text: str) -> int:

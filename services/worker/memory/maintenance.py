@@ -27,6 +27,7 @@ from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import finish_slice
 from services.worker.runtime.lease import Lease
 from services.worker.runtime.ledger import StepView, llm_key, load_steps, tool_key
+from services.worker.runtime.model_wait import outage_of, park_for_model
 from services.worker.runtime.outcome import Outcome
 from services.worker.runtime.recorder import StepWrite, UsageDelta, record
 from services.worker.tools.base import ToolContext, ToolError
@@ -158,6 +159,10 @@ class MaintenanceRunner:
                 stream=False,
             )
         except ModelError as err:
+            outage = outage_of(err, None, base_url=getattr(self.deps.model, "base_url", None))
+            if outage is not None:
+                # The endpoint is down: wait for it, recording nothing (model_wait.py).
+                return park_for_model(self.deps, self.lease, self.events, outage)
             error = {"code": "model_error", "message": str(err)}
             self._record(
                 StepWrite(

@@ -25,7 +25,14 @@ from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.dispatch import send_advance
 
 MEMORY_JOB = "memory"
-ACTIVE = ("queued", "running", "waiting_approval", "paused", "budget_exhausted")
+ACTIVE = (
+    "queued",
+    "running",
+    "waiting_approval",
+    "waiting_model",
+    "paused",
+    "budget_exhausted",
+)
 
 
 def turns_without_memory(db: Session, session_id: uuid.UUID) -> int:

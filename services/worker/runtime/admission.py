@@ -55,7 +55,8 @@ RUNNING_COUNT = (
 EARLIER_IN_SESSION = """EXISTS (
     SELECT 1 FROM jobs e
      WHERE e.session_id = {j}.session_id AND e.created_at < {j}.created_at
-       AND e.status IN ('queued', 'running', 'waiting_approval', 'paused', 'budget_exhausted')
+       AND e.status IN ('queued', 'running', 'waiting_approval', 'waiting_model', 'paused',
+                        'budget_exhausted')
 )"""
 
 # Appended to the lease's UPDATE: a queued job must be admissible; re-slices

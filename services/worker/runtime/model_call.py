@@ -4,6 +4,11 @@ The budget reservation taken before the call is settled on every way out of
 here — failed, interrupted, answered — except an answer whose caller settles
 it in the ledger write that records it; only a dead worker (or a lost
 database) ever leaves one behind, and the sweeper gives that back.
+
+An attempt that streamed tokens to the job's watchers and then failed, with
+another attempt to follow, is announced on the job's event stream as
+``model_retry`` ``{"attempt", "error", "wait_s"}`` (see :func:`retry_events`), so
+watchers drop that attempt's partial text.
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ from services.worker.llm.routing.trace import (
     route_request,
     routed_span_attributes,
 )
-from services.worker.llm.types import ModelResponse
+from services.worker.llm.types import ModelResponse, RetryListener, RetryNotice
 from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.events import JobEvents
 
 tracer = trace.get_tracer(TRACER_WORKER)
 
@@ -50,6 +56,7 @@ def call_model(
     payer: tuple[uuid.UUID, uuid.UUID | None],
     response_format: dict[str, Any] | None = None,
     settle_answer: bool = True,
+    on_retry: RetryListener | None = None,
 ) -> tuple[ModelResponse, str, Decimal]:
     """(response, model that answered, cost); ``request`` gains the route taken.
 
@@ -72,6 +79,7 @@ def call_model(
                 conversation_key=conversation_key,
                 on_token=on_token,
                 response_format=response_format,
+                on_retry=on_retry,
             )
         except ModelError as err:
             budget.settle(admission, model=None)
@@ -113,6 +121,16 @@ def call_model(
         )
     _observe(model, routed.provider, resp, cost, time.perf_counter() - started, payer)
     return resp, model, cost
+
+
+def retry_events(events: JobEvents) -> RetryListener:
+    """The listener that puts ``model_retry`` on the job's event stream (after the
+    tokens still buffered, so a watcher drops exactly the failed attempt's text)."""
+
+    def announce(notice: RetryNotice) -> None:
+        events.emit("model_retry", notice.to_event())
+
+    return announce
 
 
 def _observe(

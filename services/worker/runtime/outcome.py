@@ -9,5 +9,6 @@ class Outcome(StrEnum):
     FINISHED = "finished"  # terminal status written
     SLICE_EXPIRED = "slice_expired"  # more to do: re-enqueue
     WAITING = "waiting"  # blocked on something else (earlier session job, children)
-    PAUSED = "paused"  # parked (budget exhausted) with the lease released
+    # parked (budget exhausted, or waiting for its model) with the lease released
+    PAUSED = "paused"
     LEASE_LOST = "lease_lost"  # another worker took over: write nothing more

@@ -35,7 +35,8 @@ from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import finish_slice
 from services.worker.runtime.lease import Lease
 from services.worker.runtime.ledger import StepView, llm_key, load_steps
-from services.worker.runtime.model_call import call_model
+from services.worker.runtime.model_call import call_model, retry_events
+from services.worker.runtime.model_wait import outage_of, park_for_model
 from services.worker.runtime.outcome import Outcome
 from services.worker.runtime.recorder import MessageWrite, StepWrite, UsageDelta, record
 from services.worker.runtime.state import TurnState
@@ -219,9 +220,11 @@ class TurnRunner:
                 request=request,
                 payer=(self.who.user_id, self.who.project_id),
                 settle_answer=False,
+                on_retry=retry_events(self.events),
             )
         except ModelError as err:
             return self._model_failed(key, round_no, request, err)
+        self.events.emit("model", {"model": resp.model or model})  # who answered (watch, chat)
         settle = self.budget.pending(
             admission, model=resp.model or model, usage=resp.usage, cost=cost
         )
@@ -302,6 +305,11 @@ class TurnRunner:
     def _model_failed(
         self, key: str, round_no: int, request: dict[str, Any], err: ModelError
     ) -> Outcome:
+        outage = outage_of(err, self.deps.router)
+        if outage is not None:
+            # Every endpoint is down or overloaded: wait for it, recording nothing,
+            # so the resumed job makes this same call again.
+            return park_for_model(self.deps, self.lease, self.events, outage)
         error = {
             "code": "model_error",
             "message": str(err),

@@ -15,12 +15,14 @@ from typing import Any
 from services.common.models import Job
 from services.worker.budget.gate import BudgetGate
 from services.worker.budget.pause import pause_for_budget
+from services.worker.llm.errors import ModelError
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.drain import draining
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import finish_slice
 from services.worker.runtime.lease import Lease
 from services.worker.runtime.ledger import load_steps
+from services.worker.runtime.model_wait import Outage, outage_of, park_for_model
 from services.worker.runtime.outcome import Outcome
 from services.worker.survey.assemble import run_assemble
 from services.worker.survey.context import SurveyContext, SurveyJob
@@ -64,6 +66,11 @@ class SurveyRunner:
             )
             return Outcome.PAUSED
         except StageFailed as failed:
+            outage = _outage(failed, self.deps)
+            if outage is not None:
+                # The model is down: the survey waits at the stage it is in (every
+                # finished unit is in the ledger) instead of failing hours of work.
+                return park_for_model(self.deps, self.lease, self.events, outage)
             return self._finish("failed", error=f"survey failed: {failed}")
 
     def _stages(self) -> Outcome:
@@ -133,3 +140,11 @@ class SurveyRunner:
         return finish_slice(
             self.deps, self.lease, self.events, status=status, result=result, error=error
         )
+
+
+def _outage(failed: StageFailed, deps: RuntimeDeps) -> Outage | None:
+    """The outage a stage failed on (its model call's error is the cause), if any."""
+    cause = failed.__cause__
+    if not isinstance(cause, ModelError):
+        return None
+    return outage_of(cause, deps.router)

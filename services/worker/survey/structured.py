@@ -2,14 +2,22 @@
 
 Spend goes through the same gate and call path as a turn's model calls
 (``runtime/model_call.py``): the worst case is reserved before the call and
-settled after it. A reply that is not valid JSON for the schema is sent back
-once with the error; a second bad reply fails the stage with that error.
+settled after it.
+
+Replies are read tolerantly before they are judged (a ```json fence, text around
+the object, a raw newline or tab inside a string: what small models and servers
+without schema-constrained decoding produce), then validated against the schema.
+A reply that still fails is sent back once with the problem; a second bad reply
+fails the stage with it. A reply cut at its token limit (or the stream's deadline)
+is reported as truncated, never as a JSON error, and its repair asks for less.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -18,6 +26,7 @@ import jsonschema
 
 from services.worker.budget.gate import Admission, BudgetGate
 from services.worker.llm.errors import ModelError
+from services.worker.llm.types import ModelResponse
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.model_call import call_model
 from services.worker.survey.schemas import response_format
@@ -88,29 +97,16 @@ class StructuredCaller:
         ]
         spent = Spent()
         check = _without_enums(ask.schema) if ask.lenient_enums else ask.schema
-        content = self._call(ask, messages, spent)
-        data, problem = _parse(content, check)
-        if problem is None:
-            return data, spent
-        # One repair: the model sees its reply and what is wrong with it.
-        messages += [
-            {"role": "assistant", "content": content},
-            {
-                "role": "user",
-                "content": f"That reply is not valid for the schema {ask.name}: {problem}. "
-                "Answer again with only the JSON object.",
-            },
-        ]
-        content = self._call(ask, messages, spent)
-        data, problem = _parse(content, check)
-        if problem is None:
-            return data, spent
-        raise StageFailed(
-            f"{ask.name}: the model's reply is not valid JSON for the schema "
-            f"after one repair ({problem})"
+        data = answer_with_one_repair(
+            ask.name,
+            check,
+            messages,
+            lambda sent: self._call(ask, sent, spent),
+            max_tokens=self.deps.settings.llm_max_tokens,
         )
+        return data, spent
 
-    def _call(self, ask: Ask, messages: list[dict[str, Any]], spent: Spent) -> str:
+    def _call(self, ask: Ask, messages: list[dict[str, Any]], spent: Spent) -> ModelResponse:
         router = self.deps.router
         assert router is not None  # RuntimeDeps builds one
         fmt = response_format(ask.name, ask.schema)
@@ -147,20 +143,73 @@ class StructuredCaller:
         spent.cached_tokens += resp.usage.cached_tokens
         spent.cost_usd += cost
         spent.models.append(model)
-        return resp.content or ""
+        return resp
 
 
 def _ignore(_: str) -> None:
     """Structured replies are not streamed to watchers: progress events say more."""
 
 
+def answer_with_one_repair(
+    name: str,
+    schema: dict[str, Any],
+    messages: list[dict[str, Any]],
+    call: Callable[[list[dict[str, Any]]], ModelResponse],
+    *,
+    max_tokens: int,
+) -> dict[str, Any]:
+    """The schema-valid object of ``call(messages)``'s reply, after at most one repair
+    call that shows the model its reply and what is wrong with it; raises StageFailed.
+    ``max_tokens`` is the limit the calls are sent with (named when a reply is cut)."""
+    reply = call(messages)
+    data, problem = _judge(reply, schema, max_tokens)
+    if problem is None:
+        return data
+    repair = [
+        *messages,
+        {"role": "assistant", "content": reply.content or ""},
+        {"role": "user", "content": _repair_request(name, problem, reply)},
+    ]
+    reply = call(repair)
+    data, problem = _judge(reply, schema, max_tokens)
+    if problem is None:
+        return data
+    if reply.truncated:
+        raise StageFailed(f"{name}: {problem}, even after one repair asking for less")
+    raise StageFailed(
+        f"{name}: the model's reply is not valid JSON for the schema after one repair ({problem})"
+    )
+
+
+def _judge(
+    reply: ModelResponse, schema: dict[str, Any], max_tokens: int
+) -> tuple[dict[str, Any], str | None]:
+    """The reply's object, or what is wrong with it (a cut reply is said to be cut)."""
+    data, problem = _parse(reply.content or "", schema)
+    if problem is None or not reply.truncated:
+        return data, problem
+    # A stream cut at its deadline ends where its tokens stopped; "length" at the limit.
+    cut_at = max_tokens if reply.finish_reason == "length" else reply.usage.output_tokens
+    return {}, f"the reply was truncated at {cut_at} tokens"
+
+
+def _repair_request(name: str, problem: str, reply: ModelResponse) -> str:
+    if reply.truncated:
+        return (
+            f"That reply for the schema {name} was cut off: {problem}. Answer again with "
+            "a shorter JSON object that fits (fewer or shorter items), and only the object."
+        )
+    return (
+        f"That reply is not valid for the schema {name}: {problem}. "
+        "Answer again with only the JSON object."
+    )
+
+
 def _parse(content: str, schema: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     try:
-        data = json.loads(_strip_fence(content))
-    except json.JSONDecodeError as exc:
-        return {}, f"invalid JSON: {exc}"
-    if not isinstance(data, dict):
-        return {}, "the reply is not a JSON object"
+        data = parse_json_object(content)
+    except ValueError as exc:
+        return {}, str(exc)
     try:
         jsonschema.validate(data, schema)
     except jsonschema.ValidationError as exc:
@@ -169,18 +218,52 @@ def _parse(content: str, schema: dict[str, Any]) -> tuple[dict[str, Any], str | 
     return data, None
 
 
+_FENCED = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The JSON object in a model's reply, read tolerantly: inside a ``` fence or
+    with text around it, raw control characters (a newline, a tab) inside strings
+    accepted. Raises ValueError saying why no object was found."""
+    stripped = text.strip()
+    if not stripped:
+        raise ValueError("the reply is empty")
+    candidates = [m.group(1).strip() for m in _FENCED.finditer(stripped)] + [stripped]
+    first_error: json.JSONDecodeError | None = None
+    for candidate in candidates:
+        try:
+            data = json.loads(candidate, strict=False)
+        except json.JSONDecodeError as exc:
+            first_error = first_error or exc
+            continue
+        if isinstance(data, dict):
+            return data
+    found = _first_object(stripped)
+    if found is not None:
+        return found
+    if first_error is None:
+        raise ValueError("the reply is not a JSON object")
+    raise ValueError(f"invalid JSON: {first_error}")
+
+
+def _first_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object that starts at some ``{`` of ``text`` (text around it ignored)."""
+    decoder = json.JSONDecoder(strict=False)
+    start = text.find("{")
+    while start != -1:
+        try:
+            data, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            data = None
+        if isinstance(data, dict):
+            return data
+        start = text.find("{", start + 1)
+    return None
+
+
 def _without_enums(schema: Any) -> Any:
     if isinstance(schema, dict):
         return {k: _without_enums(v) for k, v in schema.items() if k != "enum"}
     if isinstance(schema, list):
         return [_without_enums(v) for v in schema]
     return schema
-
-
-def _strip_fence(content: str) -> str:
-    # Some models wrap JSON in a ``` fence even when asked for JSON only.
-    text = content.strip()
-    if text.startswith("```"):
-        text = text.split("\n", 1)[1] if "\n" in text else ""
-        text = text.rsplit("```", 1)[0]
-    return text

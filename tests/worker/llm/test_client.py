@@ -278,6 +278,7 @@ class TestWire:
             "messages": USER,
             "max_tokens": 32,
             "tools": TOOLS,
+            "tool_choice": "auto",  # llama-cpp-python ignores tools without it
             "response_format": schema,
             "stream": True,
             "stream_options": {"include_usage": True},

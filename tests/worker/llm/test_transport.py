@@ -138,7 +138,6 @@ class TestChunkedStreams:
         [
             (events(delta("a"), {"error": {"message": "engine died"}}), "stream_error"),
             (events(delta("a")).replace(b'"a"', b'"a'), "bad_response"),
-            (events(delta("a"), done=True), "disconnect"),  # no finish reason
         ],
     )
     def test_broken_streams_are_typed(self, body: bytes, error_type: str) -> None:
@@ -147,14 +146,22 @@ class TestChunkedStreams:
                 call_once(server.base_url, max_retries=0)
         assert caught.value.error_type == error_type and caught.value.retryable
 
-    def test_a_stream_longer_than_the_timeout_fails_as_a_timeout(self) -> None:
-        # Each read is quick; the whole reply is not.
+    def test_a_stream_without_a_finish_reason_is_resent_once_without_streaming(self) -> None:
+        whole = json.dumps({"choices": [{"message": {"content": "whole"}}]}).encode()
+        replies = [Canned([events(delta("a"), done=True)]), Canned([whole], chunked=False)]
+        with canned(*replies) as server:
+            reply = call_once(server.base_url, max_retries=0)
+        assert reply.content == "whole" and reply.extra["resent_without_stream"]
+        assert [json.loads(r.body).get("stream") for r in server.requests] == [True, None]
+
+    def test_a_steady_stream_longer_than_the_timeout_is_read_whole(self) -> None:
+        # Each read is quick; the whole reply takes 1.2 s, over the 0.5 s timeout.
         body = events(*[delta(f"t{i} ") for i in range(12)], FINISH)
         pieces = pieces_of(body, *range(100, len(body), 100))
         with canned(Canned(pieces, pause_s=0.1)) as server:
-            with pytest.raises(ModelError) as caught:
-                call_once(server.base_url, timeout_s=0.5, max_retries=0)
-        assert caught.value.error_type == "timeout"
+            reply = call_once(server.base_url, timeout_s=0.5, idle_timeout_s=0.5, max_retries=0)
+        assert reply.content == "".join(f"t{i} " for i in range(12))
+        assert reply.finish_reason == "stop" and len(server.requests) == 1
 
 
 def whole(status: int, body: bytes, **headers: str) -> Canned:

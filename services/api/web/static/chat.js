@@ -87,6 +87,9 @@
     const byCall = {};
     for (const j of jobIds) for (const s of steps[j]) if (s.tool_call_id) byCall[s.tool_call_id] = s;
     const cards = {};
+    const llmSteps = {};
+    for (const j of jobIds) llmSteps[j] = steps[j].filter((x) => x.kind === "llm" && x.status === "succeeded");
+    const answered = {}; // assistant messages seen per job: the nth came from its nth llm step
     let lastJob = null;
     for (const m of msgs) {
       if (lastJob && m.job_id !== lastJob) await appendArtifacts(lastJob);
@@ -100,7 +103,13 @@
         }
       }
       else if (m.role === "assistant") {
-        if (m.content) box.append(R.message("assistant", m.content, { "data-job-id": m.job_id }));
+        const calls = llmSteps[m.job_id] || [];
+        const n = answered[m.job_id] = (answered[m.job_id] || 0) + 1;
+        if (m.content) {
+          const bubble = R.message("assistant", m.content, { "data-job-id": m.job_id });
+          R.modelTag(bubble, R.stepModel(calls[n - 1] || calls[calls.length - 1]));
+          box.append(bubble);
+        }
         for (const call of m.tool_calls || []) {
           const p = R.callParts(call);
           const card = R.toolCard(p.id, p.name);
@@ -179,6 +188,7 @@
     if (source) source.close();
     const box = $("messages");
     let bubble = null;
+    let lastModel = null;
     const cards = {};
     $("turn-status").textContent = "working…";
     $("chat-send").disabled = true;
@@ -211,7 +221,18 @@
       await fillFromSteps(jobId, cards);
     });
     on("todo", (d) => R.todos($("todo-list"), d.items));
-    on("status", (d) => { $("turn-status").textContent = d.status + (d.error ? `: ${d.error}` : ""); });
+    on("model", (d) => { lastModel = d.model; R.modelTag(bubble, d.model); });
+    on("model_retry", (d) => {
+      // The failed attempt's text is not the answer: drop it; the retry streams anew.
+      if (bubble) { bubble.remove(); bubble = null; }
+      box.append(R.retryMarker(d));
+    });
+    on("status", (d) => {
+      const why = d.error || d.message;
+      $("turn-status").textContent = d.status === "waiting_model"
+        ? `waiting for the model endpoint…${why ? ` (${why})` : ""}`
+        : d.status + (d.error ? `: ${d.error}` : "");
+    });
     on("compression", (d) => {
       setMeter("bar-context", d.after_tokens / contextLimit, `${d.after_tokens} / ${contextLimit} tokens`);
       if (d.layer === "summary") box.append(R.compaction(jobId, `Conversation compacted: ${d.before_tokens} → ${d.after_tokens} tokens`));
@@ -224,7 +245,11 @@
       $("turn-status").textContent = d.status;
       if (d.error) showError(d.error);
       const text = d.result && (d.result.content || d.result.text);
-      if (!box.querySelector(`[data-role=assistant][data-job-id="${jobId}"]`) && text) box.append(R.message("assistant", text, { "data-job-id": jobId }));
+      if (!box.querySelector(`[data-role=assistant][data-job-id="${jobId}"]`) && text) {
+        const answer = R.message("assistant", text, { "data-job-id": jobId });
+        R.modelTag(answer, lastModel);
+        box.append(answer);
+      }
       await fillFromSteps(jobId, cards);
       await appendArtifacts(jobId);
       box.scrollTop = box.scrollHeight;
@@ -272,7 +297,7 @@
     await loadConversation();
     await refreshUsage();
     const latest = (await Leaflab.api("GET", `/v1/jobs?session=${sessionId}&kind=turn&limit=1`)).items[0];
-    if (latest && ["queued", "running", "waiting_approval"].includes(latest.status)) {
+    if (latest && ["queued", "running", "waiting_approval", "waiting_model"].includes(latest.status)) {
       // The stream replays the running turn from its start: drop what history drew of it.
       for (const node of $("messages").querySelectorAll(`[data-job-id="${latest.id}"]`)) node.remove();
       watch(latest.id);

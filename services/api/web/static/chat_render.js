@@ -26,6 +26,27 @@ const ChatRender = (() => {
     return el("div", attrs, el("span", { class: "role", text: role === "user" ? "You" : "Assistant" }), body);
   }
 
+  // Which model answered: a small line under the assistant's text.
+  function modelTag(bubble, name) {
+    if (!bubble || !name) return;
+    let tag = bubble.querySelector(".model");
+    if (!tag) { tag = el("span", { class: "model", "data-testid": "message-model" }); bubble.append(tag); }
+    tag.textContent = `model: ${name}`;
+    bubble.dataset.model = name;
+  }
+
+  // A model call that had streamed part of an answer is retried: its text is gone.
+  function retryMarker(d) {
+    const why = d.error ? `: ${d.error}` : "";
+    return el("div", { class: "notice model-retry", "data-testid": "model-retry", role: "status",
+      text: `retrying model call (attempt ${d.attempt ?? "?"})${why}; the partial answer was dropped` });
+  }
+
+  // The model of an llm step, as recorded (the answer's own, else the routed one).
+  function stepModel(step) {
+    return (step && step.result && step.result.model) || (step && step.name) || null;
+  }
+
   function durationOf(step) {
     if (!step || !step.finished_at) return null;
     return new Date(step.finished_at) - new Date(step.started_at);
@@ -97,5 +118,5 @@ const ChatRender = (() => {
       el("pre", { "data-testid": "compaction-summary", text: r.content })));
   }
 
-  return { message, toolCard, fillCard, callParts, stepResultText, artifacts, todos, pretty, compaction, fillCompaction };
+  return { message, modelTag, retryMarker, stepModel, toolCard, fillCard, callParts, stepResultText, artifacts, todos, pretty, compaction, fillCompaction };
 })();

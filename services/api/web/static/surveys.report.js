@@ -10,7 +10,7 @@
   const stageNodes = [...document.querySelectorAll("[data-testid=survey-stage]")];
   const STAGES = stageNodes.map((n) => n.dataset.stage);
   const TERMINAL = ["succeeded", "failed", "cancelled"];
-  const HALTED = { failed: "failed", cancelled: "cancelled", paused: "paused", budget_exhausted: "paused", waiting_approval: "paused" };
+  const HALTED = { failed: "failed", cancelled: "cancelled", paused: "paused", budget_exhausted: "paused", waiting_approval: "paused", waiting_model: "paused" };
   let job = null;
   let progress = {};
   let ledgerStage = -1;  // the furthest stage the ledger shows work in (events may have expired)

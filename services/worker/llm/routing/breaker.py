@@ -5,6 +5,8 @@ Guarantees:
 - ``threshold`` consecutive retryable failures open the circuit; while open, every
   process skips the candidate until ``cooldown_s`` has passed (Redis's clock, so
   workers with skewed clocks agree).
+- Failures decay: one that comes more than ``window_s`` after the previous one
+  starts the count over, so failures from long ago never help open the circuit.
 - After the cooldown exactly one caller, across all processes, is granted the
   half-open probe: the check and the grant are one Lua script, atomic in Redis.
   Others keep skipping until the probe reports; a probe whose worker died is
@@ -54,7 +56,7 @@ return {'probe', 'half_open'}
 """
 )
 
-# KEYS[1] circuit; ARGV threshold, is_probe ('1'/'0'), ttl_s -> state after
+# KEYS[1] circuit; ARGV threshold, is_probe ('1'/'0'), ttl_s, window_ms -> state after
 _FAILURE = (
     _NOW
     + """
@@ -67,7 +69,13 @@ if state ~= 'closed' then
   end
   return state
 end
+local last = tonumber(redis.call('HGET', KEYS[1], 'last_failure_at') or '')
+if last and now - last > tonumber(ARGV[4]) then
+  -- The previous failure is older than the window: this one starts a new count.
+  redis.call('HSET', KEYS[1], 'failures', 0)
+end
 local n = redis.call('HINCRBY', KEYS[1], 'failures', 1)
+redis.call('HSET', KEYS[1], 'last_failure_at', now)
 if n >= tonumber(ARGV[1]) then
   redis.call('HSET', KEYS[1], 'state', 'open', 'opened_at', now)
   redis.call('EXPIRE', KEYS[1], ARGV[3])
@@ -104,6 +112,7 @@ class BreakerConfig:
     threshold: int = 3
     cooldown_s: float = 10.0
     probe_timeout_s: float = 30.0
+    window_s: float = 60.0
 
 
 class RedisBreaker:
@@ -155,7 +164,12 @@ class RedisBreaker:
         state = _text(
             self._failure(
                 keys=[self.key(endpoint, model)],
-                args=[self.config.threshold, "1" if probe else "0", KEY_TTL_S],
+                args=[
+                    self.config.threshold,
+                    "1" if probe else "0",
+                    KEY_TTL_S,
+                    int(self.config.window_s * 1000),
+                ],
             )
         )
         self._export(endpoint, model, state)

@@ -4,7 +4,10 @@ A profile is one OpenAI-compatible endpoint with its own key (a vLLM replica, a
 provider). Without ``LEAFLAB_MODEL_PROFILES`` the old single-endpoint settings
 (``LEAFLAB_LLM_BASE_URL``, ``_LLM_API_KEY``, ``_MODEL``, ``_MODEL_FAST``,
 ``_MODEL_FLAGSHIP``) form one implicit profile named ``default``, so existing
-deployments route exactly as before.
+deployments route exactly as before. Every profile option is reachable from the
+plain variables too: ``LEAFLAB_LLM_TOOL_PROTOCOL``, ``_LLM_STRUCTURED_OUTPUT``,
+``_LLM_CONTEXT_TOKENS``, ``_LLM_MAX_CONCURRENCY``, ``_LLM_SYSTEM_ROLE``,
+``_LLM_ALTERNATION``, ``_LLM_STREAM_TOOL_CALLS``, ``_LLM_DISCOVER``, ``_LLM_TIMEOUT_S``.
 """
 
 from __future__ import annotations
@@ -56,6 +59,14 @@ def profiles_from_settings(settings: LlmSettings) -> list[ProfileConfig]:
             api_key=settings.llm_api_key,
             models=models,
             timeout_s=settings.llm_timeout_s,
+            tool_protocol=settings.llm_tool_protocol,
+            structured_output=settings.llm_structured_output,
+            context_tokens=settings.llm_context_tokens,
+            max_concurrency=settings.llm_max_concurrency,
+            system_role=settings.llm_system_role,
+            alternation=settings.llm_alternation,
+            stream_tool_calls=settings.llm_stream_tool_calls,
+            discover=settings.llm_discover,
         )
     ]
 

@@ -11,6 +11,11 @@ Guarantees:
 - When a whole pass over the candidates failed retryably, the router waits
   (exponential backoff with jitter; a Retry-After wins, up to a cap) and makes
   another pass, at most ``policy.max_retries`` more passes.
+- A capability mismatch (``template``, ``unsupported``, ``context_overflow``) is not
+  retryable: the endpoint answered, so its circuit counts a success and the error
+  is raised at once (no other candidate, no other pass).
+- When an attempt that streamed text failed and another attempt follows (the next
+  candidate or pass), ``on_retry`` hears of it before the next attempt starts.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from services.worker.llm.backoff import RetryPolicy
 from services.worker.llm.errors import ModelError
 from services.worker.llm.routing.breaker import Breaker
 from services.worker.llm.routing.profiles import TIERS, Candidate
-from services.worker.llm.types import ModelResponse
+from services.worker.llm.types import ModelResponse, RetryListener, RetryNotice
 
 log = logging.getLogger(__name__)
 AUTH_STATUSES = frozenset({401, 403})
@@ -48,6 +53,7 @@ class CompletionClient(Protocol):
         stream: bool = True,
         tool_protocol: Any = "native",
         response_format: dict[str, Any] | None = None,
+        on_retry: RetryListener | None = None,
     ) -> ModelResponse: ...
 
 
@@ -131,8 +137,30 @@ class _Call:
     on_token: Callable[[str], None] | None
     stream: bool
     response_format: dict[str, Any] | None = None
+    on_retry: RetryListener | None = None
     attempts: list[Attempt] = field(default_factory=list)
     last: ModelError | None = None
+    tried: int = 0  # requests sent so far (candidates tried, over all passes)
+    streamed: int = 0  # tokens the current attempt streamed
+    # The last attempt streamed text and failed: announce it when another one follows.
+    unannounced: RetryNotice | None = None
+
+    def token(self, text: str) -> None:
+        self.streamed += 1
+        if self.on_token is not None:
+            self.on_token(text)
+
+    def client_retried(self, notice: RetryNotice) -> None:
+        """A client's own retry (or resend) was announced: its text is already dropped."""
+        self.streamed = 0
+        if self.on_retry is not None:
+            self.on_retry(notice)
+
+    def announce(self, wait_s: float) -> None:
+        """Tell the listener that the failed attempt's text is void (once)."""
+        notice, self.unannounced = self.unannounced, None
+        if notice is not None and self.on_retry is not None:
+            self.on_retry(RetryNotice(notice.attempt, notice.error, wait_s))
 
 
 class ModelRouter:
@@ -182,9 +210,12 @@ class ModelRouter:
         on_token: Callable[[str], None] | None = None,
         stream: bool = True,
         response_format: dict[str, Any] | None = None,
+        on_retry: RetryListener | None = None,
     ) -> RoutedResponse:
         """The first candidate's reply that succeeds; raises :class:`ModelError` for a
-        request error and :class:`RoutingFailed` when no candidate answered."""
+        request error and :class:`RoutingFailed` when no candidate answered.
+        ``on_retry`` hears of every failed attempt that had streamed text to
+        ``on_token`` and is followed by another attempt."""
         tier, why = self.tier_for(scene, tier_override)
         call = _Call(
             scene,
@@ -197,6 +228,7 @@ class ModelRouter:
             on_token,
             stream,
             response_format,
+            on_retry,
         )
         retry_after: float | None = None
         for pass_no in range(self.policy.max_retries + 1):
@@ -204,6 +236,7 @@ class ModelRouter:
                 # The longest Retry-After of the pass (capped by the policy) is honoured.
                 wait = self.policy.delay_s(pass_no, retry_after)
                 log.warning("every %s candidate failed; next pass in %.2fs", tier, wait)
+                call.announce(wait)
                 self._sleep(wait)
             routed, retry_after = self._pass(call)
             if routed is not None:
@@ -253,11 +286,16 @@ class ModelRouter:
     def _try(
         self, call: _Call, index: int, candidate: Candidate, *, probe: bool, forced: bool = False
     ) -> RoutedResponse | None:
+        call.announce(0.0)  # the next candidate goes at once
+        call.tried += 1
+        call.streamed = 0
         try:
             response = self._call(candidate, call)
         except ModelError as err:
             call.attempts.append(Attempt(candidate, err.error_type, err.status, probe))
             call.last = err
+            if call.streamed:
+                call.unannounced = RetryNotice(call.tried, str(err), 0.0)
             if err.retryable:
                 self._report(candidate, ok=False, probe=probe)
                 return None
@@ -287,18 +325,21 @@ class ModelRouter:
 
     def _call(self, candidate: Candidate, call: _Call) -> ModelResponse:
         endpoint = self.endpoints[candidate.profile]
-        # Only structured-output calls pass response_format, so clients that predate
-        # it (test doubles of CompletionClient) keep working for everything else.
+        # Only structured-output calls pass response_format (and only watched calls
+        # on_retry), so clients that predate them (test doubles of CompletionClient)
+        # keep working for everything else.
         extra: dict[str, Any] = {}
         if call.response_format is not None:
             extra["response_format"] = call.response_format
+        if call.on_retry is not None:
+            extra["on_retry"] = call.client_retried
         return endpoint.client.complete(
             model=candidate.model,
             messages=call.messages,
             tools=call.tools,
             max_tokens=call.max_tokens,
             conversation_key=call.conversation_key,
-            on_token=call.on_token,
+            on_token=call.token if call.on_token is not None else None,
             stream=call.stream,
             tool_protocol="json" if endpoint.json_tool_protocol else "native",
             **extra,
