@@ -96,10 +96,12 @@ class JobPath:
 
     def worker_request(self) -> dict[str, Any]:
         """The first request the worker sent for the newest job: what "directly" replays."""
-        if not self.relay.requests:
-            raise SystemExit("the worker sent no request through the relay")
-        newest = self.relay.requests[-1].conversation.split(":")[0]
-        return next(r.body for r in self.relay.requests if r.conversation.startswith(newest))
+        # Only a job's requests carry a conversation key (endpoint discovery's do not).
+        turns = [r for r in self.relay.requests if r.conversation]
+        if not turns:
+            raise SystemExit("the worker sent no job's request through the relay")
+        newest = turns[-1].conversation.split(":")[0] + ":"
+        return next(r.body for r in turns if (r.conversation + ":").startswith(newest))
 
 
 def worker_env(
