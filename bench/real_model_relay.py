@@ -89,10 +89,14 @@ class TeeRelay:
             pending += data
             while (request := _split_request(pending)) is not None:
                 headers, body, pending = request
-                relayed = Relayed(time.perf_counter(), headers.get("x-leaflab-conversation", ""),
-                                  json.loads(body))  # fmt: skip
-                with self._lock:
-                    self.requests.append(relayed)
+                key = headers.get("x-leaflab-conversation", "")
+                # Not a completion (GET /v1/models, /props: endpoint discovery): its reply
+                # is tracked apart, so it is counted with no request on record.
+                completion = body.startswith(b"{")
+                relayed = Relayed(time.perf_counter(), key, json.loads(body) if completion else {})
+                if completion:
+                    with self._lock:
+                        self.requests.append(relayed)
                 current[:] = [relayed]
 
     def _down(self, src: socket.socket, dst: socket.socket, current: list[Relayed]) -> None:
