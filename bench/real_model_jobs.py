@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -96,8 +97,9 @@ class JobPath:
 
     def worker_request(self) -> dict[str, Any]:
         """The first request the worker sent for the newest job: what "directly" replays."""
-        # Only a job's requests carry a conversation key (endpoint discovery's do not).
-        turns = [r for r in self.relay.requests if r.conversation]
+        # A job's requests carry its session's id as their conversation key (endpoint
+        # discovery's probes carry none or "leaflab-discovery").
+        turns = [r for r in self.relay.requests if _session_key(r.conversation)]
         if not turns:
             raise SystemExit("the worker sent no job's request through the relay")
         newest = turns[-1].conversation.split(":")[0] + ":"
@@ -163,3 +165,11 @@ def job_path(
         finally:
             services.stop()
             relay.stop()
+
+
+def _session_key(conversation: str) -> bool:
+    try:
+        uuid.UUID(conversation[:36])
+    except ValueError:
+        return False
+    return True

@@ -99,8 +99,8 @@ def run_survey(args: argparse.Namespace, base_url: str, logs: Path) -> dict[str,
             services.stop()
             library.stop()
             relay.stop()
-    # The survey's own requests (endpoint discovery's carry no conversation key).
-    sent = [r for r in relay.requests if r.at >= submitted and r.conversation]
+    # The survey's own requests (endpoint discovery's probes are keyed otherwise).
+    sent = [r for r in relay.requests if r.at >= submitted and ":survey:" in r.conversation]
     return {
         "model": model,
         "pdfs": len(names),
