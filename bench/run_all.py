@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.real_model_server import local_model_missing
+
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 BENCHMARKS = [
@@ -38,16 +40,25 @@ BENCHMARKS = [
     ["bench/survey_pipeline.py"],
     ["bench/cli_watch_render.py"],
     ["bench/web_paint.py"],
+    # Short runs on the local real model (llama.cpp + Gemma 3 270M, 2 CPUs: minutes).
+    ["bench/real_model_latency.py", "--start-local", "--rounds", "2", "--max-tokens", "32"],
+    ["bench/survey_real_model.py", "--start-local", "--pdfs", "2", "--length", "short"],
 ]
+# Run only where the local real model is installed (scripts/ensure_real_model.sh).
+NEEDS_REAL_MODEL = {"bench/real_model_latency.py", "bench/survey_real_model.py"}
 # Not benchmarks of their own: servers and helpers the benchmarks above start or import.
 NOT_BENCHMARKS = {"run_all.py", "otlp_sink.py"}
 
 
 def main() -> int:
     failed = 0
+    missing = local_model_missing()
     for argv in BENCHMARKS:
         module = argv[0].removesuffix(".py").replace("/", ".")
         print(f"\n=== {' '.join(argv)} ===", flush=True)
+        if argv[0] in NEEDS_REAL_MODEL and missing:
+            print(f"skipped: the local real model is not installed: {missing}", flush=True)
+            continue
         code = subprocess.call([sys.executable, "-m", module, *argv[1:]])
         failed += code != 0
     return 1 if failed else 0
