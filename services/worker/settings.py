@@ -45,6 +45,9 @@ class WorkerSettings(ContextSettings, LlmSettings):
     model_outage_max_s: float = Field(default=3600.0, ge=0)
     model_probe_interval_s: float = Field(default=10.0, gt=0)
     model_probe_timeout_s: float = Field(default=5.0, gt=0)
+    # A job parked this many times in a row on an HTTP 500/501 from an endpoint whose
+    # probe answers is failed: the server is up and this request is what breaks it.
+    model_server_error_parks: int = Field(default=5, ge=1)
     tool_retry_attempts: int = 3
     tool_retry_base_s: float = 0.2
     db_pool_size: int = 20

@@ -154,6 +154,32 @@ def test_a_request_error_fails_at_once_and_a_long_outage_fails_clearly(
     assert _row(session_factory, job_id).llm_steps == 0
 
 
+def test_an_endpoint_that_is_up_but_keeps_failing_the_request_fails_the_job(
+    services: Services, session_factory: sessionmaker[Session]
+) -> None:
+    # /models answers (the probe resumes the job each time) while every completion of
+    # this conversation is an HTTP 500: a poison request, not an outage to wait out.
+    services.env.update({**QUICK, "LEAFLAB_MODEL_SERVER_ERROR_PARKS": "3"})
+    sim = services.simulator()
+    url = services.api()
+    services.worker()
+    client = client_for(url, make_user(session_factory))
+    session = client.post("/v1/sessions", json={}).json()["id"]
+    boom = {"error": 500, "message": "engine crashed on this prompt"}
+    sim.set_script(session, {"replies": [*([boom] * 40), {"content": "never"}]})
+    job_id = client.post(f"/v1/sessions/{session}/messages", json={"content": "hi"}).json()[
+        "job_id"
+    ]
+    failed = wait_job(client, job_id, timeout_s=60)
+    assert failed["status"] == "failed", failed
+    error = failed["error"]
+    assert "is up but answered a server error to this request 3 times in a row" in error, error
+    assert "engine crashed on this prompt" in error
+    parks = [s for s in _statuses(_events(client, job_id)) if s["status"] == "waiting_model"]
+    assert len(parks) == 2, parks  # parked twice, failed at the third
+    assert _row(session_factory, job_id).llm_steps == 0
+
+
 def test_memory_maintenance_waits_out_an_overloaded_model(
     services: Services, session_factory: sessionmaker[Session]
 ) -> None:

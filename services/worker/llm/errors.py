@@ -46,6 +46,9 @@ _UNSUPPORTED_HINTS = (
     "not implemented",
     "unrecognized request argument",
     "unknown parameter",
+    # llama-cpp-python answers HTTP 500 when its request model refuses a message
+    # ("7 validation errors: ... Input should be 'tool'"): our request, not an outage.
+    "validation error",
 )
 # Statuses whose message is read for a capability mismatch: request errors, and the
 # 500/501 that llama-cpp-python answers for a json_schema or a template error. A 502,

@@ -12,9 +12,11 @@ watcher (model_probe.py) puts it back in the queue when one of them answers.
 ``model_wait_since`` is when the job last stopped making progress for an
 outage: a re-park keeps it unless a ledger step finished after it (the job ran
 again in between). A job that has waited ``model_outage_max_s`` is failed with
-a message that says which endpoint, for how long, and the last error. Request
-errors (400, context overflow, auth, capability mismatches) are not outages:
-they fail the job as before.
+a message that says which endpoint, for how long, and the last error. A job
+parked ``model_server_error_parks`` times in a row on an HTTP 500/501 (its
+endpoint is up: the probe resumed it each time) is failed too: the request is
+what the server cannot take. Request errors (400, context overflow, auth,
+capability mismatches) are not outages: they fail the job as before.
 """
 
 from __future__ import annotations
@@ -43,9 +45,21 @@ SINCE_SQL = """CASE WHEN j.model_wait_since IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM job_steps s
          WHERE s.job_id = j.id AND s.finished_at > j.model_wait_since)
      THEN j.model_wait_since ELSE now() END"""
+# The same wait goes on (no step finished since it began): its count of parks on a
+# server error carries over.
+SAME_WAIT_SQL = """j.model_wait_since IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM job_steps s
+         WHERE s.job_id = j.id AND s.finished_at > j.model_wait_since)"""
 WAITED_SQL = text(
-    f"SELECT EXTRACT(EPOCH FROM now() - {SINCE_SQL}) AS waited_s FROM jobs j WHERE j.id = :id"
+    f"""SELECT EXTRACT(EPOCH FROM now() - {SINCE_SQL}) AS waited_s,
+              CASE WHEN {SAME_WAIT_SQL}
+                   THEN COALESCE(CAST(j.model_wait->>'server_errors' AS integer), 0)
+                   ELSE 0 END AS server_errors
+         FROM jobs j WHERE j.id = :id"""
 )
+# An endpoint that answered 500/501 is up (its probe will say so) but failed this
+# request; repeated parks on it mean the request, not an outage, is the trouble.
+SERVER_ERROR_STATUSES = frozenset({500, 501})
 PARK_SQL = text(
     f"""
     UPDATE jobs j
@@ -65,6 +79,8 @@ class Outage:
 
     endpoints: list[dict[str, str | None]]  # {"profile", "base_url"}
     last_error: str
+    # Some endpoint answered 500/501 (it is up, but failed this request).
+    server_error: bool = False
 
     def names(self) -> str:
         """The endpoints as a user reads them: ``default (http://…/v1)``."""
@@ -74,8 +90,12 @@ class Outage:
         ]
         return ", ".join(shown) or "(unknown)"
 
-    def record(self) -> dict[str, Any]:
-        return {"endpoints": self.endpoints, "last_error": self.last_error}
+    def record(self, server_errors: int = 0) -> dict[str, Any]:
+        return {
+            "endpoints": self.endpoints,
+            "last_error": self.last_error,
+            "server_errors": server_errors,
+        }
 
 
 def outage_of(
@@ -93,16 +113,22 @@ def outage_of(
         return None
     attempts = getattr(err, "routed_attempts", None)
     if attempts is None:
-        return Outage([{"profile": err.provider, "base_url": base_url}], str(err))
+        return Outage(
+            [{"profile": err.provider, "base_url": base_url}],
+            str(err),
+            server_error=err.status in SERVER_ERROR_STATUSES,
+        )
     endpoints: dict[str, dict[str, str | None]] = {}
+    server_error = False
     for attempt in attempts:
+        server_error |= attempt.status in SERVER_ERROR_STATUSES
         if attempt.outcome == "skipped_profile":
             return None
         if attempt.status is not None and not is_retryable_status(attempt.status):
             return None
         profile = attempt.candidate.profile
         endpoints.setdefault(profile, {"profile": profile, "base_url": _base_url(router, profile)})
-    return Outage(list(endpoints.values()), str(err))
+    return Outage(list(endpoints.values()), str(err), server_error=server_error)
 
 
 def _base_url(router: ModelRouter | None, profile: str) -> str | None:
@@ -119,22 +145,27 @@ def park_for_model(deps: RuntimeDeps, lease: Lease, events: JobEvents, outage: O
     message = f"waiting for the model endpoint {outage.names()}: {outage.last_error}"
     with deps.factory() as db, db.begin():
         _, cancel = check_fence(db, lease)
-        waited = float(db.execute(WAITED_SQL, {"id": lease.job_id}).scalar_one())
-        if not cancel and waited < limit:
+        row = db.execute(WAITED_SQL, {"id": lease.job_id}).one()
+        waited = float(row.waited_s)
+        # Consecutive parks on a server error; another kind of outage starts over.
+        server_errors = int(row.server_errors) + 1 if outage.server_error else 0
+        poisoned = server_errors >= deps.settings.model_server_error_parks
+        parked = not cancel and waited < limit and not poisoned
+        if parked:
             db.execute(
                 PARK_SQL,
                 {
                     "message": message,
-                    "wait": json.dumps(outage.record()),
+                    "wait": json.dumps(outage.record(server_errors)),
                     "id": lease.job_id,
                     "fence": lease.fence,
                 },
             )
-            parked = True
-        else:
-            parked = False
     if cancel:
         return finish_slice(deps, lease, events, status="cancelled", error="cancelled by user")
+    if poisoned:
+        error = refused_request(outage, server_errors)
+        return finish_slice(deps, lease, events, status="failed", error=error)
     if not parked:
         return finish_slice(deps, lease, events, status="failed", error=gave_up(outage, waited))
     log.warning("job %s parked: %s", lease.job_id, message)
@@ -146,6 +177,15 @@ def gave_up(outage: Outage, waited_s: float) -> str:
     """The failed job's error: which endpoint, for how long, the last error."""
     return (
         f"the model endpoint {outage.names()} was unreachable for {_duration(waited_s)}; "
+        f"last error: {outage.last_error}"
+    )
+
+
+def refused_request(outage: Outage, times: int) -> str:
+    """The failed job's error when the endpoint is up but keeps failing this request."""
+    return (
+        f"the model endpoint {outage.names()} is up but answered a server error to this "
+        f"request {times} times in a row (the request may be what breaks it); "
         f"last error: {outage.last_error}"
     )
 

@@ -27,6 +27,11 @@ ROLES = "Conversation roles must alternate user/assistant/user/assistant/..."
 JSON_SCHEMA = "Unknown response_format type: json_schema"
 STREAMED_TOOLS = "Automatic streaming tool choice is not supported"
 OVERFLOW = "Requested tokens (5123) exceed context window of 4096"
+# llama-cpp-python 0.3.x, as it answers (HTTP 500) a message its request model refuses.
+REFUSED_MESSAGE = (
+    "7 validation errors:\n  {'type': 'literal_error', 'loc': ('body', 'messages', 2, "
+    "'ChatCompletionRequestToolMessage', 'role'), 'msg': \"Input should be 'tool'\"}"
+)
 
 
 @pytest.fixture
@@ -49,6 +54,7 @@ def error_body(message: str) -> bytes:
         (400, "tool_choice is not supported by this model", "unsupported"),
         (500, OVERFLOW, "context_overflow"),
         (400, OVERFLOW, "context_overflow"),
+        (500, REFUSED_MESSAGE, "unsupported"),
     ],
 )
 def test_a_mismatch_is_classified_whatever_the_status(
