@@ -194,6 +194,10 @@ def _server_figures(writer: Engine, payer: Payer, budget_id: uuid.UUID, n: int) 
         "output_tokens": 100,
         "cached_tokens": 0,
         "record_spend": True,
+        # What the server reported: the same as charged (no overrun on this path).
+        "reported": ASK.usd,
+        "reported_tokens": ASK.tokens,
+        "estimated": False,
     }
     sett = [
         _server_ms(writer, SETTLE_SQL.text, {**settle, "spend_id": uuid.uuid4()}, 1)[0]
