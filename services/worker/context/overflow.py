@@ -12,7 +12,7 @@ from typing import Any
 
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.lease import Lease
-from services.worker.runtime.recorder import StepWrite, record
+from services.worker.runtime.recorder import record_failed_llm
 
 OVERFLOW_CODE = "context_overflow"
 
@@ -28,17 +28,12 @@ def record_overflow(
     message: str,
 ) -> None:
     """Record the llm step of round ``round_no`` as failed (no model call was made)."""
-    record(
+    record_failed_llm(
         deps.writer,
         lease,
         session_id=session_id,
-        step=StepWrite(
-            key=key,
-            kind="llm",
-            name=str(request["model"]),
-            round_no=round_no,
-            status="failed",
-            arguments=request,
-            error={"code": OVERFLOW_CODE, "message": message, "retryable": False},
-        ),
+        key=key,
+        round_no=round_no,
+        request=request,
+        error={"code": OVERFLOW_CODE, "message": message, "retryable": False},
     )

@@ -219,3 +219,30 @@ def record(
             name=msg.name,
         )
     return Recorded(cancel_requested=bool(row.cancel), message=stored)
+
+
+def record_failed_llm(
+    writer: Engine,
+    lease: Lease,
+    *,
+    session_id: uuid.UUID | None,
+    key: str,
+    round_no: int,
+    request: dict[str, Any],
+    error: dict[str, Any],
+) -> None:
+    """Record round ``round_no``'s llm step as failed with ``error`` (the turn then ends)."""
+    record(
+        writer,
+        lease,
+        session_id=session_id,
+        step=StepWrite(
+            key=key,
+            kind="llm",
+            name=str(request["model"]),
+            round_no=round_no,
+            status="failed",
+            arguments=request,
+            error=error,
+        ),
+    )

@@ -40,7 +40,13 @@ from services.worker.runtime.ledger import StepView, llm_key, load_steps
 from services.worker.runtime.model_call import call_model, retry_events
 from services.worker.runtime.model_wait import outage_of, park_for_model
 from services.worker.runtime.outcome import Outcome
-from services.worker.runtime.recorder import MessageWrite, StepWrite, UsageDelta, record
+from services.worker.runtime.recorder import (
+    MessageWrite,
+    StepWrite,
+    UsageDelta,
+    record,
+    record_failed_llm,
+)
 from services.worker.runtime.state import TurnState
 from services.worker.runtime.subagent_scope import subagent_scope
 from services.worker.runtime.suspend import StepSuspended
@@ -361,19 +367,14 @@ class TurnRunner:
             "request_id": err.request_id,
             "retryable": err.retryable,
         }
-        record(
+        record_failed_llm(
             self.deps.writer,
             self.lease,
             session_id=self.who.session_id,
-            step=StepWrite(
-                key=key,
-                kind="llm",
-                name=str(request["model"]),
-                round_no=round_no,
-                status="failed",
-                arguments=request,
-                error=error,
-            ),
+            key=key,
+            round_no=round_no,
+            request=request,
+            error=error,
         )
         return self._finish("failed", error=f"model call failed: {err}")
 
