@@ -7,7 +7,9 @@ not asked of a running service, so the CLI reads it here, through this module.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from services.worker.llm.discovery import DiscoveryConfig, Target, discover, effective
 from services.worker.llm.discovery.summary import record_lines, summary_lines
@@ -30,11 +32,18 @@ __all__ = [
 ]
 
 
-def endpoint_summary(settings: LlmSettings | None = None, *, timeout_s: float = 20.0) -> list[str]:
+def endpoint_summary(
+    settings: LlmSettings | None = None,
+    *,
+    timeout_s: float = 20.0,
+    overrides: Mapping[str, Any] | None = None,
+) -> list[str]:
     """Each routed endpoint discovered once, here and now (no Redis, nothing cached),
     as :func:`summary_lines` with each value's source: `leaflab up`'s ready banner.
-    Bounded by ``timeout_s`` per endpoint; an unreachable one is said to be so."""
-    cfg = settings or LlmSettings()
+    Bounded by ``timeout_s`` per endpoint; an unreachable one is said to be so.
+    ``overrides`` (settings field → value) win over this host's environment: the
+    endpoint `up` was told on its command line."""
+    cfg = settings or LlmSettings(**(overrides or {}))
     profiles = {p.name: p for p in profiles_from_settings(cfg)}
     routed = [c for tier in build_candidates(cfg, list(profiles.values())).values() for c in tier]
     lines: list[str] = []

@@ -22,6 +22,8 @@ XSS_IMG = '<img src=x onerror="window.__xss=1">'
 XSS_SCRIPT = "<script>window.__xss=1</script>"
 
 ANSWER = "The notes say k_p = 2.5, and the loop is stable."
+# Each answer names the model that wrote it (the simulator here).
+MODEL_TAG = "model: leaflab-sim"
 TOOL_SCRIPT = {
     "latency_ms": 20,
     "replies": [
@@ -98,7 +100,7 @@ class TestChat:
         page.get_by_test_id("chat-send").click()
 
         streamed = page.locator("[data-testid=message-assistant][data-streamed=true]")
-        expect(streamed).to_have_text(f"Assistant{ANSWER}", timeout=30_000)
+        expect(streamed).to_have_text(f"Assistant{ANSWER}{MODEL_TAG}", timeout=30_000)
         cards = page.get_by_test_id("tool-card")
         expect(cards).to_have_count(2)
         write = cards.nth(1)
@@ -116,7 +118,9 @@ class TestChat:
 
         # A reload rebuilds the same conversation from the API.
         page.reload()
-        expect(page.get_by_test_id("message-assistant")).to_have_text([f"Assistant{ANSWER}"])
+        expect(page.get_by_test_id("message-assistant")).to_have_text(
+            [f"Assistant{ANSWER}{MODEL_TAG}"]
+        )
         expect(page.get_by_test_id("tool-card")).to_have_count(2)
         expect(page.get_by_test_id("message-user")).to_have_text(["YouWrite k_p to notes"])
 
@@ -142,7 +146,7 @@ class TestChat:
         page.get_by_test_id("chat-input").fill(hostile)
         page.get_by_test_id("chat-send").click()
         answer = page.locator("[data-testid=message-assistant][data-streamed=true]")
-        expect(answer).to_have_text(f"AssistantHere it is: {hostile}", timeout=30_000)
+        expect(answer).to_have_text(f"AssistantHere it is: {hostile}{MODEL_TAG}", timeout=30_000)
         read = page.get_by_test_id("tool-card").nth(1)
         expect(read.get_by_test_id("tool-status")).to_have_text("succeeded")
         read.locator("summary").click()
@@ -150,7 +154,7 @@ class TestChat:
         page.reload()
         expect(page.get_by_test_id("message-user").last).to_have_text(f"You{hostile}")
         expect(page.get_by_test_id("message-assistant")).to_have_text(
-            [f"AssistantHere it is: {hostile}"]
+            [f"AssistantHere it is: {hostile}{MODEL_TAG}"]
         )
         assert page.locator("#messages img, #messages script, #session-list img").count() == 0
         assert page.evaluate("window.__xss") is None
@@ -270,7 +274,7 @@ class TestSlashCommands:
         box.press_sequentially("convert 3 miles")
         box.press("Enter")
         answer = page.locator("[data-testid=message-assistant][data-streamed=true]")
-        expect(answer).to_have_text("Assistant3 miles is 4.83 km.", timeout=30_000)
+        expect(answer).to_have_text(f"Assistant3 miles is 4.83 km.{MODEL_TAG}", timeout=30_000)
         expect(page.get_by_test_id("turn-status")).to_have_text("succeeded")
         sim = running.sim.url.removesuffix("/v1")
         seen = httpx.get(f"{sim}/_sim/requests", params={"key": session_id}, timeout=5).json()
@@ -289,7 +293,7 @@ class TestSlashCommands:
         box.press("Enter")
         notice = page.get_by_test_id("compaction")
         expect(notice).to_contain_text(re.compile(r"Conversation compacted: \d+ → \d+ tokens"))
-        expect(answer.last).to_have_text("AssistantCompacted; go on.", timeout=30_000)
+        expect(answer.last).to_have_text(f"AssistantCompacted; go on.{MODEL_TAG}", timeout=30_000)
         expect(page.get_by_test_id("turn-status")).to_have_text("succeeded")
         notice.locator("summary").click()
         expect(notice.get_by_test_id("compaction-summary")).to_have_text("Miles to km.")

@@ -211,18 +211,16 @@ def capability_lines(choice: ModelChoice) -> list[str]:
     """What discovery finds at the endpoint (context length, tool mode, structured output,
     role rules, concurrency), probed here once; a failure is one line, never a refusal."""
     # Imported here: only `up` pays for the worker's LLM modules, not every CLI command.
-    from services.worker.llm.settings import LlmSettings
     from services.worker.operator import endpoint_summary
 
+    overrides = {}
+    if not choice.from_profiles:
+        overrides = {
+            "llm_base_url": choice.base_url,
+            "model": choice.model,
+            "llm_api_key": choice.api_key or "sk-local",
+        }
     try:
-        if choice.from_profiles:
-            settings = LlmSettings()
-        else:
-            settings = LlmSettings(
-                llm_base_url=choice.base_url,
-                model=choice.model,
-                llm_api_key=choice.api_key or "sk-local",
-            )
-        return endpoint_summary(settings, timeout_s=DISCOVERY_TIMEOUT_S)
+        return endpoint_summary(timeout_s=DISCOVERY_TIMEOUT_S, overrides=overrides)
     except Exception as exc:  # a malformed setting or a probe bug must not stop `up`
         return [f"capabilities: not discovered ({type(exc).__name__}: {exc})"]

@@ -32,7 +32,6 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import Engine, text
-from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.metrics import BUDGET_OVERRUN_USD, BUDGET_OVERRUNS
 from services.common.one_statement import OneStatement
@@ -199,37 +198,6 @@ SETTLE_SQL = text(
     SELECT (SELECT count(*) FROM gone) AS released, (SELECT count(*) FROM charged) AS charged,
            (SELECT COALESCE(sum(overrun_usd), 0) FROM overrun) AS overrun_usd,
            (SELECT count(*) FROM overrun) AS overruns
-    """
-)
-
-RELEASE_ORPHANS_SQL = text(
-    """
-    WITH gone AS (
-        DELETE FROM budget_reservations r
-         WHERE r.created_at < now() - make_interval(secs => :grace_s)
-           AND NOT EXISTS (
-               SELECT 1 FROM jobs j
-                WHERE j.id = r.job_id AND j.fence = r.fence AND j.lease_until > now())
-        RETURNING r.budget_ids, r.usd, r.tokens
-    ), per_budget AS (
-        SELECT b_id, sum(g.usd) AS usd, sum(g.tokens) AS tokens
-          FROM gone g, unnest(g.budget_ids) AS b_id
-         GROUP BY b_id
-    ), locked AS (
-        SELECT b.id FROM budgets b
-         WHERE b.id IN (SELECT b_id FROM per_budget)
-         ORDER BY b.id
-           FOR UPDATE
-    ), upd AS (
-        UPDATE budgets b
-           SET reserved_usd = b.reserved_usd - p.usd,
-               reserved_tokens = b.reserved_tokens - p.tokens,
-               updated_at = now()
-          FROM per_budget p
-         WHERE b.id = p.b_id AND b.id IN (SELECT id FROM locked)
-        RETURNING b.id
-    )
-    SELECT (SELECT count(*) FROM gone) AS released
     """
 )
 
@@ -412,12 +380,3 @@ def count_overrun(pending: PendingSettlement | None, usd: Decimal, rows: int) ->
         return
     BUDGET_OVERRUN_USD.inc(float(usd))
     BUDGET_OVERRUNS.inc(rows)
-
-
-def release_orphans(factory: sessionmaker[Session], *, grace_s: float = 0.0) -> int:
-    """Release reservations whose job no longer holds the lease they were made under."""
-    with factory() as db, db.begin():
-        # Bounded: a budget row held by a cut-off worker's open transaction must not
-        # stall the sweeper (and the job recovery after it); the next sweep retries.
-        db.execute(text("SET LOCAL lock_timeout = '2s'"))
-        return int(db.execute(RELEASE_ORPHANS_SQL, {"grace_s": grace_s}).scalar_one())

@@ -30,6 +30,7 @@ from services.worker.llm.types import ModelResponse
 from services.worker.memory.schedule import schedule_maintenance
 from services.worker.prompts.for_job import job_prompt
 from services.worker.prompts.skills import inject_skills
+from services.worker.runtime.answer import TRUNCATED_REASONS, answer_result
 from services.worker.runtime.conversation import ordered_messages
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.drain import draining
@@ -37,6 +38,11 @@ from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import finish_slice
 from services.worker.runtime.lease import Lease
 from services.worker.runtime.ledger import StepView, llm_key, load_steps
+from services.worker.runtime.ledger_rules import (
+    error_text,
+    rounds_since_todo,
+    trailing_tool_failures,
+)
 from services.worker.runtime.model_call import call_model, retry_events
 from services.worker.runtime.model_wait import outage_of, park_for_model
 from services.worker.runtime.outcome import Outcome
@@ -139,7 +145,7 @@ class TurnRunner:
         if round_no:
             last = steps[llm_key(round_no - 1)]
             if last.status != "succeeded":
-                return Plan("fail", round_no, [], {}, reason=_error_text(last.error))
+                return Plan("fail", round_no, [], {}, reason=error_text(last.error))
             calls = [ToolCallSpec(**c) for c in (last.result or {}).get("tool_calls") or []]
             if not calls:
                 return Plan("answer", round_no, [], {}, answer=(last.result or {}).get("content"))
@@ -152,7 +158,7 @@ class TurnRunner:
             if pending:
                 existing = {c.id: by_call[c.id] for c in pending if c.id in by_call}
                 return Plan("tools", round_no - 1, pending, existing)
-        failures = _trailing_tool_failures(steps)
+        failures = trailing_tool_failures(steps)
         limit = self.deps.settings.max_consecutive_tool_failures
         if failures >= limit:
             return Plan(
@@ -189,7 +195,7 @@ class TurnRunner:
             self.events.emit("prompt_switch", {"to": self.prompt.system.switched_to})
         messages = view.messages
         reminder = "todo" in self.deps.registry.names() and todo_reminder_due(
-            _rounds_since_todo(steps)
+            rounds_since_todo(steps)
         )
         if reminder:
             todos = self._current_todos()
@@ -390,42 +396,3 @@ class TurnRunner:
 
 
 # Finish reasons of a reply cut short: the model's max_tokens, or the stream's deadline.
-TRUNCATED_REASONS = frozenset({"length", "deadline"})
-EMPTY_REPLY_NOTICE = "the model returned an empty reply"
-TRUNCATED_NOTICE = "the reply was cut short (max_tokens or the stream deadline)"
-
-
-def answer_result(content: str | None, truncated: bool, empty: bool) -> dict[str, Any]:
-    """The job result of a final answer: an empty or cut reply says so (``notice``)."""
-    result: dict[str, Any] = {"content": content or ""}
-    if empty:
-        result.update(empty=True, notice=EMPTY_REPLY_NOTICE)
-    elif truncated:
-        result.update(truncated=True, notice=TRUNCATED_NOTICE)
-    return result
-
-
-def _error_text(error: dict[str, Any] | None) -> str:
-    return (error or {}).get("message") or "the model call failed"
-
-
-def _trailing_tool_failures(steps: dict[str, StepView]) -> int:
-    count = 0
-    for step in reversed(list(steps.values())):
-        if step.kind != "tool":
-            continue
-        if step.status != "failed":
-            break
-        count += 1
-    return count
-
-
-def _rounds_since_todo(steps: dict[str, StepView]) -> int:
-    tool_rounds = sorted({s.round for s in steps.values() if s.kind == "tool"})
-    todo_rounds = {s.round for s in steps.values() if s.kind == "tool" and s.name == "todo"}
-    since = 0
-    for r in reversed(tool_rounds):
-        if r in todo_rounds:
-            break
-        since += 1
-    return since

@@ -10,11 +10,11 @@ from sqlalchemy import Engine, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.models import Budget
+from services.worker.budget.orphans import release_orphans
 from services.worker.budget.reservation import (
     Ask,
     Payer,
     Settlement,
-    release_orphans,
     reserve_budget,
     settle_budget,
 )
