@@ -104,12 +104,13 @@ def test_a_turn_waits_out_an_outage_and_worker_restarts_then_answers(
     assert _row(session_factory, first).status == "waiting_model"
     assert _row(session_factory, follow_up).status == "queued"
 
-    sim = services.simulator(port=port)  # the same endpoint is back
-    sim.set_script(
-        first_session, {"replies": [{"content": "first answer"}, {"content": "follow-up"}]}
+    # The same endpoint is back, its replies loaded as it starts: a job the probe
+    # resumes at once must not meet an unscripted simulator (auto mode).
+    sim = services.simulator(
+        script={"replies": [{"content": "scripted answer"}, {"content": "follow-up"}]},
+        port=port,
     )
-    sim.set_script(second_session, {"replies": [{"content": "second answer"}]})
-    for job_id, answer in ((first, "first answer"), (second, "second answer")):
+    for job_id, answer in ((first, "scripted answer"), (second, "scripted answer")):
         done = wait_job(client, job_id, timeout_s=40)
         assert done["status"] == "succeeded", done
         assert done["result"]["content"] == answer
