@@ -101,7 +101,9 @@ def test_discovery_is_bounded_by_its_timeout_and_keeps_what_it_found() -> None:
         started = time.monotonic()
         caps = discover(_target(slow), DiscoveryConfig(timeout_s=2.5, probe_timeout_s=2.5))
         elapsed = time.monotonic() - started
-    assert elapsed < 4.5
+    # Without the bound the probes take 1.5 s each (over 9 s): 8 s leaves a loaded
+    # machine its margin and still fails when the deadline is ignored.
+    assert elapsed < 8
     assert caps.reachable and caps.server == "llama-cpp-python"
     assert caps.error is not None and "ran out" in caps.error
     assert caps.max_concurrency == 1  # what identity alone tells still counts
