@@ -9,7 +9,8 @@ Cases, in one run, against the recorded web on loopback (tests/fixtures/recorded
   * web_fetch tool — guard + HTML → title and readable text;
   * html_to_text   — a ~1 MB generated article; baseline: selectolax's plain
                      ``body.text()`` of the same page (no cleaning, no structure);
-  * pdf_text       — the 4-page paper the tests use (PyMuPDF, page markers).
+  * pdf_text       — the 4-page paper the tests use (PyMuPDF in a limited child
+                     process, page markers: mostly the child's start).
 
     .venv/bin/python -m bench.research_tools [--requests 200]
 
@@ -96,7 +97,8 @@ def main() -> None:
         few,  # type: ignore[union-attr]
     )
     data = PDF_PATH.read_bytes()
-    figures["pdf_text_4_pages"] = timings(lambda: pdf_text(data), few)
+    limits = ResearchToolSettings().pdf_text_limits()
+    figures["pdf_text_4_pages"] = timings(lambda: pdf_text(data, limits), few)
     print(json.dumps(figures))
 
 

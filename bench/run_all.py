@@ -39,6 +39,7 @@ BENCHMARKS = [
     ["bench/approvals_subagents.py"],
     ["bench/survey_pipeline.py"],
     ["bench/cli_watch_render.py"],
+    ["bench/cli_startup.py"],
     ["bench/web_paint.py"],
     # Short runs on the local real model (llama.cpp + Gemma 3 270M, 2 CPUs: minutes).
     ["bench/real_model_latency.py", "--start-local", "--rounds", "2", "--max-tokens", "32"],

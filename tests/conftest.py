@@ -9,7 +9,8 @@ collide (tests/fixtures/scratch.py):
   to use (the second defaults to the first + 1, 15 wraps to 1); unset, the run leases two free
   dbs of 1–15. A db leased by another live run stops this one with a clear error.
 
-Under CI a missing service fails the run loudly instead of skipping.
+A missing service fails the run loudly instead of skipping; so do a missing Chromium
+or missing network namespaces, unless opted out (tests/fixtures/opt_outs.py).
 """
 
 from __future__ import annotations
@@ -142,4 +143,5 @@ def unique() -> str:
     return uuid.uuid4().hex[:10]
 
 
-pytest_plugins = ["tests.fixtures.processes"]
+# opt_outs: the end-of-run list of tests a LEAFLAB_SKIP_…=1 opt-out switched off.
+pytest_plugins = ["tests.fixtures.processes", "tests.fixtures.opt_outs"]

@@ -48,5 +48,9 @@ def test_common_settings_hold_only_shared_fields() -> None:
         "library_url", "internal_token",
         "context_limit_tokens",  # the worker budgets by it, the chat page shows it
         "skills_dir",  # the worker loads the skills, the chat page lists them
+        # The sandbox enforces the disk caps, the API shows usage against them.
+        "sandbox_workspace_max_mb", "sandbox_user_disk_max_mb",
+        # The worker sends execs there, the API a deleted session's workspace removal.
+        "sandbox_queue",
     }  # fmt: skip
     assert set(CommonSettings.model_fields) == shared

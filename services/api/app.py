@@ -20,6 +20,7 @@ from services.api.library.router import UPLOAD_PATH
 from services.api.library.router import router as library_router
 from services.api.limits import BodySizeLimit, RouteKey
 from services.api.log_privacy import install_log_filters
+from services.api.memory.router import router as memory_router
 from services.api.metrics_access import mount_api_metrics
 from services.api.outages import install_outage_handlers
 from services.api.sessions.commands import router as session_commands_router
@@ -107,6 +108,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         library_events_router,
         library_pdf_router,
         session_commands_router,
+        memory_router,
     )
     for router in routers:
         # Every authenticated route may answer 429 (the per-key rate limit).

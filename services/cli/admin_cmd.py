@@ -16,6 +16,30 @@ def admin() -> None:
     """Administer users, API keys and projects."""
 
 
+@admin.command("bootstrap")
+@click.argument("email")
+def bootstrap(email: str) -> None:
+    """Create the first admin on the database and print their API key once.
+
+    For deployments that `leaflab up` does not start (docker compose, Kubernetes):
+    run where LEAFLAB_DATABASE_URL points at the database, e.g.
+    `docker compose exec api leaflab admin bootstrap you@lab.org`. Over HTTP no key
+    exists yet to authorise it, so it is a command on the database only.
+    """
+    # Imported here: the ORM is for this command only, not every `leaflab admin`.
+    from services.api.operator import bootstrap_first_admin
+    from services.common.settings import CommonSettings
+
+    key = bootstrap_first_admin(CommonSettings().require_database_url(), email=email)
+    if key is None:
+        raise click.ClickException(
+            f"{email} already exists: no key was made (an admin makes more keys with "
+            "`leaflab admin key create`)"
+        )
+    click.echo(f"created admin {email}; their API key (shown once):", err=True)
+    click.echo(key)
+
+
 @admin.group()
 def user() -> None:
     """Users."""
@@ -33,8 +57,16 @@ def user_create(email: str, is_admin: bool) -> None:
 
 @user.command("list")
 def user_list() -> None:
-    for u in LeaflabClient().request("GET", "/v1/admin/users")["items"]:
-        click.echo(f"{u['id']}  {u['email']}{'  (admin)' if u['is_admin'] else ''}")
+    """Every user, with the disk their workspaces use of the per-user cap."""
+    listing = LeaflabClient().request("GET", "/v1/admin/users")
+    cap = _mb(int(listing.get("user_disk_cap_bytes", 0)))
+    for u in listing["items"]:
+        disk = f"disk {_mb(int(u.get('disk_bytes', 0)))} / {cap}"
+        click.echo(f"{u['id']}  {u['email']}  {disk}{'  (admin)' if u['is_admin'] else ''}")
+
+
+def _mb(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f} MB"
 
 
 @admin.group()
@@ -109,7 +141,7 @@ def project_create(name: str, allow_network: bool) -> None:
     created = LeaflabClient().request(
         "POST", "/v1/admin/projects", json={"name": name, "allow_network": allow_network}
     )
-    click.echo(f"created project {created['name']} ({created['id']})")
+    click.echo(f"created project {created['name']} ({created['id']}); you are its owner")
 
 
 @project.command("add-member")

@@ -1,4 +1,9 @@
-"""The CLI's HTTP client: LEAFLAB_URL + LEAFLAB_API_KEY (or $LEAFLAB_HOME/admin.key)."""
+"""The CLI's HTTP client: LEAFLAB_URL + LEAFLAB_API_KEY (or $LEAFLAB_HOME/admin.key).
+
+Every client command imports this module to define itself, so it imports httpx
+and the settings module (pydantic) only once a request is made: `leaflab jobs
+--help` answers without them (tests/cli/test_startup_imports.py).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,12 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import httpx
 
-from services.common.settings import default_home
+if TYPE_CHECKING:
+    import httpx
 
 
 def api_url() -> str:
@@ -22,6 +27,8 @@ def api_key() -> str:
     key = os.environ.get("LEAFLAB_API_KEY")
     if key:
         return key.strip()
+    from services.common.settings import default_home
+
     home = Path(os.environ.get("LEAFLAB_HOME") or default_home())
     path = home / "admin.key"
     if path.exists():
@@ -33,6 +40,8 @@ def api_key() -> str:
 
 class LeaflabClient:
     def __init__(self, base_url: str | None = None, key: str | None = None) -> None:
+        import httpx
+
         self.base_url = base_url or api_url()
         self._http = httpx.Client(
             base_url=self.base_url,
@@ -40,11 +49,16 @@ class LeaflabClient:
             timeout=httpx.Timeout(30.0, read=60.0),
         )
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        import httpx
+
         try:
-            resp = self._http.request(method, path, **kwargs)
+            return self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
             raise click.ClickException(f"cannot reach Leaflab at {self.base_url}: {exc}") from None
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        resp = self._send(method, path, **kwargs)
         if resp.status_code >= 400:
             try:
                 err = resp.json()["error"]
@@ -56,8 +70,23 @@ class LeaflabClient:
             return None
         return resp.json()
 
+    def content(self, path: str) -> bytes:
+        """The body of a GET (an artifact's bytes), or a ClickException saying why not."""
+        resp = self._send("GET", path)
+        if resp.status_code >= 400:
+            raise click.ClickException(f"HTTP {resp.status_code} for {path}")
+        return resp.content
+
+    def absolute(self, path: str) -> str:
+        """``path`` (an API path like ``/v1/jobs/…``) as a URL a browser can open."""
+        import httpx
+
+        return str(httpx.URL(self.base_url).join(path))
+
     def events(self, job_id: str, last_event_id: str | None = None) -> Iterator[dict[str, Any]]:
         """Yield SSE events of a job until its final event."""
+        import httpx
+
         headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
         timeout = httpx.Timeout(30.0, read=None)
         with self._http.stream(

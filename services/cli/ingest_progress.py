@@ -32,6 +32,11 @@ class Upload:
 
 
 def local_pages(path: Path) -> int:
+    """PyMuPDF's page count, in this process on purpose: the file is the local
+    user's own, only its cross-reference table is read (no page is interpreted),
+    and it is counted only after the server's limited upload check accepted it
+    (services/common/pdf_child), so a file that passes the server's memory cap
+    costs the user's own process at most that much, once."""
     try:
         import pymupdf
 

@@ -9,7 +9,7 @@ import click
 from services.cli.client import LeaflabClient
 from services.cli.term.output import json_option, print_json
 from services.cli.term.tables import Column, print_table
-from services.common.models.jobs import JOB_KINDS, JOB_STATUSES
+from services.common.job_states import JOB_KINDS, JOB_STATUSES
 
 COLUMNS = [
     Column("ID"),  # whole: it is what `leaflab watch` and `cancel` take

@@ -1,16 +1,19 @@
-"""`leaflab library ingest|search|eval`: clients of the public API, plus a local
+"""`leaflab library ingest|search|delete|eval`: clients of the public API, plus a local
 eval through the library's operator entry point (services/library/operator.py)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import click
 import httpx
 
+from services.cli.client import LeaflabClient
 from services.cli.ingest_progress import Upload, follow, local_pages
 from services.cli.term.literal import literal, shorten
 from services.cli.term.output import json_option, print_json, stdout_console
@@ -21,7 +24,7 @@ SEARCH_COLUMNS = [
     Column("SCORE", justify="right"),
     Column("PAPER", flex=2),
     Column("PAGE", justify="right"),
-    Column("LOCATOR", flex=1, drop=1),
+    Column("SECTION", flex=1, drop=1),
     Column("TEXT", flex=3, wrap=True),
 ]
 SNIPPET_CHARS = 300
@@ -147,12 +150,31 @@ def search(query: str, mode: str, k: int, project: str | None, as_json: bool) ->
             f"{hit['score']:.4f}",
             hit.get("title") or hit.get("filename") or hit.get("document_id"),
             "" if hit.get("page") is None else hit["page"],
-            hit.get("locator"),
+            hit_section(hit),
             shorten(str(hit.get("text") or ""), SNIPPET_CHARS),
         ]
         for i, hit in enumerate(resp.json()["items"], start=1)
     ]
     print_table(SEARCH_COLUMNS, rows)
+
+
+def hit_section(hit: dict[str, object]) -> str:
+    """Where in the paper, without what the PAPER and PAGE columns already say (a
+    locator reads "Title | 2 Methods | p. 3")."""
+    if hit.get("section"):
+        return str(hit["section"])
+    parts = [p.strip() for p in str(hit.get("locator") or "").split("|")]
+    title = str(hit.get("title") or "").strip()
+    kept = [p for p in parts if p and p != title and not re.fullmatch(r"p\. ?\d+", p)]
+    return " | ".join(kept)
+
+
+@library.command()
+@click.argument("doc_id")
+def delete(doc_id: str) -> None:
+    """Delete a document: its passages leave search, its file leaves the store."""
+    LeaflabClient().request("DELETE", f"/v1/library/documents/{quote(doc_id, safe='')}")
+    click.echo(f"deleted document {literal(doc_id)}: its passages no longer appear in search")
 
 
 @library.command("eval")

@@ -6,7 +6,9 @@ from typing import Any
 
 import click
 
+from services.cli.artifacts_cmd import job_artifacts
 from services.cli.client import LeaflabClient
+from services.cli.term.literal import literal
 from services.cli.watch import watch_job
 
 
@@ -83,3 +85,12 @@ def survey(
         return
     if watch_job(client, job["id"])["status"] != "succeeded":
         raise SystemExit(1)
+    print_where(client, str(job["id"]))
+
+
+def print_where(client: LeaflabClient, job_id: str) -> None:
+    """Where the finished survey is: its page, each file's URL, and how to download them."""
+    click.echo(f"report: {client.absolute(f'/surveys/{job_id}')}")
+    for item in job_artifacts(client, job_id):
+        click.echo(f"  {literal(item['display_name'])}: {client.absolute(str(item['url']))}")
+    click.echo(f"download them: leaflab artifacts {job_id} --out DIR")

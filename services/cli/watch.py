@@ -3,8 +3,10 @@
 On a terminal the rich live view (watch_live.py); otherwise plain lines that
 scripts and tests parse: the streamed text, `→ tool … status (1.23s)`, the todo
 list, `[status]` and survey progress lines, and at the end `[status] after N
-tool call(s)` and a line with tokens and cost. Every value from the job is
-printed literally (term/literal.py).
+tool call(s)` and a line with tokens and cost. Every marker starts a line of
+its own. Only a terminal status ends the watch: a job paused for its budget is
+parked, so the watch says how to raise it and follows the job on once it
+resumes. Every value from the job is printed literally (term/literal.py).
 """
 
 from __future__ import annotations
@@ -17,13 +19,18 @@ from services.cli.client import LeaflabClient
 from services.cli.term.literal import literal
 from services.cli.term.output import stdout_console
 from services.cli.watch_live import LiveWatch
-from services.cli.watch_state import TERMINAL, WAITING_MODEL, WatchState
+from services.cli.watch_state import BUDGET_EXHAUSTED, TERMINAL, WAITING_MODEL, WatchState
 from services.cli.watch_text import (
+    BUDGET_PAUSE,
+    batch_progress_text,
+    final_line,
     model_line,
     paused_for_budget,
     progress_line,
     report_error,
+    resumed_line,
     retry_marker,
+    unseen_answer,
     usage_line,
     waiting_line,
 )
@@ -40,6 +47,15 @@ def render_event(event: dict[str, Any], state: dict[str, Any]) -> str | None:
 
 def plain_text(event: dict[str, Any], st: WatchState) -> str | None:
     """The plain rendering of ``event``, already folded into ``st``."""
+    text = _event_text(event, st)
+    if st.resumed and event.get("event") != "status":
+        # Work after a pause, with no status event saying so: say it on a line of its own.
+        marker = "\n" + resumed_line(st)
+        return marker + (text if text and text.startswith("\n") else "\n" + (text or ""))
+    return text
+
+
+def _event_text(event: dict[str, Any], st: WatchState) -> str | None:
     kind, data = event.get("event"), event.get("data") or {}
     if kind == "token":
         text = literal(data.get("text", ""), multiline=True)
@@ -70,9 +86,11 @@ def plain_text(event: dict[str, Any], st: WatchState) -> str | None:
             return None  # the final event reports it
         if data.get("status") == WAITING_MODEL:
             return "\n" + waiting_line(st)
+        if data.get("status") == BUDGET_EXHAUSTED:
+            return f"\n[{BUDGET_EXHAUSTED}] {BUDGET_PAUSE}"
         progress = data.get("progress")
-        extra = f" {literal(progress)}" if progress else ""
-        return f"\n[{literal(data.get('status'))}{extra}]"
+        extra = f" {batch_progress_text(progress)}" if progress else ""
+        return f"\n[{literal(data.get('status'))}]{extra}"
     if kind == "progress":
         return "\n" + progress_line(st)
     if kind == "approval":
@@ -86,28 +104,41 @@ def plain_text(event: dict[str, Any], st: WatchState) -> str | None:
     if kind == "events_lost":
         return "\n  (some live events were lost; the result below is read from the job)"
     if kind == "final":
-        return f"\n[{literal(data.get('status'))}] after {len(st.tools)} tool call(s)\n"
+        answer = unseen_answer(st)
+        return ("\n" + answer if answer else "") + "\n" + final_line(st) + "\n"
     return None
 
 
 def watch_job(
-    client: LeaflabClient, job_id: str, *, console: Console | None = None
+    client: LeaflabClient,
+    job_id: str,
+    *,
+    console: Console | None = None,
+    wait_budget: bool = True,
 ) -> dict[str, Any]:
-    """Follow ``job_id`` until it ends (or pauses for budget); returns the job as read last."""
+    """Follow ``job_id`` until it ends; returns the job as read last. A job paused for
+    its budget is followed on (the watch says so) until a raise resumes it and it
+    ends; with ``wait_budget`` False the pause ends the watch instead."""
     console = console or stdout_console()
     if console.is_terminal:
-        return LiveWatch(client, job_id, console).run()
+        return LiveWatch(client, job_id, console, wait_budget=wait_budget).run()
     state = WatchState(job_id=job_id)
+    # Its kind, for the last line; not its figures yet: replayed progress lines keep their own.
+    state.kind = str(client.request("GET", f"/v1/jobs/{job_id}").get("kind") or "")
     out = console.file
+    at_line_start = True
     for event in client.events(job_id):
         state.apply(event)
         text = plain_text(event, state)
         if text:
             out.write(text)
             out.flush()
-        if paused_for_budget(event):
+            at_line_start = text.endswith("\n")
+        if paused_for_budget(event) and not wait_budget:
             break
     job: dict[str, Any] = client.request("GET", f"/v1/jobs/{job_id}")
+    if not at_line_start:
+        out.write("\n")
     state.usage_from(job)
     out.write(usage_line(state) + "\n")
     out.flush()

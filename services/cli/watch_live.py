@@ -25,13 +25,18 @@ from rich.text import Text
 
 from services.cli.client import LeaflabClient
 from services.cli.term.literal import literal
-from services.cli.watch_state import WAITING_MODEL, Bar, WatchState
+from services.cli.watch_state import BUDGET_EXHAUSTED, WAITING_MODEL, Bar, WatchState
 from services.cli.watch_text import (
+    BUDGET_PAUSE,
+    batch_progress_text,
+    final_line,
     format_seconds,
     model_line,
     paused_for_budget,
     report_error,
+    resumed_line,
     retry_marker,
+    unseen_answer,
     usage_line,
     waiting_line,
 )
@@ -40,7 +45,7 @@ STATUS_STYLE = {
     "succeeded": "bold green",
     "failed": "bold red",
     "cancelled": "bold yellow",
-    "budget_exhausted": "bold red",
+    "budget_exhausted": "bold yellow",  # parked until a raise, not failed
     "waiting_approval": "bold magenta",
     "running": "bold cyan",
     "waiting_model": "bold yellow",
@@ -51,8 +56,11 @@ TODO_SHOWN = 12
 
 
 class LiveWatch:
-    def __init__(self, client: LeaflabClient, job_id: str, console: Console) -> None:
+    def __init__(
+        self, client: LeaflabClient, job_id: str, console: Console, *, wait_budget: bool = True
+    ) -> None:
         self.client, self.job_id, self.console = client, job_id, console
+        self.wait_budget = wait_budget
         self.state = WatchState(job_id=job_id)
         self.partial = ""  # streamed text after the last line break, shown live
         self._lock = threading.Lock()  # the refresh thread renders while events arrive
@@ -70,7 +78,7 @@ class LiveWatch:
         with live:
             for event in self.client.events(self.job_id):
                 self._on_event(event)
-                if paused_for_budget(event):
+                if paused_for_budget(event) and not self.wait_budget:
                     break
             with self._lock:
                 self._flush_text()
@@ -84,18 +92,19 @@ class LiveWatch:
     def _on_event(self, event: dict[str, Any]) -> None:
         kind, data = event.get("event"), event.get("data") or {}
         with self._lock:
+            if kind == "model_retry":
+                self.partial = ""  # the failed attempt's unfinished line is not the answer
+            elif kind != "token":
+                self._flush_text()
+            self.state.apply(event)
+            # Before the text: a `resumed` marker goes above the answer it resumed.
+            for line in transcript(event, self.state):
+                self.console.print(line)
             if kind == "token":
                 self.partial += literal(data.get("text", ""), multiline=True)
                 *lines, self.partial = self.partial.split("\n")
                 for done in lines:
                     self.console.print(Text(done))
-            elif kind == "model_retry":
-                self.partial = ""  # the failed attempt's unfinished line is not the answer
-            else:
-                self._flush_text()
-            self.state.apply(event)
-            for line in transcript(event, self.state):
-                self.console.print(line)
         if kind not in ("token", "todo"):
             self._refresh_usage(force=kind == "final")
 
@@ -124,6 +133,13 @@ class LiveWatch:
 
 def transcript(event: dict[str, Any], st: WatchState) -> list[Text]:
     """Lines to print above the live area for ``event`` (already folded into ``st``)."""
+    lines = _event_lines(event, st)
+    if st.resumed and event.get("event") != "status":
+        return [Text(resumed_line(st), "bold cyan"), *lines]
+    return lines
+
+
+def _event_lines(event: dict[str, Any], st: WatchState) -> list[Text]:
     kind, data = event.get("event"), event.get("data") or {}
     if kind == "tool_end" and st.last_ended is not None:
         call = st.last_ended
@@ -151,6 +167,13 @@ def transcript(event: dict[str, Any], st: WatchState) -> list[Text]:
         return [Text("  " + retry_marker(data, st), "yellow")]
     if kind == "status" and st.status == WAITING_MODEL:
         return [Text(waiting_line(st), "yellow")]
+    if kind == "status" and st.status == BUDGET_EXHAUSTED:
+        return [Text(f"[{BUDGET_EXHAUSTED}] {BUDGET_PAUSE}", "bold yellow")]
+    if kind == "status" and st.resumed:
+        return [Text(f"[{literal(st.status)}]", "bold cyan")]
+    if kind == "final":
+        answer = unseen_answer(st)
+        return [Text(answer)] if answer else []
     return []
 
 
@@ -180,10 +203,12 @@ def header(st: WatchState, now_ms: int) -> Group:
     )
     if st.status == WAITING_MODEL:
         line.append(" · waiting for the model endpoint…", "yellow")
+    if st.status == BUDGET_EXHAUSTED:
+        line.append(" · paused until an admin raises the budget", "yellow")
     if st.model:
         line.append(f" · model {literal(st.model)}")
     if st.batch_progress:
-        line.append(f" {literal(st.batch_progress)}")
+        line.append(f" · {batch_progress_text(st.batch_progress)}")
     if st.stage_label:
         line.append(f" · stage {literal(st.stage_label)}")
     line.append(f" · {format_seconds(elapsed)} · {len(st.tools)} tool call(s)")
@@ -222,7 +247,9 @@ def eta_text(bar: Bar) -> str:
 
 
 def summary(st: WatchState) -> Text:
+    status = st.final or st.status
+    head = f"[{literal(status)}]"
     return Text.assemble(
-        (f"[{literal(st.final or st.status)}]", STATUS_STYLE.get(st.final or st.status, "bold")),
-        f" after {len(st.tools)} tool call(s) · {usage_line(st)}",
+        (head, STATUS_STYLE.get(status, "bold")),
+        f"{final_line(st).removeprefix(head)} · {usage_line(st)}",
     )

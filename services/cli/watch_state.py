@@ -12,11 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.common.job_states import TERMINAL_STATUSES
 from services.common.surveys import STAGES
 
-TERMINAL = ("succeeded", "failed", "cancelled")
+TERMINAL = TERMINAL_STATUSES
 # Not terminal: every model endpoint is down; the job is parked and resumes by itself.
 WAITING_MODEL = "waiting_model"
+# Not terminal either: parked until an admin raises the budget (leaflab admin budget set).
+BUDGET_EXHAUSTED = "budget_exhausted"
+PARKED = (WAITING_MODEL, BUDGET_EXHAUSTED)
+# Events only a running job sends: one after a parked status means the job resumed,
+# even when no status event says so (a budget raise requeues the job silently).
+ACTIVITY = ("token", "tool_start", "tool_end", "model", "model_retry", "todo", "progress")
 
 
 def event_ms(event: dict[str, Any]) -> int | None:
@@ -68,7 +75,7 @@ class WatchState:
     kind: str = ""
     status: str = "queued"
     stage: str | None = None
-    batch_progress: str | None = None
+    batch_progress: dict[str, Any] | str | None = None  # the batch's task counts
     text: str = ""  # the answer streamed since the last tool call
     in_text: bool = False
     tools: list[ToolCall] = field(default_factory=list)
@@ -83,6 +90,7 @@ class WatchState:
     cached_tokens: int = 0
     cost_usd: float = 0.0
     final: str | None = None
+    result: dict[str, Any] | None = None  # the final event's result (a batch's summary)
     error: str | None = None
     first_ms: int | None = None
     last_ms: int | None = None
@@ -93,11 +101,15 @@ class WatchState:
     retries: int = 0  # model calls retried after streaming part of an answer
     dropped: str = ""  # the partial answer the latest retry threw away
     waiting: str | None = None  # why the job waits for the model endpoint (status waiting_model)
+    resumed: str | None = None  # the parked status the latest event brought the job out of
 
     def apply(self, event: dict[str, Any]) -> None:
         kind, data = event.get("event"), event.get("data") or {}
         at = event_ms(event)
         self.previous, self.current = self.current, str(kind)
+        self.resumed = None
+        if kind in ACTIVITY and self.status in PARKED:
+            self.resumed, self.status, self.waiting = self.status, "running", None
         if at is not None:
             self.first_ms = self.first_ms if self.first_ms is not None else at
             self.last_ms = at
@@ -124,7 +136,10 @@ class WatchState:
             self.retries += 1
             self.dropped, self.text = self.text, ""
         elif kind == "status":
+            before = self.status
             self.status = str(data.get("status") or self.status)
+            if before in PARKED and self.status not in PARKED:
+                self.resumed = before
             self.batch_progress = data.get("progress") or self.batch_progress
             if self.status == WAITING_MODEL:
                 self.waiting = str(data.get("error") or data.get("message") or "") or None
@@ -135,6 +150,8 @@ class WatchState:
             self._progress(data, at)
         elif kind == "final":
             self.final = self.status = str(data.get("status"))
+            result = data.get("result")
+            self.result = result if isinstance(result, dict) else None
             self.error = data.get("error") or self.error
 
     def _progress(self, data: dict[str, Any], at: int | None) -> None:

@@ -7,7 +7,13 @@ from typing import Any
 import click
 
 from services.cli.term.literal import literal
-from services.cli.watch_state import WatchState
+from services.cli.watch_state import BUDGET_EXHAUSTED, WatchState
+
+# `leaflab admin budget set` (services/cli/budget_cmd.py) is what an admin raises it with.
+BUDGET_PAUSE = (
+    "paused: your budget is used up; an admin can raise it "
+    "(leaflab admin budget set --user EMAIL --usd AMOUNT); still watching"
+)
 
 
 def format_seconds(seconds: float) -> str:
@@ -36,10 +42,46 @@ def progress_line(st: WatchState) -> str:
     return " ".join(parts)
 
 
+def batch_progress_text(progress: Any) -> str:
+    """A batch's task counts in words (`3 tasks: 1 succeeded, 1 failed, 1 running`),
+    never the event's raw dictionary. Reads both the progress of a running batch
+    and the summary of a finished one, so the last line agrees with the ones before."""
+    if not isinstance(progress, dict):
+        return literal(progress)
+    total = _whole(progress.get("total"))
+    parts = [f"{_whole(progress.get('succeeded'))} succeeded"]
+    for name in ("failed", "running", "queued"):
+        if _whole(progress.get(name)):
+            parts.append(f"{_whole(progress.get(name))} {name}")
+    return f"{total} task{'' if total == 1 else 's'}: " + ", ".join(parts)
+
+
+def _whole(value: object) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def final_line(st: WatchState) -> str:
+    """`[succeeded] after 2 tool call(s)`; a batch's ends with its tasks' counts."""
+    status = f"[{literal(st.final or st.status)}]"
+    if st.kind == "batch" or (st.result is not None and "tasks" in st.result):
+        counts = st.result if st.result and "total" in st.result else st.batch_progress
+        return f"{status} {batch_progress_text(counts)}" if counts else status
+    return f"{status} after {len(st.tools)} tool call(s)"
+
+
 def paused_for_budget(event: dict[str, Any]) -> bool:
-    # Paused until an admin raises the budget: stop watching; the error says why.
+    """The job is parked until an admin raises its budget: not an end, watch goes on."""
     data = event.get("data") or {}
-    return event.get("event") == "status" and data.get("status") == "budget_exhausted"
+    return event.get("event") == "status" and data.get("status") == BUDGET_EXHAUSTED
+
+
+def unseen_answer(st: WatchState) -> str | None:
+    """The job's answer when none of it streamed past the last tool call (its tokens
+    went out before the watch began, or were lost): the watch still ends with it."""
+    content = (st.result or {}).get("content")
+    if st.final != "succeeded" or not isinstance(content, str) or st.text.strip():
+        return None
+    return literal(content, multiline=True) or None
 
 
 def report_error(job: dict[str, Any]) -> None:
@@ -65,6 +107,13 @@ def waiting_line(st: WatchState) -> str:
     """`[waiting for the model endpoint… (connection refused)]`: parked, not failed."""
     why = f" ({literal(st.waiting)})" if st.waiting else ""
     return f"[waiting for the model endpoint…{why}]"
+
+
+def resumed_line(st: WatchState) -> str:
+    """`[running] resumed after the budget was raised`: said when a parked job moves again."""
+    if st.resumed == BUDGET_EXHAUSTED:
+        return "[running] resumed after the budget was raised"
+    return "[running] resumed"
 
 
 def model_line(st: WatchState) -> str:

@@ -6,6 +6,9 @@ Queues: ``agent`` (agent.advance), ``sandbox`` (sandbox.exec), ``library``
 
 from __future__ import annotations
 
+from functools import cached_property
+from typing import Any
+
 from celery import Celery
 
 from services.common.settings import CommonSettings
@@ -18,9 +21,17 @@ TASK_ROUTES = {
 }
 
 
+class LeaflabCelery(Celery):
+    """Celery whose workers stop on SIGHUP instead of re-executing (celery_hangup.py)."""
+
+    @cached_property
+    def Worker(self) -> Any:  # noqa: N802 - Celery's name for it
+        return self.subclass_with_self("services.common.celery_hangup:HangupStopsWorker")
+
+
 def build_celery(settings: CommonSettings) -> Celery:
     broker = settings.require_redis_url()
-    app = Celery("leaflab", broker=broker, backend=broker)
+    app = LeaflabCelery("leaflab", broker=broker, backend=broker)
     app.conf.update(
         task_routes=TASK_ROUTES,
         task_default_queue=AGENT_QUEUE,

@@ -14,6 +14,8 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from services.common.task_names import SANDBOX_QUEUE
+
 DEV_INTERNAL_TOKEN = "leaflab-internal-dev-token"  # noqa: S105 - refused in prod below
 
 
@@ -29,6 +31,15 @@ class CommonSettings(BaseSettings):
     database_url: str | None = None
     redis_url: str | None = None
     workspace_root: Path | None = None
+    # Disk caps of session workspaces: the sandbox enforces them (before, during
+    # and after each exec), the API shows usage against them. Common because both
+    # read them; a workspace never grows past the first, a user's past the second.
+    sandbox_workspace_max_mb: int = Field(default=2048, ge=1)
+    sandbox_user_disk_max_mb: int = Field(default=8192, ge=1)
+    # The Celery queue of this deployment's sandbox workers: the agent's python/bash
+    # tools send execs there, the API a deleted session's workspace removal. A
+    # deployment can give a group of workers (or a test) its own sandbox pool.
+    sandbox_queue: str = SANDBOX_QUEUE
     log_level: str = "INFO"
     # The model's context window: the worker budgets prompts by it, the chat page
     # shows how much of it a turn used.

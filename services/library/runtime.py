@@ -50,6 +50,7 @@ class LibraryRuntime:
             s.parse_max_pages,
             s.parse_pool_size,
             s.parse_docs_per_process,
+            s.parse_recycle_rss_mb,
         )
 
     def close(self) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from services.common.documents.settings import IntakeSettings
+from services.common.machine_cache import machine_cache_dir
 from services.library.lexical import Bm25Params
 
 
@@ -47,7 +48,8 @@ class LibrarySettings(IntakeSettings):
     # onnx-int8 (dynamic int8). The default is the fastest whose SciFact
     # nDCG@10 is within 0.005 of torch (bench/RESULTS.md, "Embedding backends").
     embedding_backend: Literal["torch", "onnx", "onnx-int8"] = "onnx-int8"
-    # Where ONNX exports live (done once, on first use); None = <home>/models.
+    # Where ONNX exports live (done once per machine); None = the machine cache
+    # (services/common/machine_cache.py).
     embedding_models_dir: Path | None = None
     # onnxruntime intra-op threads; 0 = its default (one per core).
     embedding_threads: int = 0
@@ -99,6 +101,8 @@ class LibrarySettings(IntakeSettings):
     # library process, each recycled after this many documents.
     parse_pool_size: int = 2
     parse_docs_per_process: int = 200
+    # ... or as soon as its resident memory passes this after a document.
+    parse_recycle_rss_mb: int = 512
     url_fetch_timeout_s: float = 20.0
 
     # Durable ingestion: a worker holds a document's lease while it ingests
@@ -117,7 +121,8 @@ class LibrarySettings(IntakeSettings):
 
     @property
     def resolved_models_dir(self) -> Path:
-        return self.embedding_models_dir or (self.home / "models")
+        # Per machine, not per home: the export is the same for every stack here.
+        return self.embedding_models_dir or (machine_cache_dir() / "embedding-models")
 
     @property
     def resolved_qdrant_path(self) -> Path:

@@ -25,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from services.model_sim import openai_format as fmt
 from services.model_sim import quirks as quirk_mode
 from services.model_sim.auto import AutoError, auto_reply
+from services.model_sim.control_guard import ControlGuard
 from services.model_sim.script import Script, ScriptEntry, ScriptError, parse_script
 from services.model_sim.state import (
     Decision,
@@ -44,6 +45,8 @@ class SimConfig:
     latency_ms: int = 0
     model: str = DEFAULT_MODEL
     quirks: quirk_mode.Quirks = quirk_mode.Quirks()
+    # Set when the simulator serves a stack: /_sim/* then needs it (see control_guard).
+    control_token: str | None = None
 
 
 class SimHTTPError(Exception):
@@ -165,7 +168,9 @@ def create_app(config: SimConfig | None = None) -> FastAPI:
         messages: list[dict[str, Any]] = body["messages"]
         key, slot_hint = split_slot(conversation_key(request, messages))
         slot = slot_hint if slot_hint is not None else _assistant_count(messages)
-        state.record_request(key, slot=slot, messages=messages)
+        state.record_request(
+            key, slot=slot, messages=messages, response_format=body.get("response_format")
+        )
         decision = state.decide(key, slot)
         if decision.auto:
             try:
@@ -190,6 +195,8 @@ def create_app(config: SimConfig | None = None) -> FastAPI:
             prompt_chars = 3 * quirk_mode.prompt_tokens(messages)
         return _answer(chat, decision, config, prompt_chars, cached)
 
+    if config.control_token:
+        app.add_middleware(ControlGuard, token=config.control_token)
     app.add_middleware(RequestIdMiddleware)
     return app
 

@@ -51,6 +51,13 @@ from services.model_sim.server import build_config, serve
     type=click.IntRange(16, 10_000_000),
     help="Context window of the quirky server (prompts this long are refused).",
 )
+@click.option(
+    "--control-token",
+    envvar="LEAFLAB_SIM_CONTROL_TOKEN",
+    default=None,
+    help="Require X-Leaflab-Internal: TOKEN on the control API (/_sim/*); `leaflab up` "
+    "sets the stack's internal token [env LEAFLAB_SIM_CONTROL_TOKEN].",
+)
 def model_sim(
     port: int,
     host: str,
@@ -59,17 +66,25 @@ def model_sim(
     model: str,
     quirks: QuirkName,
     n_ctx: int,
+    control_token: str | None,
 ) -> None:
     """Serve scripted or auto-mode replies at http://HOST:PORT/v1 (chat completions,
     streaming, faults)."""
     try:
         config = build_config(
-            script, latency_ms=latency_ms, model=model, quirks=quirks, n_ctx=n_ctx
+            script,
+            latency_ms=latency_ms,
+            model=model,
+            quirks=quirks,
+            n_ctx=n_ctx,
+            control_token=control_token,
         )
     except ScriptError as exc:
         raise click.ClickException(str(exc)) from exc
     mode = f"script {script}" if script else "auto mode"
     if quirks != "none":
         mode += f", quirks {quirks}, n_ctx {n_ctx}"
+    if control_token:
+        mode += ", control API behind the internal token"
     click.echo(f"model simulator on http://{host}:{port}/v1 (model {model}, {mode})", err=True)
     serve(config, host=host, port=port)

@@ -25,6 +25,7 @@ def build_config(
     model: str = DEFAULT_MODEL,
     quirks: QuirkName = "none",
     n_ctx: int = DEFAULT_N_CTX,
+    control_token: str | None = None,
 ) -> SimConfig:
     """A config from a script file (validated now, so a bad file fails before serving)."""
     default = load_script(script) if isinstance(script, Path) else script
@@ -33,6 +34,7 @@ def build_config(
         latency_ms=latency_ms,
         model=model,
         quirks=Quirks(quirks, n_ctx),
+        control_token=control_token or None,
     )
 
 
@@ -91,6 +93,7 @@ def serve_in_thread(
     model: str = DEFAULT_MODEL,
     quirks: QuirkName = "none",
     n_ctx: int = DEFAULT_N_CTX,
+    control_token: str | None = None,
 ) -> SimServerHandle:
     """Start the simulator on a background thread (port 0: any free port) and wait until
     it accepts connections."""
@@ -98,7 +101,14 @@ def serve_in_thread(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
-    config = build_config(script, latency_ms=latency_ms, model=model, quirks=quirks, n_ctx=n_ctx)
+    config = build_config(
+        script,
+        latency_ms=latency_ms,
+        model=model,
+        quirks=quirks,
+        n_ctx=n_ctx,
+        control_token=control_token,
+    )
     server = uvicorn.Server(_uvicorn_config(config, host, bound_port))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="model-sim", daemon=True

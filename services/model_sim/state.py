@@ -105,7 +105,14 @@ class SimState:
         self.counters = Counters()
         self.recorded: OrderedDict[str, deque[dict[str, Any]]] = OrderedDict()
 
-    def record_request(self, key: str, *, slot: int, messages: list[dict[str, Any]]) -> None:
+    def record_request(
+        self,
+        key: str,
+        *,
+        slot: int,
+        messages: list[dict[str, Any]],
+        response_format: dict[str, Any] | None = None,
+    ) -> None:
         """Keep what this request asked (bounded), for tests comparing model views."""
         log = self.recorded.get(key)
         if log is None:
@@ -114,7 +121,14 @@ class SimState:
                 self.recorded.popitem(last=False)
         else:
             self.recorded.move_to_end(key)
-        log.append({"slot": slot, "received_at": time.time(), "messages": messages})
+        log.append(
+            {
+                "slot": slot,
+                "received_at": time.time(),
+                "messages": messages,
+                "response_format": response_format,
+            }
+        )
 
     def set_script(self, key: str, script: Script) -> None:
         """Install a script for one conversation; it starts afresh (counters cleared)."""

@@ -9,16 +9,21 @@ new image and an unchanged one is found in the local cache.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import logging
-import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import docker
 import docker.errors
 
 from services.sandbox.backends.base import SandboxUnavailable
+from services.sandbox.image_lock import image_build_lock
+from services.sandbox.image_offline import (
+    registry_unreachable,
+    run_build_script,
+    unreachable_notice,
+)
 from services.sandbox.settings import SandboxSettings
 
 log = logging.getLogger(__name__)
@@ -30,7 +35,6 @@ RECIPE_FILES = (
     "debian-packages.txt",
     "pip-requirements.txt",
 )
-BUILD_TIMEOUT_S = 1800
 
 
 def recipe_dir() -> Path:
@@ -73,11 +77,19 @@ def image_exists(client: docker.DockerClient, tag: str) -> bool:
     return True
 
 
-def ensure_image(settings: SandboxSettings, *, offline: bool | None = None) -> str:
+# A build step: make ``tag`` exist in Docker (the recipe's builds; tests pass a
+# fast one to count builds without a debootstrap).
+BuildStep = Callable[[docker.DockerClient, str, SandboxSettings, "bool | None"], None]
+
+
+def ensure_image(
+    settings: SandboxSettings, *, offline: bool | None = None, build: BuildStep | None = None
+) -> str:
     """Return the sandbox image tag, building it first if Docker lacks it.
 
-    Concurrent callers on one host serialize on a lock file, so the image is
-    built once. ``offline`` forces (True) or forbids (False) the debootstrap
+    Concurrent callers on one machine serialize on the machine's image-build lock
+    (services/sandbox/image_lock.py): one builds, the others wait, then find the
+    tag and skip. ``offline`` forces (True) or forbids (False) the debootstrap
     recipe; None follows ``LEAFLAB_SANDBOX_BUILD``.
     """
     tag = image_tag(settings)
@@ -86,26 +98,34 @@ def ensure_image(settings: SandboxSettings, *, offline: bool | None = None) -> s
         return tag
     if settings.sandbox_image:
         raise SandboxUnavailable(f"configured sandbox image {tag!r} is not present in Docker")
-    settings.home.mkdir(parents=True, exist_ok=True)
-    with (settings.home / "sandbox-image.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if image_exists(client, tag):
+    with image_build_lock(settings.sandbox_image_lock, tag):
+        if image_exists(client, tag):  # built by the process we waited for
             return tag
-        mode = settings.sandbox_build
-        if offline is not None:
-            mode = "offline" if offline else "dockerfile"
-        if mode in ("auto", "dockerfile"):
-            try:
-                build_with_dockerfile(client, tag)
-                return tag
-            except (docker.errors.BuildError, docker.errors.APIError) as exc:
-                if mode == "dockerfile":
-                    raise SandboxUnavailable(
-                        f"building {tag} from the Dockerfile failed: {exc}"
-                    ) from exc
-                log.warning("Dockerfile build failed (%s); building offline from Debian", exc)
-        build_offline(tag, rootfs=settings.home / "sandbox-rootfs" / tag.rsplit(":", 1)[-1])
+        (build or build_from_recipe)(client, tag, settings, offline)
     return tag
+
+
+def build_from_recipe(
+    client: docker.DockerClient, tag: str, settings: SandboxSettings, offline: bool | None
+) -> None:
+    """The Dockerfile, else (or when asked) the offline debootstrap recipe."""
+    mode = settings.sandbox_build
+    if offline is not None:
+        mode = "offline" if offline else "dockerfile"
+    if mode in ("auto", "dockerfile"):
+        try:
+            build_with_dockerfile(client, tag)
+            return
+        except (docker.errors.BuildError, docker.errors.APIError) as exc:
+            if mode == "dockerfile":
+                raise SandboxUnavailable(
+                    f"building {tag} from the Dockerfile failed: {exc}"
+                ) from exc
+            if registry_unreachable(exc):
+                log.warning("%s", unreachable_notice())
+            else:
+                log.warning("Dockerfile build failed (%s); building offline from Debian", exc)
+    build_offline(tag, rootfs=settings.home / "sandbox-rootfs" / tag.rsplit(":", 1)[-1])
 
 
 def build_with_dockerfile(client: docker.DockerClient, tag: str) -> None:
@@ -115,16 +135,4 @@ def build_with_dockerfile(client: docker.DockerClient, tag: str) -> None:
 
 def build_offline(tag: str, *, rootfs: Path) -> None:
     """Run the debootstrap recipe; keeps the root filesystem for the bwrap backend."""
-    log.info("building %s offline (debootstrap) into %s", tag, rootfs)
-    rootfs.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(
-        [str(recipe_dir() / "build_offline.sh"), tag, str(rootfs)],
-        capture_output=True,
-        text=True,
-        timeout=BUILD_TIMEOUT_S,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise SandboxUnavailable(
-            f"offline sandbox image build failed (exit {proc.returncode}): {proc.stderr[-2000:]}"
-        )
+    run_build_script(recipe_dir() / "build_offline.sh", tag, rootfs)

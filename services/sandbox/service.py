@@ -27,7 +27,7 @@ from services.common.db import build_engine, build_sessionmaker, transaction
 from services.common.events import EventPublisher
 from services.common.models.users import Project
 from services.common.redis_client import build_redis
-from services.sandbox import artifacts, executions
+from services.sandbox import artifacts, executions, quota, sweep
 from services.sandbox.backends.base import (
     ExecOutcome,
     ExecRequest,
@@ -124,15 +124,35 @@ class SandboxRuntime:
         interval = min(
             self.settings.sandbox_janitor_interval_s, self.settings.sandbox_heartbeat_ttl_s / 3
         )
+        next_sweep = 0.0
         while not self._stop.wait(interval):
             try:
                 self.heartbeat()
                 self.backend.reap_orphans(self.owner_alive)
                 self.answer_orphans()
                 self.backend.maintain()
+                if time.monotonic() >= next_sweep:
+                    next_sweep = time.monotonic() + self.settings.sandbox_workspace_sweep_s
+                    self.sweep_workspaces()
                 self.heartbeat()  # again: maintain() may have taken a while, and added spares
             except Exception:  # the janitor must outlive any one failed round
                 log.exception("sandbox janitor round failed")
+
+    # -- workspaces of deleted sessions -------------------------------------
+    def drop_workspace(self, session_id: str) -> bool:
+        """The API's request after a session delete: remove its workspace (if deleted)."""
+        return sweep.drop(
+            self.sessions, self.settings.workspaces_dir, session_id, self.backend.forget
+        )
+
+    def sweep_workspaces(self) -> list[str]:
+        """Remove workspaces whose session is deleted or unknown (a lost request, a crash)."""
+        return sweep.sweep(
+            self.sessions,
+            self.settings.workspaces_dir,
+            grace_s=self.settings.sandbox_workspace_orphan_grace_s,
+            forget=self.backend.forget,
+        )
 
     def answer_orphans(self) -> int:
         """Interrupt the execs of dead workers and answer their callers; returns how many."""
@@ -193,12 +213,17 @@ class SandboxRuntime:
             result = self._execute(payload, timeout)
         except SandboxUnavailable as exc:
             executions.release(self.sessions, key=key)
-            return error_result("sandbox_unavailable", str(exc))
+            return error_result(exc.code, str(exc))
         executions.finish(self.sessions, key=key, result=result)
         return result
 
     def _execute(self, payload: ExecPayload, timeout: float) -> dict[str, Any]:
         workspace = self.workspace_for(payload)
+        owner = quota.owner_of(self.sessions, payload.session_id, payload.job_id)
+        allowed = quota.allowance(self.sessions, self.settings, workspace, owner)
+        refused = allowed.refusal()
+        if refused is not None:
+            return refused
         events: list[dict[str, Any]] = []
 
         def on_event(event_type: str, data: dict[str, Any]) -> None:
@@ -218,9 +243,18 @@ class SandboxRuntime:
             timeout_s=timeout,
             session_key=workspace.name,
             allow_network=self.network_allowed(payload.project_id),
+            disk_limit_bytes=allowed.limit,
         )
         before = artifacts.snapshot(workspace) if workspace.exists() else {}
+        sizes_before = quota.file_sizes(workspace)
         outcome = self.backend.execute(request, on_event)
+        # Measured again: the user's other workspaces may have grown meanwhile (their
+        # own execs ran beside this one), and the total holds whichever finished last.
+        now = quota.allowance(self.sessions, self.settings, workspace, owner)
+        disk, over = quota.enforce_after(workspace, sizes_before, now, outcome.killed_reason)
+        if over and outcome.killed_reason is None:
+            # Finished between two polls, but past the limit: killed for disk all the same.
+            outcome.killed_reason = quota.QUOTA_KILL
         found, skipped = artifacts.collect(
             workspace,
             before,
@@ -230,7 +264,7 @@ class SandboxRuntime:
         if payload.job_id and found:
             with transaction(self.sessions) as s:
                 artifacts.store(s, payload.job_id, found)
-        return self._result(outcome, found, skipped, events)
+        return {**self._result(outcome, found, skipped, events), "disk": disk}
 
     def _result(
         self,

@@ -19,12 +19,27 @@ class SandboxSettings(CommonSettings):
     # How `ensure_image` builds a missing image: the Dockerfile, the offline
     # debootstrap recipe, or the Dockerfile first and offline when it fails.
     sandbox_build: Literal["auto", "dockerfile", "offline"] = "auto"
+    # The lock that makes a missing image one build per machine (Docker's image
+    # store is the machine's, whatever LEAFLAB_HOME each caller has). Unset:
+    # /var/lib/leaflab/image-build.lock beside Docker's data when that can be
+    # created, else ~/.cache/leaflab/image-build.lock.
+    sandbox_image_lock: Path | None = None
     # Root filesystem for the bwrap backend; unset means the host's system dirs.
     sandbox_bwrap_rootfs: Path | None = None
 
     # OCI runtime for sandbox containers (e.g. "runsc" for gVisor: a user-space
     # kernel between model-written code and the host's). Unset: Docker's default.
     sandbox_docker_runtime: str | None = None
+
+    # Network-enabled sandboxes (a project's allow_network) join this Docker network,
+    # which Leaflab makes, with egress rules installed by these commands (the iptables
+    # dockerd uses) that keep them off this host and private ranges; without the rules
+    # such execs are refused (see services/sandbox/backends/docker/egress.py).
+    sandbox_egress_network: str = Field(
+        default="leaflab-sandbox-egress", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+    )
+    sandbox_egress_iptables: str = "iptables"
+    sandbox_egress_ip6tables: str = "ip6tables"
 
     # Limits applied to every execution.
     sandbox_user: str = "10001:10001"
@@ -42,6 +57,12 @@ class SandboxSettings(CommonSettings):
     sandbox_output_kill_bytes: int = Field(default=16_000_000, ge=1024)
     # The workspace is a host directory: keep its growth per exec bounded.
     sandbox_workspace_quota_mb: int = Field(default=512, ge=1)
+    # Workspaces of deleted sessions are removed when the API asks, and by a
+    # sweep every this many seconds (for a crash between the delete and the rm);
+    # a directory of a session unknown to the database is removed once older
+    # than the grace (it may belong to a session being created right now).
+    sandbox_workspace_sweep_s: float = Field(default=60.0, gt=0)
+    sandbox_workspace_orphan_grace_s: float = Field(default=300.0, ge=0)
 
     # Artifacts (new or changed workspace files after an exec) kept in Postgres.
     sandbox_artifact_max_bytes: int = Field(default=10_000_000, ge=1)

@@ -19,7 +19,7 @@ from opentelemetry import trace
 
 from services.common.celery_app import build_celery
 from services.common.metrics import SANDBOX_EXEC_DURATION, start_metrics_server
-from services.common.task_names import SANDBOX_EXEC_TASK
+from services.common.task_names import SANDBOX_DROP_WORKSPACE_TASK, SANDBOX_EXEC_TASK
 from services.common.telemetry import TelemetrySettings, instrument_celery, setup_tracing
 from services.common.telemetry.names import SERVICE_SANDBOX, SPAN_SANDBOX_EXEC, TRACER_SANDBOX
 from services.sandbox.backends.base import SandboxUnavailable
@@ -78,6 +78,17 @@ def sandbox_exec(self: Task, **kwargs: Any) -> dict[str, Any]:
         time.perf_counter() - started
     )
     return result
+
+
+@app.task(name=SANDBOX_DROP_WORKSPACE_TASK)
+def sandbox_drop_workspace(session_id: str) -> bool:
+    """Remove a deleted session's workspace; see ``SandboxRuntime.drop_workspace``."""
+    try:
+        runtime = get_runtime()
+    except SandboxUnavailable as exc:
+        log.warning("workspace of %s left for the sweep: %s", session_id, exc)
+        return False
+    return runtime.drop_workspace(session_id)
 
 
 @worker_ready.connect

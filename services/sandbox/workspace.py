@@ -19,7 +19,10 @@ import struct
 import uuid
 from pathlib import Path
 
+from services.common.workspace_usage import directory_bytes as workspace_bytes
 from services.sandbox.backends.base import SandboxUnavailable
+
+__all__ = ["acl_bytes", "acl_users", "adopt_slot", "prepare_workspace", "workspace_bytes"]
 
 # Linux's on-disk form of a POSIX ACL (include/uapi/linux/posix_acl_xattr.h):
 # a version header, then (tag, perm, id) entries sorted by tag, then id.
@@ -92,20 +95,3 @@ def adopt_slot(slot_dir: Path, workspace: Path) -> None:
     for entry in os.listdir(aside):
         os.rename(aside / entry, workspace / entry)
     os.rmdir(aside)
-
-
-def workspace_bytes(root: Path) -> int:
-    """Total size of regular files under ``root`` (symlinks not followed)."""
-    total = 0
-    stack = [str(root)]
-    while stack:
-        try:
-            with os.scandir(stack.pop()) as it:
-                for entry in it:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                    elif entry.is_file(follow_symlinks=False):
-                        total += entry.stat(follow_symlinks=False).st_size
-        except OSError:
-            continue
-    return total

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from services.common.task_names import SANDBOX_QUEUE
+from services.worker.approvals.protected import DEFAULT_PROTECTED_PATHS
 from services.worker.context.settings import ContextSettings
 from services.worker.llm.settings import LlmSettings
 
@@ -28,9 +28,6 @@ class WorkerSettings(ContextSettings, LlmSettings):
     # Fair dispatch: at most this many running jobs per user (batch parents and
     # subagents excluded); the rest wait queued, holding no worker (0: no cap).
     max_running_jobs_per_user: int = 8
-    # The Celery queue the agent's python/bash tools send to: a deployment can
-    # give a group of workers (or a test) its own sandbox pool.
-    sandbox_queue: str = SANDBOX_QUEUE
     max_consecutive_tool_failures: int = 5
     # Slices are short, so a long survey legitimately takes many attempts.
     max_job_attempts: int = 500
@@ -58,6 +55,16 @@ class WorkerSettings(ContextSettings, LlmSettings):
     approval_protected_suffixes: list[str] = Field(
         default_factory=lambda: [".tex", ".bib", ".sty", ".py", ".m", ".ipynb", ".sh"]
     )
+    # Glob patterns (approvals/protected.py; build files, hooks, CI, other languages).
+    approval_protected_paths: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_PROTECTED_PATHS)
+    )
+    # A bash/python call in ``protected`` mode: the protected files are copied
+    # aside before it runs and changes are held for approval (approvals/exec_hold.py).
+    # Past these bounds the call itself waits for approval instead.
+    approval_hold_max_files: int = Field(default=2000, ge=1)
+    approval_hold_max_mb: float = Field(default=64.0, gt=0)
+    approval_scan_max_entries: int = Field(default=100_000, ge=100)
     token_flush_s: float = 0.05
     # Budgets: past this share of any budget a call goes to the fast tier (a
     # budget's own soft_threshold wins). Sandbox and embedding time are unpriced.

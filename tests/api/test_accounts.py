@@ -42,6 +42,7 @@ class Lab:
     carol: TestUser  # member of project
     olga: TestUser  # owner of project
     dave: TestUser  # in no project
+    admin_user: TestUser  # the admin behind ``admin``
 
 
 def _join(factory: sessionmaker[Session], project: Project, user: TestUser, role: str) -> None:
@@ -68,8 +69,10 @@ def lab(
         _join(session_factory, projects[0], carol, "member")
         _join(session_factory, projects[0], olga, "owner")
         _join(session_factory, projects[1], alice, "member")
-        admin = client_for(url, make_user(session_factory, admin=True))
-        yield Lab(url, admin, names[0], str(projects[0].id), names[1], alice, carol, olga, dave)
+        admin_user = make_user(session_factory, admin=True)
+        admin = client_for(url, admin_user)
+        project_id = str(projects[0].id)
+        yield Lab(url, admin, names[0], project_id, names[1], alice, carol, olga, dave, admin_user)
     finally:
         svc.stop()
 
@@ -116,19 +119,36 @@ class TestAdminRoutes:
         )
         assert added.status_code == 201 and added.json()["role"] == "owner"
         listed = lab.admin.get(f"/v1/admin/projects/{pid}/members").json()["items"]
-        assert [(m["email"], m["role"]) for m in listed] == [(lab.dave.email, "owner")]
+        # The creating admin is the project's first owner.
+        assert sorted((m["email"], m["role"]) for m in listed) == sorted(
+            [(lab.dave.email, "owner"), (lab.admin_user.email, "owner")]
+        )
         bad_role = lab.admin.post(
             f"/v1/admin/projects/{pid}/members", json={"email": lab.dave.email, "role": "admin"}
         )
         assert bad_role.status_code == 422
         gone = lab.admin.delete(f"/v1/admin/projects/{pid}/members/{lab.dave.id}")
         assert gone.status_code == 204
-        assert lab.admin.get(f"/v1/admin/projects/{pid}/members").json()["items"] == []
+        left = lab.admin.get(f"/v1/admin/projects/{pid}/members").json()["items"]
+        assert [m["email"] for m in left] == [lab.admin_user.email]
         again = lab.admin.delete(f"/v1/admin/projects/{pid}/members/{lab.dave.id}")
         assert again.status_code == 404
 
 
 class TestProjectSharing:
+    def test_a_new_projects_creator_may_use_it_and_outsiders_are_told_why(self, lab: Lab) -> None:
+        name = f"c-{uuid.uuid4().hex[:8]}"
+        assert lab.admin.post("/v1/admin/projects", json={"name": name}).status_code == 201
+        search = {"q": "attention", "project": name}
+        # The creator is a member: the search passes the membership check (whatever the
+        # library then answers), where before she was refused her own project.
+        mine = lab.admin.get("/v1/library/search", params=search)
+        assert "not a member" not in mine.text, mine.text
+        outsider = client_for(lab.url, lab.dave).get("/v1/library/search", params=search)
+        assert outsider.status_code == 404
+        message = outsider.json()["error"]["message"]
+        assert "not found, or you are not a member of it" in message, message
+
     def test_members_read_a_project_job_outsiders_get_404(self, lab: Lab) -> None:
         alice = client_for(lab.url, lab.alice)
         job = _job(alice, lab.project).json()
@@ -392,3 +412,56 @@ class TestMassAssignment:
 
 def _bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
+
+
+class TestSessionTitles:
+    def test_an_untitled_session_is_named_by_its_first_message_only(self, lab: Lab) -> None:
+        alice = client_for(lab.url, lab.alice)
+        untitled = alice.post("/v1/sessions", json={}).json()
+        assert untitled["title"] == "New session"
+        first = "Compare   attention variants for long documents, with their memory costs and " * 2
+        assert (
+            alice.post(
+                f"/v1/sessions/{untitled['id']}/messages", json={"content": first + "\nmore"}
+            ).status_code
+            == 202
+        )
+        alice.post(f"/v1/sessions/{untitled['id']}/messages", json={"content": "and another"})
+        title = alice.get(f"/v1/sessions/{untitled['id']}").json()["title"]
+        assert title.startswith("Compare attention variants for long") and title.endswith("…")
+        assert len(title) <= 60 and "\n" not in title
+        named = alice.post("/v1/sessions", json={"title": "Reading group"}).json()
+        alice.post(f"/v1/sessions/{named['id']}/messages", json={"content": "hello there"})
+        assert alice.get(f"/v1/sessions/{named['id']}").json()["title"] == "Reading group"
+
+
+class TestSessionKinds:
+    def test_the_chat_list_leaves_out_sessions_opened_for_surveys(
+        self, lab: Lab, session_factory: sessionmaker[Session]
+    ) -> None:
+        alice = client_for(lab.url, lab.alice)
+        # A batch task's (or a subagent's) session: its job has a parent.
+        task_session = alice.post("/v1/sessions", json={"title": "batch task 1"}).json()["id"]
+        with session_factory() as db, db.begin():
+            parent = Job(user_id=lab.alice.id, kind="batch", status="running", input={})
+            db.add(parent)
+            db.flush()
+            db.add(
+                Job(
+                    user_id=lab.alice.id,
+                    kind="turn",
+                    status="queued",
+                    input={"content": "a"},
+                    session_id=uuid.UUID(task_session),
+                    parent_job_id=parent.id,
+                )
+            )
+        chat = alice.post("/v1/sessions", json={"title": "talk"}).json()["id"]
+        survey = alice.post("/v1/jobs", json={"kind": "survey", "input": {"topic": "x y"}})
+        assert survey.status_code == 202, survey.text
+        survey_session = survey.json()["session_id"]
+        chats = [s["id"] for s in alice.get("/v1/sessions?kind=chat").json()["items"]]
+        everything = [s["id"] for s in alice.get("/v1/sessions").json()["items"]]
+        assert chat in chats and survey_session not in chats and task_session not in chats
+        assert {chat, survey_session, task_session} <= set(everything)
+        assert alice.get("/v1/sessions?kind=nope").status_code == 422

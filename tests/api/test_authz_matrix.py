@@ -18,7 +18,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.api.admin.service import create_api_key
 from services.common.db import transaction
-from services.common.models import ApiKey, Approval, Artifact, Job, Project, User
+from services.common.models import (
+    ApiKey,
+    Approval,
+    Artifact,
+    Job,
+    MemoryProposal,
+    Project,
+    User,
+)
 from tests.api.authz_matrix import PUBLIC_ROUTES, probes, send, with_query_variants
 from tests.api.live_library import api_with_library
 from tests.conftest import Stack
@@ -81,6 +89,19 @@ def world(
             approval_id = str(approval.id)
             key = db.query(ApiKey).filter(ApiKey.user_id == alice.id).one()
             project_id = str(db.query(Project).filter(Project.name == project).one().id)
+            # Alice's project memory proposal: read by members, decided by owners only.
+            proposal = MemoryProposal(
+                project_id=uuid.UUID(project_id),
+                kind="notes",
+                content=marker,
+                proposed_by=alice.id,
+                job_id=uuid.UUID(job_id),
+                step_key="tool:0:call_0_0",
+                status="pending",
+            )
+            db.add(proposal)
+            db.flush()
+            proposal_id = str(proposal.id)
         ids = {
             "job_id": job_id,
             "session_id": session["id"],
@@ -90,6 +111,7 @@ def world(
             "key_id": str(key.id),
             "project_id": project_id,
             "approval_id": approval_id,
+            "proposal_id": proposal_id,
             "document_id": _upload(client, project, f"{marker}.pdf"),
         }
         personal = _personal(client, marker)

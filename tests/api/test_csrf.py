@@ -40,6 +40,12 @@ def _logged_in(url: str, key: str) -> tuple[httpx.Client, str]:
     return client, match.group(1)
 
 
+def _altered(token: str) -> str:
+    """The token with its last character changed (never to itself: a token that already
+    ends in "A" once made this "wrong" token the right one, and the test red by chance)."""
+    return token[:-1] + ("B" if token.endswith("A") else "A")
+
+
 def _titles(client: httpx.Client) -> list[str]:
     return [s["title"] for s in client.get("/v1/sessions").json()["items"]]
 
@@ -48,7 +54,7 @@ def test_a_wrong_non_empty_token_is_refused_like_a_missing_one(
     api_url: str, session_factory: sessionmaker[Session]
 ) -> None:
     client, csrf = _logged_in(api_url, make_user(session_factory).key)
-    for headers in ({}, {"X-CSRF-Token": "x"}, {"X-CSRF-Token": csrf[:-1] + "A"}):
+    for headers in ({}, {"X-CSRF-Token": "x"}, {"X-CSRF-Token": _altered(csrf)}):
         resp = client.post("/v1/sessions", json={"title": "forged"}, headers=headers)
         assert resp.status_code == 403, (headers, resp.text)
         assert resp.json()["error"]["code"] == "csrf_failed"
@@ -72,7 +78,7 @@ def test_logout_needs_its_token_and_a_refused_logout_changes_nothing(
     api_url: str, session_factory: sessionmaker[Session]
 ) -> None:
     client, csrf = _logged_in(api_url, make_user(session_factory).key)
-    for data in ({}, {"csrf_token": "x"}, {"csrf_token": csrf[:-1] + "A"}):
+    for data in ({}, {"csrf_token": "x"}, {"csrf_token": _altered(csrf)}):
         resp = client.post("/logout", data=data)
         assert resp.status_code == 403, (data, resp.status_code)
         assert client.get("/v1/sessions").status_code == 200  # still logged in

@@ -28,6 +28,8 @@ PROMISED = [
     ["migrate"],
     ["approvals"],
     ["approve"],
+    ["memory", "proposals"],
+    ["memory", "decide"],
 ]
 
 

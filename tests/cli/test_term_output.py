@@ -16,9 +16,9 @@ COLUMNS = [Column("ID"), Column("TITLE", flex=1), Column("N", justify="right")]
 HEADER = re.compile(r"^\s*ID\s+TITLE\s+N\s*$", re.MULTILINE)
 
 
-def _render(terminal: bool, rows: list[list[object]]) -> str:
+def _render(terminal: bool, rows: list[list[object]], width: int = 80) -> str:
     buf = io.StringIO()
-    console = Console(file=buf, force_terminal=terminal, width=80, color_system="standard")
+    console = Console(file=buf, force_terminal=terminal, width=width, color_system="standard")
     print_table(COLUMNS, rows, console=console)
     return buf.getvalue()
 
@@ -55,3 +55,10 @@ class TestTables:
         assert "\\x1b[31mred" in shown and "[bold]not" in shown  # markup printed as written
         assert all(len(line) <= 80 for line in shown.splitlines())
         assert "…" in shown and LONG not in shown  # cut with an ellipsis to fit
+
+    def test_a_wide_terminal_keeps_short_values_next_to_each_other(self) -> None:
+        shown = visible(_render(True, [["j1", "short title", 3]], width=240))
+        row = next(line for line in shown.splitlines() if "short title" in line)
+        # The number sits a few columns after the title, not at the far edge of 240.
+        assert len(row.rstrip()) < 40, row
+        assert re.search(r"short title\s{1,6}3", row), row

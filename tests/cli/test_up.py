@@ -26,6 +26,7 @@ from tests.cli.up_harness import (
     stop,
     wait_until_gone,
 )
+from tests.fixtures.listening import listening_addresses
 from tests.fixtures.processes import free_port
 
 
@@ -95,6 +96,18 @@ class TestUpServes:
             for data in (home / "redis").iterdir():
                 if data.is_file():
                     assert stat.S_IMODE(data.stat().st_mode) & 0o077 == 0, data
+
+            # Nothing of the stack listens on every address: its API on the --host asked
+            # for (loopback by default), the workers' metrics and the rest on loopback.
+            ports = stack.record()["ports"]
+            assert {"worker-1-metrics", "model-sim"} <= set(ports), ports
+            for name, port in ports.items():
+                assert listening_addresses(port) == {"127.0.0.1"}, name
+            # The simulator's control API answers the stack's internal token only.
+            sim = f"http://127.0.0.1:{ports['model-sim']}"
+            assert httpx.get(f"{sim}/_sim/stats", timeout=10).status_code == 401
+            internal = {"X-Leaflab-Internal": (home / "internal.token").read_text().strip()}
+            assert httpx.get(f"{sim}/_sim/stats", headers=internal, timeout=10).status_code == 200
 
             os.kill(_worker_pid(stack), signal.SIGKILL)  # the supervisor must restart it
             _wait_worker_restarted(stack)

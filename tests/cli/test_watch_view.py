@@ -204,3 +204,45 @@ class TestWatchSurvey:
         assert "stage assemble (7/7)" in shown
         assert re.search(r"sections written\s+\S+\s+4/4\s+done", shown)
         assert "[succeeded] after 0 tool call(s)" in shown and "cost $0.0321" in shown
+
+
+class TestWatchBatch:
+    def test_a_batchs_progress_reads_as_words_not_a_dictionary(
+        self, lab: RunningStack, stack: Stack, session_factory: sessionmaker[Session]
+    ) -> None:
+        user = make_user(session_factory)
+        with session_factory() as db, db.begin():
+            job = Job(
+                user_id=user.id,
+                kind="batch",
+                status="running",
+                input={"tasks": [{"content": "a"}, {"content": "b"}, {"content": "c"}]},
+                lease_owner="test",
+                lease_until=datetime.now(UTC) + timedelta(hours=1),
+            )
+            db.add(job)
+            db.flush()
+            job_id = str(job.id)
+        r = redis.Redis.from_url(stack.redis_url)
+        base = int(time.time() * 1000)
+        events = [
+            ("status", {"status": "running", "progress": {"total": 3, "succeeded": 1,
+                                                          "failed": 0, "running": 2}}),
+            ("status", {"status": "running", "progress": {"total": 3, "succeeded": 2,
+                                                          "failed": 1, "running": 0}}),
+        ]  # fmt: skip
+        for n, (kind, data) in enumerate(events):
+            fields = {"type": kind, "data": json.dumps(data)}
+            r.xadd(stream_key(job_id), fields, id=f"{base + n}-0")  # type: ignore[arg-type]
+        with session_factory() as db, db.begin():
+            row = db.get(Job, uuid.UUID(job_id))
+            assert row is not None
+            row.status = "succeeded"
+        final = {"type": "final", "data": json.dumps({"status": "succeeded"})}
+        r.xadd(stream_key(job_id), final, id=f"{base + 9}-0")  # type: ignore[arg-type]
+        lines = run_cli(lab.url, user.key, "watch", job_id).stdout.splitlines()
+        assert "[running] 3 tasks: 1 succeeded, 2 running" in lines, lines
+        assert "[running] 3 tasks: 2 succeeded, 1 failed" in lines, lines
+        # The last line agrees with the progress before it (the final event has no summary).
+        assert "[succeeded] 3 tasks: 2 succeeded, 1 failed" in lines, lines
+        assert not any("{" in line for line in lines), lines

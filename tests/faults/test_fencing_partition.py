@@ -9,7 +9,6 @@ model reply arrives, and every write it attempts must be refused by the fence.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -23,6 +22,7 @@ from tests.faults.conftest import FaultStack, start_fault_stack, stop_fault_stac
 from tests.faults.netns import HOST_ADDR, NetnsUnavailable, WorkerHost, worker_host
 from tests.faults.stale_writer import ledger_snapshot, wait_model_request, wait_refusal
 from tests.fixtures.builders import client_for, make_user, wait_job
+from tests.fixtures.opt_outs import NETNS
 from tests.fixtures.processes import Proc, Services, Simulator, free_port, wait_http
 
 EDITS = 5
@@ -35,13 +35,11 @@ def partitioned(
 ) -> Iterator[tuple[FaultStack, WorkerHost]]:
     """Private Postgres, Redis and simulator listening only on the link's host address."""
     with ExitStack() as cleanup:
+        NETNS.skip_if_opted_out()
         try:
             host = cleanup.enter_context(worker_host())
         except NetnsUnavailable as exc:
-            message = f"network namespaces are not available here: {exc}"
-            if os.environ.get("CI"):
-                pytest.fail(message)
-            pytest.skip(message)
+            NETNS.missing(f"network namespaces are not available here: {exc}")
         fs = start_fault_stack(tmp_path, monkeypatch, hosts=(HOST_ADDR,))
         cleanup.callback(stop_fault_stack, fs)  # runs before the namespace goes
         yield fs, host

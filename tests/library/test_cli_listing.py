@@ -23,9 +23,10 @@ from tests.conftest import Stack
 from tests.fixtures.builders import make_user
 from tests.fixtures.processes import Services
 from tests.library.conftest import TOKEN, LibraryService
+from tests.library.hostile_pdfs import text_pdf
 
 TITLE = HOSTILE + " on Quasi-Convex Flows"
-SEARCH_HEADER = ["#", "SCORE", "PAPER", "PAGE", "LOCATOR", "TEXT"]
+SEARCH_HEADER = ["#", "SCORE", "PAPER", "PAGE", "SECTION", "TEXT"]
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +87,8 @@ def test_ingest_then_search_in_a_pipe_as_json_and_on_a_terminal(
     hit = dict(zip(SEARCH_HEADER, lines[1].split("\t"), strict=True))
     assert hit["#"] == "1" and float(hit["SCORE"]) > 0 and hit["PAGE"] == "1"
     assert hit["PAPER"] == literal(TITLE)  # the hostile title, escaped on one line
+    # The section column never repeats the paper or the page.
+    assert "Quasi-Convex Flows" not in hit["SECTION"] and "p. 1" not in hit["SECTION"]
     assert "quasi-convex flows" in hit["TEXT"]
 
     found = json.loads(run_cli(library_api, key, *query, "--json").stdout)
@@ -100,3 +103,30 @@ def test_ingest_then_search_in_a_pipe_as_json_and_on_a_terminal(
 
     bad = run_cli(library_api, key, "library", "search", "x", "--k", "0", ok=False)
     assert bad.exit_code == 1 and "Error:" in bad.output and "Traceback" not in bad.output
+
+
+def test_delete_removes_the_paper_from_search_and_says_so(
+    library_api: str, session_factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    """`leaflab library delete ID`: a line saying it is gone, search no longer finds it;
+    the same id again, or a malformed one, is an error that says why (no traceback)."""
+    key = make_user(session_factory).key
+    marker = "plinthwort" + tmp_path.name[-6:].replace("_", "")
+    pdf = text_pdf(tmp_path / "deleted-by-cli.pdf", pages=1, marker=marker)
+    added = json.loads(run_cli(library_api, key, "library", "ingest", "--json", str(pdf)).stdout)
+    doc_id = added["items"][0]["id"]
+    assert added["items"][0]["status"] == "ready", added
+    query = ("library", "search", f"{marker} energy estimates", "--mode", "keyword", "--json")
+    hits = json.loads(run_cli(library_api, key, *query).stdout)["items"]
+    assert doc_id in {h["document_id"] for h in hits}
+
+    out = run_cli(library_api, key, "library", "delete", doc_id).stdout
+    assert out == f"deleted document {doc_id}: its passages no longer appear in search\n"
+    hits = json.loads(run_cli(library_api, key, *query).stdout)["items"]
+    assert doc_id not in {h["document_id"] for h in hits}
+
+    again = run_cli(library_api, key, "library", "delete", doc_id, ok=False)
+    assert again.exit_code == 1 and "HTTP 404 not_found: document not found" in again.output
+    bad = run_cli(library_api, key, "library", "delete", "not-a-uuid", ok=False)
+    assert bad.exit_code == 1 and "a document id is a UUID" in bad.output
+    assert "Traceback" not in again.output + bad.output

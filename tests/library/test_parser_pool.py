@@ -129,6 +129,18 @@ class TestCrashes:
         finally:
             pool.close()
 
+    def test_recycled_once_its_memory_passes_the_mark(self) -> None:
+        # Every parser holds more than 1 MiB after a document: each is replaced.
+        pool = ParserPool(ParseLimits(pool_size=1, recycle_rss_mb=1))
+        try:
+            pids = set()
+            for _ in range(3):
+                pool.parse(PDF_DIR / "test-uu.pdf")
+                pids.add(pool.last_pid)
+            assert pool.started == 3 and len(pids) == 3
+        finally:
+            pool.close()
+
     def test_cpu_limit_is_per_document_not_per_process(self) -> None:
         # 4 s of CPU per document (timeout + 1); one process parses until it
         # has used twice that in total, without being stopped.

@@ -103,6 +103,13 @@ class TestLayout:
         chunks = chunk_blocks(parsed["blocks"], paper=parsed["title"], max_tokens=220)
         assert all(c.locator.endswith(f"p. {c.page}") for c in chunks)
 
+    def test_ligatures_are_read_as_letters(self) -> None:
+        # SciBERT is set with "ﬁ" ligatures: kept, "scientific" would never match a search.
+        parsed = parse_pdf(str(PDF_DIR / "1903.10676.pdf"), max_pages=100)
+        text = " ".join(b["text"] for b in parsed["blocks"])
+        assert not any(c in text for c in "\ufb00\ufb01\ufb02\ufb03\ufb04")
+        assert "scientific" in text and "classification" in text
+
 
 class TestReferences:
     def test_entries_assembled_across_blocks(self) -> None:

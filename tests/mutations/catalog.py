@@ -85,7 +85,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "uploads with a %PDF- header are stored unopened",
         "services/common/documents/intake.py",
-        "        if not await asyncio.to_thread(_opens_as_pdf, staged):",
+        "        if not await asyncio.to_thread(_opens_as_pdf, staged, check):",
         "        if False:",
         ("tests/library/test_uploads.py", "-k", "fakes"),
     ),
@@ -133,9 +133,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "approvals: protected suffixes matched case-sensitively",
-        "services/worker/approvals/policy.py",
-        "    lowered = path.lower()\n    return any(lowered.endswith(s.lower()) for s in suffixes)",
-        "    return any(path.endswith(s) for s in suffixes)",
+        "services/worker/approvals/protected.py",
+        "        if any(lowered.endswith(s) for s in self.suffixes):",
+        "        if any(path.endswith(s) for s in self.suffixes):",
         ("tests/worker/approvals/test_round_trips.py", "-k", "case"),
     ),
     Mutation(
@@ -152,4 +152,264 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    _active = parse(spec) if spec else _active",
         ("tests/worker/test_failpoint_spec.py", "-k", "unset"),
     ),
+    Mutation(
+        "project memory: a member's write lands without an owner",
+        "services/worker/memory/tool.py",
+        'if args.scope == "project" and not access.owns_project:',
+        "if False:",
+        ("tests/worker/test_memory_tool_access.py", "-k", "member_proposes"),
+    ),
+    Mutation(
+        "project memory: a member decides proposals",
+        "services/api/memory/router.py",
+        "    if not user.is_admin and project_role(db, user_id=user.id, project_id=project.id)"
+        ' != "owner":',
+        "    if False:",
+        ("tests/worker/test_project_memory.py", "-k", "held_then_approved"),
+    ),
+    Mutation(
+        "memory enters the prompt unquoted",
+        "services/worker/memory/documents.py",
+        'QUOTE = "> "',
+        'QUOTE = ""',
+        ("tests/worker/test_memory_tool_access.py", "-k", "Quoted"),
+    ),
+    Mutation(
+        "memory tool: access not re-checked at each call",
+        "services/worker/memory/tool.py",
+        "            if access.revoked is not None:",
+        "            if False:",
+        ("tests/worker/test_memory_tool_access.py", "-k", "no_access"),
+    ),
+    Mutation(
+        "a running job goes on after its user lost access",
+        "services/worker/runtime/turn.py",
+        "if (stop := stop_if_revoked(self.deps, self.lease, self.events, self.who)) is not None:",
+        "if (stop := None) is not None:",
+        ("tests/worker/test_project_memory.py", "-k", "running_job and removed"),
+    ),
+    Mutation(
+        "disk: the measure after an exec takes nothing back",
+        "services/sandbox/quota.py",
+        "    if now <= allowed.limit and killed_reason != QUOTA_KILL:",
+        "    if True:",
+        ("tests/sandbox/test_disk_caps.py", "-k", "third"),
+    ),
+    Mutation(
+        "disk: the poll during an exec ignores the absolute limit",
+        "services/sandbox/backends/docker/backend.py",
+        "if used - base > quota or (limit is not None and used > limit):",
+        "if used - base > quota:",
+        ("tests/sandbox/test_disk_caps.py", "-k", "slow_filler"),
+    ),
+    Mutation(
+        "disk: a full workspace is not refused",
+        "services/sandbox/quota.py",
+        "        if self.workspace_bytes >= self.workspace_cap:",
+        "        if False:",
+        ("tests/sandbox/test_disk_caps.py", "-k", "third"),
+    ),
+    Mutation(
+        "disk: the user's total is not checked",
+        "services/sandbox/quota.py",
+        "        elif self.user_bytes >= self.user_cap:",
+        "        elif False:",
+        ("tests/sandbox/test_disk_caps.py", "-k", "users_total"),
+    ),
+    Mutation(
+        "a deleted session's workspace stays on disk",
+        "services/api/sessions/router.py",
+        "    workspace.drop_after_commit(",
+        "    (lambda *_: None)(",
+        ("tests/sandbox/test_disk_caps.py", "-k", "deleting"),
+    ),
+    Mutation(
+        "the sweep keeps deleted sessions' workspaces",
+        "services/sandbox/sweep.py",
+        "            gone = sessions[sid] is not None",
+        "            gone = False",
+        ("tests/sandbox/test_disk_caps.py", "-k", "sweep"),
+    ),
+    Mutation(
+        "a drop request removes a live session's workspace",
+        "services/sandbox/sweep.py",
+        "        if row is None or row.deleted_at is None:\n            return False",
+        "        pass",
+        ("tests/sandbox/test_disk_caps.py", "-k", "live_session"),
+    ),
+    Mutation(
+        "the admin listing reports no workspace disk",
+        "services/api/admin/router.py",
+        'update={"disk_bytes": disk.get(u.id, 0)}',
+        'update={"disk_bytes": 0}',
+        ("tests/web/test_disk_usage_pages.py", "-k", "listing"),
+    ),
+    Mutation(
+        "disk: the after-check trusts the user's total measured before the exec",
+        "services/sandbox/service.py",
+        "quota.enforce_after(workspace, sizes_before, now, outcome.killed_reason)",
+        "quota.enforce_after(workspace, sizes_before, allowed, outcome.killed_reason)",
+        ("tests/sandbox/test_disk_caps.py", "-k", "at_once"),
+    ),
+    Mutation(
+        "budget: reservations read the budget rows without FOR UPDATE",
+        "services/worker/budget/reservation.py",
+        "         ORDER BY b.id\n           FOR UPDATE\n    ), ask AS (",
+        "         ORDER BY b.id\n    ), ask AS (",
+        ("tests/worker/budget/test_invariant.py", "-k", "user-only"),
+    ),
+    Mutation(
+        "fence: a stale lease's step write is accepted",
+        "services/worker/runtime/recorder.py",
+        "         WHERE id = :job_id AND fence = :fence\n        RETURNING cancel_requested",
+        "         WHERE id = :job_id\n        RETURNING cancel_requested",
+        ("tests/worker/test_fence_refusals.py", "-k", "step"),
+    ),
+    Mutation(
+        "fence: a workspace edit under a stale lease goes ahead",
+        "services/worker/runtime/lease.py",
+        "    if row is None or int(row.fence) != lease.fence:",
+        "    if row is None:",
+        ("tests/worker/test_fence_refusals.py", "-k", "edit"),
+    ),
+    Mutation(
+        "redaction: spans reach the sinks uncleaned",
+        "services/common/telemetry/redaction.py",
+        "                cleaned.append(self.policy.clean_span(span))",
+        "                cleaned.append(span)",
+        ("tests/telemetry/test_sinks.py", "-k", "redacted"),
+    ),
+    Mutation(
+        "sandbox: a project without network gets a network",
+        "services/sandbox/backends/docker/containers.py",
+        '            "network_mode": self.egress.network() if network else "none",',
+        '            "network_mode": self.egress.network(),',
+        ("tests/sandbox/test_abuse.py", "-k", "no_network_egress"),
+    ),
+    Mutation(
+        "exactly-once edits: an edit applied before a crash is applied again",
+        "services/worker/tools/files/editing.py",
+        '    return sha256_file(target) == intent["sha256"]',
+        "    return False",
+        ("tests/worker/tools/test_editing.py", "-k", "ExactlyOnce"),
+    ),
+    Mutation(
+        "sandbox egress: this host reachable from the sandbox network (no INPUT rule)",
+        "services/sandbox/backends/docker/firewall.py",
+        '            (self.iptables, "INPUT", ["-i", self.bridge, *REJECT_V4]),\n',
+        "",
+        ("tests/sandbox/test_egress.py", "-k", "outside_but"),
+    ),
+    Mutation(
+        "sandbox egress: private ranges reachable (no DOCKER-USER jump)",
+        "services/sandbox/backends/docker/firewall.py",
+        '            (self.iptables, DOCKER_USER, ["-i", self.bridge, "-j", self.chain]),\n',
+        "",
+        ("tests/sandbox/test_egress.py", "-k", "outside_but"),
+    ),
+    Mutation(
+        "simulator control API open under leaflab up's token",
+        "services/model_sim/app.py",
+        "    if config.control_token:\n        app.add_middleware(ControlGuard",
+        "    if False:\n        app.add_middleware(ControlGuard",
+        ("tests/model_sim/test_control_guard.py",),
+    ),
+    Mutation(
+        "worker metrics bind every address by default",
+        "services/common/telemetry/settings.py",
+        '    metrics_bind: str = "127.0.0.1"',
+        '    metrics_bind: str = "0.0.0.0"',
+        ("tests/telemetry/test_metrics_serving.py", "-k", "loopback_only"),
+    ),
+    Mutation(
+        "approvals: a command's changes to protected files are kept unheld",
+        "services/worker/approvals/exec_hold.py",
+        "    changes = stash.compare(after, max_bytes=int(settings.approval_hold_max_mb"
+        " * 1024**2))",
+        "    changes = []",
+        ("tests/sandbox/test_protected_exec.py", "-k", "echo_into_makefile"),
+    ),
+    Mutation(
+        "a timed-out tool attempt's parse child is left running",
+        "services/worker/runtime/tool_attempts.py",
+        "        attempt_ctx.cancel.set()\n",
+        "",
+        ("tests/worker/tools/web/test_pdf_fetch_bomb.py", "-k", "timeout"),
+    ),
+    Mutation(
+        "a parser past its RSS mark stays in the pool",
+        "services/library/parsing/pool.py",
+        "            and self.rss_mb() < self.limits.recycle_rss_mb\n",
+        "",
+        ("tests/library/test_parser_pool.py", "-k", "memory_passes"),
+    ),
+    Mutation(
+        "leaflab up stops the stores first (tier order reversed)",
+        "services/cli/up/supervisor.py",
+        "sorted({c.spec.tier for c in self.children}, reverse=True)",
+        "sorted({c.spec.tier for c in self.children}, reverse=False)",
+        ("tests/cli/test_stop_order.py",),
+    ),
+    Mutation(
+        "the stack's children share the terminal's signals (no own session)",
+        "services/cli/up/supervisor.py",
+        "            start_new_session=True,",
+        "            start_new_session=False,",
+        ("tests/cli/test_stop_order.py",),
+    ),
+    Mutation(
+        "a closed terminal's EIO cuts leaflab up's clean stop short",
+        "services/cli/up/command.py",
+        "    try:\n        click.echo(message)\n    except OSError:\n        pass",
+        "    click.echo(message)",
+        ("tests/cli/test_up_stop.py", "-k", "terminal"),
+    ),
+    Mutation(
+        "SIGHUP re-executes a Celery worker (Celery's restart)",
+        "services/common/celery_app.py",
+        "    app = LeaflabCelery(",
+        "    app = Celery(",
+        ("tests/worker/test_stop_signals.py",),
+    ),
+    Mutation(
+        "a model call failing while the worker stops parks the job (or fails it)",
+        "services/worker/runtime/turn.py",
+        "        if draining():  # stopping: hand the job back",
+        "        if False:  # stopping: hand the job back",
+        ("tests/worker/test_stop_signals.py", "-k", "model_call"),
+    ),
+    Mutation(
+        "a stage's schema lets a grammar-following server answer an empty list",
+        "services/worker/survey/schemas.py",
+        '        array["minItems"] = 1',
+        "        pass",
+        ("tests/survey/test_stage_schemas.py",),
+    ),
+    Mutation(
+        "library delete leaves the document's vectors in the store",
+        "services/library/removal.py",
+        "            runtime.store.delete_document(str(ident))\n",
+        "            pass\n",
+        ("tests/library/test_delete.py", "-k", "OwnerDeletes"),
+    ),
 )
+
+
+def control(mutations: tuple[Mutation, ...]) -> Mutation:
+    """No edit, every mutation's tests in one run: they must pass in a copy of the
+    tree, so a kill means the mutation broke them, not the copy or the machine (a
+    missing data folder, a broken fixture)."""
+    files: list[str] = []
+    words: list[str] = []
+    for mutation in mutations:
+        file, rest = mutation.tests[0], mutation.tests[1:]
+        if file not in files:
+            files.append(file)
+        # A module's name is a keyword of its tests: "module and (k)" keeps one
+        # selection's -k to its own file; without -k a selection is its whole module.
+        module = file.rsplit("/", 1)[-1].removesuffix(".py")
+        words.append(f"{module} and ({rest[1]})" if rest[:1] == ("-k",) else module)
+    expression = " or ".join(f"({word})" for word in words)
+    return Mutation(
+        "control: the selections pass unmutated", "", "", "", (*files, "-k", expression)
+    )

@@ -6,6 +6,6 @@
 
 from __future__ import annotations
 
-from tests.fixtures.real_model import real_model, real_model_factory
+from tests.fixtures.real_model import real_model, real_model_alive, real_model_factory
 
-__all__ = ["real_model", "real_model_factory"]
+__all__ = ["real_model", "real_model_alive", "real_model_factory"]

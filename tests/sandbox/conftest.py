@@ -32,6 +32,7 @@ from services.common.models import Base, Job, Project, User
 from services.common.models.sandbox import SandboxExecution
 from services.common.task_names import SANDBOX_QUEUE
 from services.sandbox.backends.docker.containers import LABEL, LABEL_OWNER, LABEL_RUN
+from services.sandbox.backends.docker.egress import remove_egress
 from services.sandbox.image import ensure_image
 from services.sandbox.settings import SandboxSettings, get_sandbox_settings
 from services.worker.tools.base import ToolContext
@@ -55,6 +56,8 @@ SANDBOX_ENV = {
     "LEAFLAB_SANDBOX_HEARTBEAT_TTL_S": "3",
     "LEAFLAB_SANDBOX_JANITOR_INTERVAL_S": "1",
     "LEAFLAB_SANDBOX_RUN_LABEL": RUN_LABEL,
+    # This run's own sandbox network (and egress rules), removed when the run ends.
+    "LEAFLAB_SANDBOX_EGRESS_NETWORK": f"leaflab-egress-{RUN_LABEL}",
 }
 LEAK_GRACE_S = 30.0
 # A safety net only: start_worker returns as soon as the worker says ready.
@@ -90,12 +93,17 @@ def no_leaked_containers() -> Iterator[None]:
         left = run_containers(client)
     for container_id in left:
         client.api.remove_container(container_id, force=True)
+    remove_egress(client, SandboxSettings(**_egress_fields()))
     if left:
         pytest.fail(
             f"{len(left)} sandbox container(s) labelled {LABEL_RUN}={RUN_LABEL} outlived the "
             f"test run (removed now): {[c[:12] for c in left]}",
             pytrace=False,
         )
+
+
+def _egress_fields() -> dict[str, Any]:
+    return {"sandbox_egress_network": SANDBOX_ENV["LEAFLAB_SANDBOX_EGRESS_NETWORK"]}
 
 
 def require_docker(purpose: str) -> None:

@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 
-from services.sandbox.backends.base import ExecRequest, SandboxUnavailable
+from services.sandbox.backends.base import (
+    ExecRequest,
+    SandboxNetworkUnavailable,
+    SandboxUnavailable,
+)
 from services.sandbox.backends.bwrap.backend import BwrapBackend
 from services.sandbox.backends.factory import build_backend
 from services.sandbox.settings import SandboxSettings
@@ -69,7 +73,9 @@ class TestBwrapBackend:
         assert (tmp_path / "ws" / "hello.txt").read_text() == "hi"
         assert events == ["sandbox_start", "sandbox_end"]
 
-    def test_no_network(self, bwrap: BwrapBackend, tmp_path: Path) -> None:
+    def test_no_network_and_network_enabled_execs_are_refused(
+        self, bwrap: BwrapBackend, tmp_path: Path
+    ) -> None:
         # A listener on the host's loopback: a sandbox sharing the host's
         # network namespace would connect; in its own namespace the loopback
         # is empty and the connection is refused.
@@ -79,9 +85,15 @@ class TestBwrapBackend:
             port = listener.getsockname()[1]
             code = PROBE.format(port=port)
             closed, _ = run(bwrap, tmp_path, ["python3", "-c", code])
-            shared, _ = run(bwrap, tmp_path, ["python3", "-c", code], network=True)
+            # bwrap's network is the host's own namespace (its loopback, every port the
+            # host listens on): a network-enabled project is refused, nothing runs.
+            with pytest.raises(SandboxNetworkUnavailable, match="bwrap") as refused:
+                run(bwrap, tmp_path, ["python3", "-c", code], network=True)
+            listener.settimeout(0.5)
+            with pytest.raises(TimeoutError):
+                listener.accept()  # nobody connected
         assert closed.stdout.strip() == "ECONNREFUSED", closed.stdout + closed.stderr
-        assert shared.stdout.strip() == "CONNECTED", shared.stdout + shared.stderr
+        assert refused.value.code == "sandbox_network_unavailable"
 
     def test_timeout_kills(self, bwrap: BwrapBackend, tmp_path: Path) -> None:
         out, events = run(bwrap, tmp_path, ["python3", "-c", "while True: pass"], timeout=1.5)

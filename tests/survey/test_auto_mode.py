@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from tests.model_sim.prompt_text import ALL_PROMPTS, sentences
 from tests.survey.conftest import SurveyStack
 from tests.survey.survey_run import bib_keys, cited_keys, finish, submit
 
@@ -26,3 +27,6 @@ def test_a_survey_completes_with_no_script(survey_stack: SurveyStack) -> None:
     assert cited and all(p["document_id"] in library for p in papers)
     for note in json.loads(survey.files["notes.json"]):
         assert note["locators"] and note["locators"][0]["document_id"] in library
+    # Sections are built from the papers' passages and notes, never from a stage's prompt.
+    report = " ".join(survey.files["report.md"].split()).lower()
+    assert [s for s in sentences(ALL_PROMPTS) if s.lower() in report] == []

@@ -10,7 +10,7 @@ from services.worker.survey.citations import guess_year, keys_in, make_key, stri
 from services.worker.survey.context import SurveyJob
 from services.worker.survey.latex import escape
 from services.worker.survey.schemas import note_schema
-from services.worker.survey.structured import _parse, _without_enums
+from services.worker.survey.structured import _parse, reply_check
 
 
 def test_citations_are_found_and_stripped() -> None:
@@ -55,4 +55,7 @@ def test_a_reply_must_be_json_for_the_schema() -> None:
     bad_chunk = {**good, "locators": [{"chunk_id": "c9", "evidence": "e"}]}
     assert "locators/0/chunk_id" in str(_parse(json.dumps(bad_chunk), schema)[1])
     # Leniency (section writing) lets an unknown key through to verify.
-    assert _parse(json.dumps({**good, "key": "zz"}), _without_enums(schema))[1] is None
+    assert (
+        _parse(json.dumps({**good, "key": "zz"}), reply_check(schema, lenient_enums=True))[1]
+        is None
+    )

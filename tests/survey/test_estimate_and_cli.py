@@ -4,6 +4,7 @@ budget, and ``leaflab survey`` from estimate to a finished report."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -81,7 +82,9 @@ class TestEstimate:
 
 
 class TestSurveyCommand:
-    def test_survey_watch_prints_progress_and_finishes(self, survey_stack: SurveyStack) -> None:
+    def test_survey_watch_prints_progress_and_finishes(
+        self, survey_stack: SurveyStack, tmp_path: Path
+    ) -> None:
         with survey_stack.client() as client:
             session_id, keys = open_scripted_session(survey_stack, client)
             env = {"LEAFLAB_URL": survey_stack.url, "LEAFLAB_API_KEY": survey_stack.member.key}
@@ -100,3 +103,15 @@ class TestSurveyCommand:
             ]
             assert job["input"]["years"] == "2019-2026"
             assert cited_keys(artifacts(client, job["id"])["report.md"]) == set(keys)
+            # The watch ends saying where the report is, and the files download.
+            assert f"report: {survey_stack.url}/surveys/{job['id']}" in result.output
+            assert re.search(rf"  report\.md: {re.escape(survey_stack.url)}/v1/\S+", result.output)
+            out = tmp_path / "survey"
+            fetched = CliRunner().invoke(cli, ["artifacts", job["id"], "--out", str(out)], env=env)
+            assert fetched.exit_code == 0, fetched.output
+            report = (out / "report.md").read_text()
+            assert report == artifacts(client, job["id"])["report.md"]
+            assert str(out / "references.bib") in fetched.output
+            listed = CliRunner().invoke(cli, ["artifacts", job["id"]], env=env)
+            assert listed.exit_code == 0 and "report.md" in listed.output
+            assert "NAME" in listed.output.splitlines()[0]

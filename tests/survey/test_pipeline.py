@@ -91,6 +91,10 @@ class TestSurveyEndToEnd:
         plan_requests = survey_stack.sim_requests(conversation(baseline.session_id, "plan"))
         assert [r["slot"] for r in plan_requests] == [0, 1]
         assert "not valid for the schema" in plan_requests[1]["messages"][-1]["content"]
+        # Sent with bounds that fit the reply's tokens (services/worker/survey/reply_fit.py).
+        sent = plan_requests[0]["response_format"]["json_schema"]["schema"]
+        questions = sent["properties"]["research_questions"]
+        assert questions["maxItems"] >= 1 and questions["items"]["maxLength"] >= 24, sent
 
     def test_progress_is_on_the_events_stream(
         self, baseline: Survey, survey_stack: SurveyStack

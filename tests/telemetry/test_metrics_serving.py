@@ -6,10 +6,12 @@ import socket
 import time
 
 import httpx
+import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.metrics import start_metrics_server, stop_metrics_server
 from tests.fixtures.builders import client_for, make_user, wait_job
+from tests.fixtures.listening import listening_addresses
 from tests.fixtures.processes import Proc, Services, free_port
 
 BIND_FAILURE = "metrics server could not listen"
@@ -90,3 +92,34 @@ class TestMetricsToken:
         headers = {"Authorization": "Bearer api-metrics-secret"}
         ok = httpx.get(f"{url}/metrics", headers=headers, timeout=10)
         assert ok.status_code == 200 and "leaflab_http_requests" in ok.text
+
+
+class TestMetricsBind:
+    def test_worker_server_listens_on_loopback_only_by_default(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.delenv("LEAFLAB_METRICS_BIND", raising=False)
+        port = start_metrics_server(0, token=None)
+        assert port is not None
+        try:
+            # Not on 0.0.0.0: no other host, and no sandbox on a bridge, reaches it.
+            assert listening_addresses(port) == {"127.0.0.1"}
+        finally:
+            stop_metrics_server(port)
+
+    def test_bind_and_token_come_from_the_environment(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # An operator who opens the port beyond loopback; the token guards it.
+        monkeypatch.setenv("LEAFLAB_METRICS_BIND", "0.0.0.0")
+        monkeypatch.setenv("LEAFLAB_METRICS_TOKEN", "env-metrics-secret")
+        port = start_metrics_server(0)
+        assert port is not None
+        try:
+            assert listening_addresses(port) == {"0.0.0.0"}
+            url = f"http://127.0.0.1:{port}/metrics"
+            assert httpx.get(url, timeout=5).status_code == 401
+            headers = {"Authorization": "Bearer env-metrics-secret"}
+            assert httpx.get(url, headers=headers, timeout=5).status_code == 200
+        finally:
+            stop_metrics_server(port)

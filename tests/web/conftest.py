@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, expect, sync_playwright
 
+from tests.fixtures.opt_outs import BROWSER
 from tests.web.browser import chromium_path, launch
 
 # Pages refresh on timers (the admin page every 5 s); on a loaded machine an assertion's
@@ -17,13 +17,10 @@ expect.set_options(timeout=20_000)
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
+    BROWSER.skip_if_opted_out()
     executable = chromium_path()
     if executable is None:
-        if os.environ.get("CI"):
-            pytest.fail(
-                "chromium is missing: scripts/ensure_browser.sh (the test command) installs it"
-            )
-        pytest.skip("chromium is not installed (scripts/ensure_browser.sh installs it)")
+        BROWSER.missing("chromium is not installed")
     with sync_playwright() as playwright:
         chromium = launch(playwright, executable)
         yield chromium

@@ -4,6 +4,7 @@ key is shown once, keys are revoked, queues/workers/breakers show, user data sta
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 import redis
@@ -126,6 +127,32 @@ class TestBudgetsAndSpend:
         mine = next(b for b in budgets if b["user_email"] == target.email)
         assert mine["token_limit"] is None and mine["usd_limit"] == 3
 
+    def test_a_sub_cent_budget_is_saved_from_the_page(
+        self, running: RunningStack, context: BrowserContext, session_factory: sessionmaker[Session]
+    ) -> None:
+        # A small model's call costs fractions of a cent: the browser must not refuse
+        # $0.0015 as "not a multiple of 0.01" (the old step), new or edited.
+        admin = make_user(session_factory, admin=True)
+        target = make_user(session_factory)
+        client_for(running.url, admin).put(
+            "/v1/admin/budgets", json={"user_email": target.email, "usd": 0.0042}
+        )
+        page = _open_admin(context, running.url, admin)
+        form = page.locator(f"[data-testid=budget-form][data-target='{target.email}']")
+        form.locator("input[name=usd]").fill("0.0015")
+        form.get_by_role("button", name="Save").click()
+        api = client_for(running.url, admin)
+
+        def limit() -> float | None:
+            budgets = api.get("/v1/admin/budgets").json()["items"]
+            return next(b["usd_limit"] for b in budgets if b["user_email"] == target.email)
+
+        deadline = time.monotonic() + 15
+        while limit() != 0.0015 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert limit() == 0.0015
+        assert form.locator("input[name=usd]").evaluate("(i) => i.validity.valid")
+
 
 def _row(items: list[dict], key: str) -> float:
     return float(next(i["cost_usd"] for i in items if i["key"] == key))
@@ -144,6 +171,10 @@ class TestKeys:
         panel.get_by_role("button", name="Create key").click()
         shown = page.get_by_test_id("new-key-value").inner_text()
         assert shown.startswith("lf_")
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=running.url)
+        page.get_by_test_id("new-key-copy").click()
+        expect(page.get_by_test_id("new-key-copy")).to_have_text("Copied")
+        assert page.evaluate("navigator.clipboard.readText()") == shown
         assert (
             httpx.get(
                 f"{running.url}/v1/sessions", headers={"Authorization": f"Bearer {shown}"}

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from playwright.sync_api import BrowserContext, Locator, Page, expect
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
@@ -22,6 +23,7 @@ from services.common.models import Project
 from tests.fixtures.builders import TestUser, client_for, make_project, make_user, wait_job
 from tests.fixtures.processes import RunningStack
 from tests.web.browser import login, screenshot_dir
+from tests.web.sandbox_stack import sandbox_worker_for_pages  # noqa: F401 - a fixture
 
 XSS_PATH = "<img src=x onerror=window.__xss=1>.tex"
 XSS_LINE = "<script>window.__xss=2</script> \\section{Results}"
@@ -65,6 +67,33 @@ def _approvals(running: RunningStack, user: TestUser, job_id: str) -> list[dict[
 
 
 class TestApprovalsPage:
+    @pytest.mark.usefixtures("sandbox_worker_for_pages")
+    def test_a_command_that_wrote_a_makefile_shows_command_output_and_diff(
+        self, running: RunningStack, context: BrowserContext, session_factory: sessionmaker[Session]
+    ) -> None:
+        """A bash call's protected change: the card says a command changed a protected
+        file, shows the command, its output (model-made markup stays text) and the
+        Makefile's diff; Apply from the page puts the Makefile in place."""
+        user = make_user(session_factory)
+        command = "printf 'all:\\n\\ttrue\\n' > Makefile; echo '<img src=x onerror=window.__xss=4>'"
+        call = {"name": "bash", "arguments": {"command": command, "timeout": 60}}
+        script = {"replies": [{"tool_calls": [call]}, {"content": "built"}]}
+        session_id, job_id = _waiting_turn(running, user, script)
+        assert not _workspace_file(session_id, "Makefile").exists()
+        page = login(context, running.url, user.key, next_path="/approvals")
+        card = _approval_card(page, job_id)
+        expect(card.locator("h2")).to_contain_text("changed 1 protected file(s)")
+        expect(card.get_by_test_id("approval-output")).to_contain_text("<img src=x")
+        diff = card.get_by_test_id("approval-diff").filter(has_text="Makefile")
+        expect(diff.get_by_test_id("approval-path")).to_have_text("Makefile")
+        expect(diff.locator(".dl-add").filter(has_text="all:")).to_have_count(1)
+        assert card.locator("img").count() == 0
+        card.get_by_test_id("approval-apply").click()
+        outcome = card.get_by_test_id("approval-outcome")
+        expect(outcome).to_contain_text("Job succeeded", timeout=JOB_TIMEOUT_MS)
+        assert _workspace_file(session_id, "Makefile").read_text() == "all:\n\ttrue\n"
+        assert page.evaluate("window.__xss") is None
+
     def test_apply_from_the_page_writes_the_file_and_markup_stays_text(
         self, running: RunningStack, context: BrowserContext, session_factory: sessionmaker[Session]
     ) -> None:
@@ -75,6 +104,8 @@ class TestApprovalsPage:
         )
         # From the job's own page, its link leads to the pending approval.
         page = login(context, running.url, user.key, next_path=f"/jobs/{job_id}")
+        # The nav says a job is waiting, on every page.
+        expect(page.get_by_test_id("nav-approvals-count")).to_have_text("1")
         page.get_by_test_id("job-approval-link").click()
         page.wait_for_url(f"**/approvals?job={job_id}")
         card = _approval_card(page, job_id)
@@ -97,6 +128,8 @@ class TestApprovalsPage:
         expect(outcome).to_contain_text("approval applied")
         expect(card).to_have_attribute("data-status", "applied")
         expect(card.get_by_test_id("approval-apply")).to_have_count(0)
+        page.evaluate("Leaflab.refreshApprovalCount()")
+        expect(page.get_by_test_id("nav-approvals-count")).to_be_hidden()
         assert _workspace_file(session_id, XSS_PATH).read_text() == content
         (after,) = _approvals(running, user, job_id)
         assert after["status"] == "applied"

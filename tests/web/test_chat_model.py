@@ -2,8 +2,8 @@
 retried model call and a job waiting for its endpoint.
 
 The banner is checked over plain HTTP (logged in through the real form), so it runs
-without a browser; the rest needs Chromium (skipped without it outside CI, as every page
-test is).
+without a browser; the rest needs Chromium (missing, it fails the run unless LEAFLAB_SKIP_BROWSER=1,
+as every page test does: tests/fixtures/opt_outs.py).
 """
 
 from __future__ import annotations

@@ -114,6 +114,11 @@ class TestChat:
         expect(page.get_by_test_id("todo-item")).to_have_text(["✓ write the notes", "▶ check them"])
         expect(page.get_by_test_id("turn-status")).to_have_text("succeeded")
         expect(page.locator("#bar-session-text")).to_contain_text("in 1 turns")
+        # No budget set: no scale, so no bar that is always full; the text says why.
+        expect(page.locator("#bar-session-text")).to_contain_text("no budget set")
+        expect(page.get_by_test_id("bar-session")).to_be_hidden()
+        expect(page.get_by_test_id("bar-turn")).to_be_hidden()
+        expect(page.get_by_test_id("bar-context")).to_be_visible()
         page.screenshot(path=str(screenshot_dir() / "chat.png"), full_page=True)
 
         # A reload rebuilds the same conversation from the API.
@@ -123,6 +128,34 @@ class TestChat:
         )
         expect(page.get_by_test_id("tool-card")).to_have_count(2)
         expect(page.get_by_test_id("message-user")).to_have_text(["YouWrite k_p to notes"])
+
+    def test_a_turn_paused_for_its_budget_says_so_and_resumes_after_a_raise(
+        self, running: RunningStack, context: BrowserContext, session_factory: sessionmaker[Session]
+    ) -> None:
+        hana = make_user(session_factory)
+        admin = client_for(running.url, make_user(session_factory, admin=True))
+        admin.put("/v1/admin/budgets", json={"user_email": hana.email, "usd": 0})
+        session_id = _scripted_session(
+            running, hana, {"replies": [{"content": "Resumed and answered."}]}, "paused"
+        )
+        page = _open(context, running, hana, session_id)
+        page.get_by_test_id("chat-input").fill("hello")
+        page.get_by_test_id("chat-send").click()
+        notice = page.get_by_test_id("budget-notice")
+        expect(notice).to_contain_text("Paused: your budget is used up.", timeout=30_000)
+        expect(notice).to_contain_text("An admin can raise it")
+        expect(page.get_by_test_id("turn-status")).to_have_text("paused: budget used up")
+        # A reload while paused shows the same notice (the page follows the paused turn).
+        page.reload()
+        expect(page.get_by_test_id("budget-notice")).to_have_count(1, timeout=30_000)
+        admin.put("/v1/admin/budgets", json={"user_email": hana.email, "usd": 5})
+        answer = page.locator("[data-testid=message-assistant]", has_text="Resumed and answered.")
+        expect(answer).to_have_count(1, timeout=30_000)
+        expect(page.get_by_test_id("budget-notice")).to_have_count(0)
+        expect(page.get_by_test_id("turn-status")).to_have_text("succeeded")
+        # With a budget, the session's bar is shown against it.
+        expect(page.get_by_test_id("bar-session")).to_be_visible()
+        expect(page.locator("#bar-session-text")).to_contain_text("budget left")
 
     def test_hostile_titles_messages_and_tool_output_show_as_text(
         self, running: RunningStack, context: BrowserContext, member: TestUser
@@ -158,6 +191,23 @@ class TestChat:
         )
         assert page.locator("#messages img, #messages script, #session-list img").count() == 0
         assert page.evaluate("window.__xss") is None
+
+    def test_the_sidebar_lists_conversations_and_survey_sessions_only_when_asked(
+        self, running: RunningStack, context: BrowserContext, session_factory: sessionmaker[Session]
+    ) -> None:
+        ines = make_user(session_factory)
+        with client_for(running.url, ines) as client:
+            chat = client.post("/v1/sessions", json={"title": "a conversation"}).json()["id"]
+            survey = client.post(
+                "/v1/jobs", json={"kind": "survey", "input": {"topic": "sidebar topic"}}
+            ).json()
+            client.post(f"/v1/jobs/{survey['id']}/cancel")
+        page = _open(context, running, ines, chat)
+        items = page.get_by_test_id("session-item")
+        expect(items.filter(has_text="a conversation")).to_have_count(1)
+        expect(items.filter(has_text="sidebar topic")).to_have_count(0)
+        page.get_by_test_id("show-all-sessions").check()
+        expect(items.filter(has_text="sidebar topic")).to_have_count(1)
 
     def test_sessions_can_be_created_renamed_and_deleted(
         self, running: RunningStack, context: BrowserContext, member: TestUser

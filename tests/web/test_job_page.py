@@ -3,7 +3,6 @@ attributes, the Jaeger link, the job tree, cancelling a running job, and filters
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 import httpx
@@ -97,6 +96,25 @@ class TestJobPage:
         expect(link).to_have_attribute("href", f"{JAEGER}/trace/{job['trace_id']}")
         page.screenshot(path=str(screenshot_dir() / "job.png"), full_page=True)
 
+    def test_a_turns_answer_shows_as_markdown_and_hostile_markup_as_text(
+        self, running: RunningStack, context: BrowserContext, member: TestUser
+    ) -> None:
+        answer = (
+            "**Done**: two files.\n\n| file | lines |\n|---|---|\n| a.md | 3 |\n\n"
+            "Area $\\pi r^2$. <img src=x onerror=window.__xss=1>"
+        )
+        with client_for(running.url, member) as client:
+            job_id = _turn(running, client, {"replies": [{"content": answer}]}, "markdown")
+            assert wait_job(client, job_id)["status"] == "succeeded"
+        page = _job_page(context, running, member, job_id)
+        result = page.get_by_test_id("job-result")
+        expect(result.locator("strong")).to_have_text("Done")
+        expect(result.locator("table td")).to_have_text(["a.md", "3"])
+        expect(result.locator(".katex")).to_have_count(1)
+        expect(result).to_contain_text("<img src=x onerror=window.__xss=1>")
+        assert result.locator("img").count() == 0
+        assert page.evaluate("window.__xss") is None
+
     def test_cancel_a_running_job_from_its_page(
         self, running: RunningStack, context: BrowserContext, member: TestUser
     ) -> None:
@@ -169,8 +187,11 @@ class TestJobPage:
         assert stranger is not None
         try:
             other = _job_page(stranger, running, make_user(session_factory), batch_id)
-            expect(other.locator("#job-error")).to_have_text(re.compile("not found"))
-            expect(other.get_by_test_id("job-facts")).to_be_empty()
+            # Another user's job is a 404 page (the JSON API's rule), not an empty shell.
+            expect(other.get_by_test_id("not-found")).to_have_text("Job not found")
+            expect(other.get_by_test_id("job-facts")).to_have_count(0)
+            again = other.goto(f"{running.url}/jobs/{batch_id}")
+            assert again is not None and again.status == 404
             resp = other.goto(f"{running.url}/jobs/not-a-uuid")
             assert resp is not None and resp.status == 422
         finally:

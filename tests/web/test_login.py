@@ -32,6 +32,22 @@ class TestLoginForm:
         assert not [c for c in context.cookies() if c["name"] == "leaflab_session"]
         page.screenshot(path=str(screenshot_dir() / "login.png"))
 
+    def test_pages_load_without_a_missing_file_not_even_a_favicon(
+        self, running: RunningStack, context: BrowserContext, session_factory: sessionmaker[Session]
+    ) -> None:
+        page = login(context, running.url, make_user(session_factory).key, next_path="/jobs")
+        missing: list[str] = []
+        page.on("response", lambda r: missing.append(r.url) if r.status >= 400 else None)
+        page.reload(wait_until="networkidle")
+        icon = page.evaluate(
+            "fetch(document.querySelector('link[rel=icon]').href).then(r => r.status)"
+        )
+        assert icon == 200
+        assert missing == [], missing
+        with httpx.Client(base_url=running.url) as client:
+            fallback = client.get("/favicon.ico")
+        assert fallback.status_code == 200 and fallback.headers["content-type"].startswith("image/")
+
     def test_login_sets_an_httponly_lax_cookie_and_never_shows_the_key(
         self, running: RunningStack, context: BrowserContext, session_factory: sessionmaker[Session]
     ) -> None:

@@ -53,7 +53,18 @@ continued
 1. one
 2. two
 """
-# Renders markdown with SurveyMarkdown (loaded by every survey page) into the document.
+# The shared Markdown renderer's scripts, in the order pages load them (_markdown_head.html).
+MARKDOWN_SCRIPTS = (
+    "/static/vendor/markdown-it-15.0.3.min.js",
+    "/static/vendor/dompurify-3.5.0.min.js",
+    "/static/vendor/katex/katex-0.19.1.min.js",
+    "/static/vendor/highlight-11.12.0.min.js",
+    "/static/markdown_math.js",
+    "/static/markdown_citations.js",
+    "/static/markdown.js",
+)
+# Renders markdown as the survey page does (LeaflabMarkdown, headings pushed one level
+# down, each [@key] swapped for the page's node) into the document.
 RENDER = """(md) => {
   const cite = (k) => {
     const a = document.createElement('a');
@@ -62,7 +73,7 @@ RENDER = """(md) => {
     return a;
   };
   const box = document.createElement('div');
-  box.append(SurveyMarkdown.render(md, cite));
+  box.append(LeaflabMarkdown.render(md, { citation: cite, headingShift: 1 }));
   document.body.append(box);
   return { tags: [...box.querySelectorAll('*')].map((e) => e.tagName),
            keys: [...box.querySelectorAll('a')].map((a) => a.dataset.key),
@@ -124,7 +135,12 @@ class TestSurveyPages:
         for stage in STAGES:
             expect(page.locator(f"[data-stage={stage}]")).to_have_attribute("data-state", "done")
         seen = {tuple(x) for x in page.evaluate("window.__stageLog")}
-        assert {("read", "running"), ("write", "running"), ("read", "done")} <= seen, seen
+        # Stages were shown live: the page saw work stages running, then done. Which
+        # ones it caught running depends on timing (a one-paper read can pass between
+        # two events on a loaded machine), so any two of them, not named ones.
+        caught = {stage for stage, state in seen if state == "running"}
+        assert len(caught & set(STAGES)) >= 2, seen
+        assert {("read", "done"), ("write", "done")} <= seen, seen
         expect(page.get_by_test_id("survey-papers")).to_have_attribute("value", "1")
         expect(page.get_by_test_id("survey-cost")).to_have_text(re.compile(r"^\$\d+\.\d{4}$"))
 
@@ -209,8 +225,10 @@ class TestSurveyPages:
             survey_web.member.key,
             next_path="/surveys/00000000-0000-0000-0000-000000000000",
         )
-        expect(page.get_by_test_id("survey-error")).to_contain_text("not found")
-        expect(page.get_by_test_id("survey-report")).to_be_empty()
+        expect(page.get_by_test_id("not-found")).to_have_text("Survey not found")
+        expect(page.get_by_test_id("survey-report")).to_have_count(0)
+        again = page.goto(f"{survey_web.url}/surveys/00000000-0000-0000-0000-000000000000")
+        assert again is not None and again.status == 404
         resp = page.goto(f"{survey_web.url}/surveys/not-a-uuid")
         assert resp is not None and resp.status == 422
 
@@ -267,12 +285,10 @@ class TestSurveyReport:
     def test_the_report_renderer_builds_only_its_own_elements_from_hostile_markdown(
         self, survey_web: SurveyWebStack, context: BrowserContext
     ) -> None:
-        page = login(
-            context,
-            survey_web.url,
-            survey_web.member.key,
-            next_path="/surveys/00000000-0000-0000-0000-000000000000",
-        )
+        page = login(context, survey_web.url, survey_web.member.key, next_path="/surveys")
+        # The renderer the survey page loads, on a page of the same origin and CSP.
+        for url in MARKDOWN_SCRIPTS:
+            page.add_script_tag(url=url)
         rendered = page.evaluate(RENDER, HOSTILE_MARKDOWN)
         assert set(rendered["tags"]) <= {
             "H2",

@@ -27,9 +27,10 @@ from services.api.admin.schemas import (
     UserList,
     UserOut,
 )
-from services.api.deps import AdminUser, DbSession
+from services.api.deps import AdminUser, DbSession, StateDep
 from services.api.errors import ApiError, error_responses, not_found
 from services.common.models import ApiKey, Project, User
+from services.common.workspace_usage import MB, all_users_bytes
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"], responses=error_responses(401, 403, 422))
 
@@ -42,9 +43,18 @@ def create_user(body: UserCreate, db: DbSession, _: AdminUser) -> User:
 
 
 @router.get("/users", response_model=UserList)
-def list_users(db: DbSession, _: AdminUser) -> UserList:
+def list_users(db: DbSession, _: AdminUser, state: StateDep) -> UserList:
+    """Every user, with the disk their session workspaces use against the caps."""
     users = db.scalars(select(User).order_by(User.created_at))
-    return UserList(items=[UserOut.model_validate(u) for u in users])
+    disk = all_users_bytes(db, state.settings.workspaces_dir)
+    return UserList(
+        items=[
+            UserOut.model_validate(u).model_copy(update={"disk_bytes": disk.get(u.id, 0)})
+            for u in users
+        ],
+        user_disk_cap_bytes=state.settings.sandbox_user_disk_max_mb * MB,
+        workspace_cap_bytes=state.settings.sandbox_workspace_max_mb * MB,
+    )
 
 
 @router.post(
@@ -92,13 +102,17 @@ def revoke_key(user_id: uuid.UUID, key_id: uuid.UUID, db: DbSession, _: AdminUse
 @router.post(
     "/projects", status_code=201, response_model=ProjectOut, responses=error_responses(409, 413)
 )
-def create_project(body: ProjectCreate, db: DbSession, _: AdminUser) -> Project:
+def create_project(body: ProjectCreate, db: DbSession, admin: AdminUser) -> Project:
+    """The creating admin becomes the project's first owner: the project is usable
+    at once (uploads, sessions, memory) instead of refusing its own creator."""
     if db.scalar(select(Project).where(Project.name == body.name.strip())) is not None:
         raise ApiError(409, "conflict", f"project {body.name} already exists")
     try:
-        return service.create_project(db, name=body.name, allow_network=body.allow_network)
+        project = service.create_project(db, name=body.name, allow_network=body.allow_network)
     except IntegrityError:
         raise ApiError(409, "conflict", f"project {body.name} already exists") from None
+    service.add_member(db, project=project, user=admin, role="owner")
+    return project
 
 
 @router.get("/projects", response_model=ProjectList)

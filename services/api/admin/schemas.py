@@ -25,6 +25,9 @@ class UserOut(BaseModel):
     is_admin: bool
     disabled: bool
     created_at: datetime
+    disk_bytes: int = Field(
+        default=0, description="Size of the files in all of this user's session workspaces"
+    )
 
 
 class KeyCreate(RequestBody):
@@ -79,6 +82,10 @@ class MemberAdd(RequestBody):
 
 class UserList(BaseModel):
     items: list[UserOut]
+    user_disk_cap_bytes: int = Field(
+        default=0, description="The most one user's workspaces may hold (all sessions together)"
+    )
+    workspace_cap_bytes: int = Field(default=0, description="The most one workspace may hold")
 
 
 class KeyList(BaseModel):

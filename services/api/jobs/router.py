@@ -39,6 +39,7 @@ from services.api.jobs.schemas import (
     StepList,
     StepOut,
 )
+from services.api.jobs.usage import job_usage
 from services.api.surveys.estimate import survey_figures
 from services.common.models import Job, JobStep, User
 
@@ -136,7 +137,13 @@ def list_jobs(
         stmt = stmt.where(Job.parent_job_id == parent)
     if session is not None:  # the chat page's per-turn usage
         stmt = stmt.where(Job.session_id == session)
-    return JobList(items=[JobOut.of(j) for j in db.scalars(stmt)])
+    return JobList(items=_views(db, list(db.scalars(stmt))))
+
+
+def _views(db: Session, jobs: list[Job]) -> list[JobOut]:
+    """The jobs as the API reports them: a batch's usage includes its tasks'."""
+    usage = job_usage(db, jobs)
+    return [JobOut.of(j, usage[j.id]) for j in jobs]
 
 
 def _owner_id(db: Session, caller: User, owner: str) -> uuid.UUID:
@@ -155,7 +162,7 @@ def _owner_id(db: Session, caller: User, owner: str) -> uuid.UUID:
 
 @router.get("/{job_id}", response_model=JobOut, responses=error_responses(404))
 def get_job(job_id: str, db: DbSession, user: CurrentUser) -> JobOut:
-    return JobOut.of(visible_job(db, user, job_id))
+    return _views(db, [visible_job(db, user, job_id)])[0]
 
 
 @router.get("/{job_id}/steps", response_model=StepList, responses=error_responses(404))
@@ -178,4 +185,4 @@ def cancel_job(job_id: str, db: DbSession, user: CurrentUser, state: StateDep) -
     members see the job but get 403.
     """
     job = changeable_job(db, user, job_id)
-    return JobOut.of(service.cancel_job(db, celery=state.celery, job=job))
+    return _views(db, [service.cancel_job(db, celery=state.celery, job=job)])[0]

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from services.api.admin.budgets.schemas import BudgetRemaining, CostEstimate
 from services.api.bodies import NOT_BLANK, RequestBody
+from services.api.jobs.usage import UsageTotals
 from services.common.models import Job
 from services.common.models.jobs import JobStatus
 
@@ -124,7 +125,9 @@ class JobOut(BaseModel):
     )
 
     @classmethod
-    def of(cls, job: Job) -> JobOut:
+    def of(cls, job: Job, usage: UsageTotals | None = None) -> JobOut:
+        """``job`` as the API reports it; ``usage`` (jobs/usage.py) is a batch's tasks' sum."""
+        usage = usage or UsageTotals.own(job)
         return cls(
             id=job.id,
             kind=job.kind,
@@ -136,12 +139,12 @@ class JobOut(BaseModel):
             result=job.result,
             error=job.error,
             usage=Usage(
-                input_tokens=job.input_tokens,
-                output_tokens=job.output_tokens,
-                cached_tokens=job.cached_tokens,
-                estimated=bool(job.usage_estimated),
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cached_tokens=usage.cached_tokens,
+                estimated=usage.estimated,
             ),
-            cost_usd=float(job.cost_usd),
+            cost_usd=float(usage.cost_usd),
             attempts=job.attempts,
             trace_id=job.trace_id,
             created_at=job.created_at,

@@ -17,6 +17,7 @@ from sqlalchemy import func, update
 from sqlalchemy.orm import Session
 
 from services.api.errors import ApiError
+from services.api.sessions.service import DEFAULT_TITLE
 from services.api.transaction import after_commit
 from services.common.models import (
     TERMINAL_STATUSES,
@@ -44,6 +45,16 @@ def _origin(user: User, project: Project | None) -> JobOrigin:
     )
 
 
+def session_title(content: str) -> str:
+    """A session's title from a message: its first line, cut at a word boundary."""
+    line = " ".join(content.strip().split("\n", 1)[0].split())
+    if len(line) <= SESSION_TITLE_CHARS:
+        return line
+    cut = line[: SESSION_TITLE_CHARS - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space >= SESSION_TITLE_CHARS // 2 else cut).rstrip(" ,.;:") + "…"
+
+
 def submit_job(
     db: Session,
     *,
@@ -62,8 +73,12 @@ def submit_job(
     writes its opening prompt from ``job.input``); a batch has no session.
     """
     if session is None and kind != "batch":
-        title = job_input.get("topic") or str(job_input.get("content", ""))[:SESSION_TITLE_CHARS]
+        title = job_input.get("topic") or session_title(str(job_input.get("content", "")))
         session = open_session(db, origin=_origin(user, project), title=title or "job")
+    elif session is not None and kind == "turn" and session.title == DEFAULT_TITLE:
+        # A session opened with no title (the chat page's "New session") is named
+        # by its first message, so the sidebar tells sessions apart.
+        session.title = session_title(str(job_input["content"])) or DEFAULT_TITLE
     job = create_queued_job(
         db,
         origin=_origin(user, project),

@@ -6,6 +6,8 @@ route that names a document by id (the document, its references, PDF and
 events) looks the document up here first, so a document outside the caller's
 readable set is the same 404 as one that does not exist — before anything is
 forwarded to the library service, which knows the user but not the key's scope.
+Deleting one also needs the right to change it (``may_remove``): a reader who
+may not gets 403.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from services.api.access import key_scope
 from services.api.deps import CurrentUser, DbSession, StateDep
 from services.api.errors import ApiError
 from services.common.documents.collections import (
+    may_remove,
     member_projects,
     personal_collection,
     project_collection,
@@ -72,8 +75,15 @@ class LibraryAccess:
         if not isinstance(project, str):
             raise ApiError(400, "invalid_request", "project must be a string")
         pid = self.projects.get(project)
-        if pid is None:  # not a member looks the same as not existing
-            raise ApiError(404, "not_found", f"project {project!r} not found")
+        if pid is None:
+            # Not a member looks the same as not existing (no probing for names),
+            # but the message names both, so a member-to-be knows whom to ask.
+            raise ApiError(
+                404,
+                "not_found",
+                f"project {project!r} not found, or you are not a member of it "
+                "(a project owner or an admin can add you)",
+            )
         return project_collection(pid)
 
 
@@ -91,8 +101,20 @@ def visible_document(db: Session, access: LibraryAccess, document_id: str) -> Do
     try:
         ident = uuid.UUID(document_id)
     except ValueError:
-        raise ApiError(404, "not_found", "document not found") from None
+        raise ApiError(404, "not_found", "document not found (a document id is a UUID)") from None
     doc = db.get(Document, ident)
     if doc is None or doc.collection not in access.readable():
         raise ApiError(404, "not_found", "document not found")
+    return doc
+
+
+def removable_document(db: Session, access: LibraryAccess, document_id: str) -> Document:
+    """The document, if the caller may delete it; 403 when they may only read it."""
+    doc = visible_document(db, access, document_id)
+    if not may_remove(db, user_id=access.user_id, doc=doc):
+        raise ApiError(
+            403,
+            "forbidden",
+            "only the document's uploader, an owner of its project or an admin may delete it",
+        )
     return doc

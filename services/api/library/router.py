@@ -4,7 +4,9 @@ Uploads and URLs are accepted here directly — stored in the shared file store,
 registered as a queued document and sent to the `library` queue after commit —
 so ingestion never depends on the library's HTTP service being up. Reads and
 searches are proxied to the library service, which re-derives the user's
-collections itself from the acting user this router names.
+collections itself from the acting user this router names. A delete is checked
+here (the key's scope, who may delete) and carried out by the library service,
+which owns the vectors.
 """
 
 from __future__ import annotations
@@ -17,14 +19,19 @@ from typing import Annotated, Any, Literal
 
 import httpx
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from sqlalchemy.exc import IntegrityError
 
 from services.api.bodies import NO_NUL, NOT_BLANK
 from services.api.deps import DbSession, StateDep
 from services.api.errors import ApiError, error_responses
-from services.api.library.access import AccessDep, LibraryAccess, visible_document
+from services.api.library.access import (
+    AccessDep,
+    LibraryAccess,
+    removable_document,
+    visible_document,
+)
 from services.api.library.schemas import (
     LibraryDocumentAccepted,
     LibraryDocumentDetail,
@@ -113,8 +120,10 @@ def internal_path(*segments: str) -> str:
 
 
 async def _forward(
-    state: AppState, method: str, path: str, model: type[BaseModel], **kwargs: Any
+    state: AppState, method: str, path: str, model: type[BaseModel] | None, **kwargs: Any
 ) -> Any:
+    """The library service's answer: ``model`` from a 200, an empty 204 (``model``
+    None), its error body and status otherwise; 503 when it cannot be reached."""
     try:
         async with httpx.AsyncClient(
             base_url=state.settings.library_url,
@@ -126,11 +135,13 @@ async def _forward(
         raise ApiError(
             503, "library_unavailable", f"library service unreachable ({type(exc).__name__})"
         ) from None
+    if model is None and resp.status_code == 204:
+        return Response(status_code=204)
     try:
         body = resp.json()
     except ValueError:
         body = {"error": {"code": "library_error", "message": resp.text[:500]}}
-    if resp.status_code != 200:
+    if resp.status_code != 200 or model is None:
         return JSONResponse(body, status_code=resp.status_code)
     return model.model_validate(body)
 
@@ -139,7 +150,7 @@ async def _forward(
     "/documents",
     status_code=202,
     response_model=LibraryDocumentAccepted,
-    responses=error_responses(400, 404, 409, 413, 415),
+    responses=error_responses(400, 404, 409, 413, 415, 422, 503),
     # The body is read by hand (streamed to disk), so FastAPI cannot infer it.
     openapi_extra={"requestBody": UPLOAD_BODY},
 )
@@ -154,7 +165,12 @@ async def add_document(
     store = BlobStore(intake.resolved_files_dir)
     try:
         if request.headers.get("content-type", "").startswith("multipart/form-data"):
-            received = await receive_pdf(request, store=store, max_bytes=intake.max_upload_bytes)
+            received = await receive_pdf(
+                request,
+                store=store,
+                max_bytes=intake.max_upload_bytes,
+                check=intake.pdf_check_limits(),
+            )
             collection = access.collection_for(received.fields.get("project"))
             key, name, url = received.content_hash, received.filename, None
         else:
@@ -247,6 +263,27 @@ async def get_references(
     ident = await _readable_id(db, access, document_id)
     path = internal_path("documents", ident, "references")
     return await _forward(state, "GET", path, LibraryReferenceList, headers=access.headers())
+
+
+@router.delete(
+    "/documents/{document_id}",
+    status_code=204,
+    response_class=Response,
+    responses=error_responses(403, 404, 409),
+)
+async def delete_document(
+    document_id: str, access: AccessDep, state: StateDep, db: DbSession
+) -> Response:
+    """Delete the document, its passages (search no longer finds them) and its file.
+
+    Its uploader, an owner of its project or an admin may; another reader gets
+    403, anyone else 404. A document still being ingested answers 409: delete it
+    once it is ready or failed.
+    """
+    doc = await asyncio.to_thread(removable_document, db, access, document_id)
+    path = internal_path("documents", str(doc.id))
+    resp: Response = await _forward(state, "DELETE", path, None, headers=access.headers())
+    return resp
 
 
 async def _readable_id(db: DbSession, access: LibraryAccess, document_id: str) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter, Query
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 from services.api.access import (
     changeable_session,
@@ -18,17 +20,19 @@ from services.api.admin.budgets.remaining import remaining_budget
 from services.api.deps import CurrentUser, DbSession, StateDep
 from services.api.errors import error_responses
 from services.api.jobs import service as jobs
-from services.api.sessions import service
+from services.api.sessions import service, workspace
 from services.api.sessions.schemas import (
     MessageAccepted,
     MessageCreate,
     MessageList,
     MessageOut,
+    SessionBudget,
     SessionCreate,
     SessionList,
     SessionOut,
     SessionPatch,
 )
+from services.api.sessions.workspace import WorkspaceUsage
 from services.common.models import ChatSession, Job, Message
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=error_responses(401, 422))
@@ -47,13 +51,27 @@ def create_session(body: SessionCreate, db: DbSession, user: CurrentUser) -> Cha
 
 @router.get("", response_model=SessionList)
 def list_sessions(
-    db: DbSession, user: CurrentUser, limit: int = Query(50, ge=1, le=500)
+    db: DbSession,
+    user: CurrentUser,
+    limit: int = Query(50, ge=1, le=500),
+    kind: Literal["all", "chat"] = Query(
+        "all",
+        description="chat: only conversations (no survey, batch-task or subagent sessions)",
+    ),
 ) -> SessionList:
     stmt = select(ChatSession).where(
         ChatSession.user_id == user.id,
         ChatSession.deleted_at.is_(None),
         member_or_personal(user, ChatSession.project_id),
     )
+    if kind == "chat":
+        # Sessions the platform opened for work, not for talking: a survey's, and a
+        # batch task's or a subagent's (their jobs have a parent).
+        made_for_work = select(Job.id).where(
+            Job.session_id == ChatSession.id,
+            or_(Job.kind == "survey", Job.parent_job_id.is_not(None)),
+        )
+        stmt = stmt.where(~made_for_work.exists())
     scope = key_scope(db)
     if scope is not None:
         stmt = stmt.where(ChatSession.project_id == scope)
@@ -75,8 +93,31 @@ def patch_session(
 
 
 @router.delete("/{session_id}", status_code=204, responses=error_responses(403, 404))
-def delete_session(session_id: str, db: DbSession, user: CurrentUser) -> None:
-    service.delete_session(changeable_session(db, user, session_id))
+def delete_session(session_id: str, db: DbSession, user: CurrentUser, state: StateDep) -> None:
+    """Soft-deletes the session; its workspace directory is removed from disk."""
+    session = changeable_session(db, user, session_id)
+    service.delete_session(session)
+    workspace.drop_after_commit(db, state.celery, state.settings.sandbox_queue, session.id)
+
+
+@router.get(
+    "/{session_id}/workspace", response_model=WorkspaceUsage, responses=error_responses(404)
+)
+def get_workspace_usage(
+    session_id: str, db: DbSession, user: CurrentUser, state: StateDep
+) -> WorkspaceUsage:
+    """How much disk the session's workspace uses, against its cap and its owner's."""
+    return workspace.usage(db, state.settings, visible_session(db, user, session_id))
+
+
+@router.get("/{session_id}/budget", response_model=SessionBudget, responses=error_responses(404))
+def get_session_budget(session_id: str, db: DbSession, user: CurrentUser) -> SessionBudget:
+    """What the tightest budget over the caller's next turn here still allows (the
+    chat page's bars are drawn against it); ``budget`` is null when none is set."""
+    session = visible_session(db, user, session_id)
+    return SessionBudget(
+        budget=remaining_budget(db, user_id=user.id, project_id=session.project_id)
+    )
 
 
 @router.get("/{session_id}/messages", response_model=MessageList, responses=error_responses(404))

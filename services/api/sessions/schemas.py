@@ -67,3 +67,9 @@ class MessageOut(BaseModel):
 
 class MessageList(BaseModel):
     items: list[MessageOut]
+
+
+class SessionBudget(BaseModel):
+    budget: BudgetRemaining | None = Field(
+        description="The tightest of the caller's and the session's project budgets; null: none"
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import FastAPI
+from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from services.api.web import (
@@ -33,5 +34,11 @@ def mount_web(app: FastAPI) -> None:
     for router in PAGE_ROUTERS:
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.add_api_route("/favicon.ico", _favicon, include_in_schema=False)
     install_page_handlers(app)
     app.add_middleware(WebSecurityHeaders)
+
+
+async def _favicon() -> FileResponse:
+    """Browsers ask for /favicon.ico whatever the page links: the same leaf, not a 404."""
+    return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")

@@ -13,6 +13,8 @@ import uuid
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from services.api.deps import DbSession
+from services.api.web.not_found import may_see_job, not_found_page
 from services.api.web.page_auth import PageViewer
 from services.api.web.templating import render
 from services.common.surveys import SHAPES, STAGES
@@ -27,5 +29,9 @@ def surveys_page(request: Request, viewer: PageViewer) -> HTMLResponse:
 
 
 @router.get("/surveys/{job_id}", response_class=HTMLResponse)
-def survey_page(request: Request, job_id: uuid.UUID, viewer: PageViewer) -> HTMLResponse:
+def survey_page(
+    request: Request, job_id: uuid.UUID, viewer: PageViewer, db: DbSession
+) -> HTMLResponse:
+    if not may_see_job(db, viewer, job_id):
+        return not_found_page(request, viewer, "survey", back="/surveys", back_label="surveys")
     return render(request, "survey.html", viewer, nav="surveys", job_id=str(job_id), stages=STAGES)

@@ -2,7 +2,8 @@
 
 Plain output is a header line then one line per row, columns separated by one
 tab, values escaped to a single line (literal.py) and never cut, so
-``cut -f`` and ``awk -F'\\t'`` work. On a terminal the table fills the width:
+``cut -f`` and ``awk -F'\\t'`` work. On a terminal the table is as wide as its
+values, and no wider than the terminal:
 fixed columns keep their full values (an id must stay copyable), flexible
 columns share what is left and are cut with an ellipsis (or folded), and on a
 narrow terminal the least useful columns are left out rather than squeezed to
@@ -57,10 +58,14 @@ def print_table(
         return
     widths = [max([len(c.header)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
     shown = fitting_columns(columns, widths, console.width)
+    # Fill the terminal only when the values need it (flexible columns then share the
+    # width and are cut); short values on a wide terminal keep their natural width, so
+    # a number stays next to its name instead of a hundred columns away.
+    natural = sum(widths[i] + COLUMN_OVERHEAD for i in shown)
     table = Table(
         box=box.SIMPLE_HEAD,
         header_style="bold",
-        expand=any(columns[i].flex for i in shown),
+        expand=natural > console.width and any(columns[i].flex for i in shown),
         caption=Text(caption) if caption else None,
         caption_justify="left",
     )

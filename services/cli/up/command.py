@@ -157,10 +157,18 @@ def up(
         raise SystemExit(1) from None
     finally:
         _ignore_signals()  # a second Ctrl-C must not cut the clean stop short
-        click.echo("stopping …")
+        _say("stopping …")
         supervisor.stop()
         stack_home.release()
-        click.echo("stopped")
+        _say("stopped")
+
+
+def _say(message: str) -> None:
+    """Print while stopping: a closed terminal (EIO) or pipe must not cut the stop short."""
+    try:
+        click.echo(message)
+    except OSError:
+        pass
 
 
 def _run(
@@ -198,6 +206,7 @@ def _run(
         model_sim=model.model_sim,
         settings=settings,
         local_model=model.local,
+        internal_token=os.environ["LEAFLAB_INTERNAL_TOKEN"],
     )
     sandbox = sandbox_worker_spec(SandboxSettings(), ports)
     if sandbox is not None:

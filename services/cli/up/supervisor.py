@@ -1,8 +1,12 @@
 """Runs the stack's processes, restarts any that crash, stops them all cleanly.
 
-Children stay in the supervisor's process group (``kill -- -PGID`` stops the
-whole stack) and carry a parent-death signal, so a supervisor that is killed
-outright takes them with it instead of leaving orphans on the stack's ports.
+Each child runs in a session of its own: signals meant for `leaflab up` (a
+closed terminal's SIGHUP, Ctrl-C's SIGINT, ``kill -- -PGID``) reach the
+supervisor only, which then stops the stack in dependency order (:class:`Tier`).
+Were they delivered to every process at once, the model endpoint would die
+while a worker still waited on it. Children carry a parent-death signal, so a
+supervisor that is killed outright takes them with it instead of leaving
+orphans on the stack's ports.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
+from enum import IntEnum
 from pathlib import Path
 from typing import IO
 
@@ -24,6 +29,25 @@ MAX_BACKOFF_S = 30.0
 STABLE_AFTER_S = 60.0
 # Logs hold request paths and errors: readable by the stack's owner only.
 PRIVATE_UMASK = 0o077
+
+
+class Tier(IntEnum):
+    """Stop order, highest first: each tier stops only after the ones above it exited.
+
+    Workers stop taking work and hand their jobs back while the model endpoint,
+    the library, the API and the stores they use are all still up.
+    """
+
+    STORE = 0
+    API = 1
+    LIBRARY = 2
+    MODEL = 3
+    WORKER = 4
+
+
+# A warm worker stop waits for the step in flight (a model call) to end and be
+# recorded: longer than a web server's stop, which only closes connections.
+WORKER_STOP_S = 45.0
 
 
 @dataclass
@@ -45,8 +69,9 @@ class ProcessSpec:
     stop_signal: signal.Signals = signal.SIGTERM
     death_signal: signal.Signals = signal.SIGKILL
     user: str | None = None
-    # Stores (PostgreSQL, Redis) are tier 0: stopped after the services using them.
-    tier: int = 1
+    tier: Tier = Tier.API
+    # How long a clean stop may take before the process is killed.
+    stop_timeout_s: float = 15.0
 
 
 @dataclass
@@ -94,6 +119,7 @@ class Supervisor:
             stdout=child.log_file,
             stderr=subprocess.STDOUT,
             user=child.spec.user,
+            start_new_session=True,  # no terminal signals: the supervisor stops it in order
             preexec_fn=child_preexec(
                 child.spec.death_signal, parent_pid=os.getpid(), umask=PRIVATE_UMASK
             ),
@@ -132,17 +158,18 @@ class Supervisor:
                 return child.proc.poll()
         return None
 
-    def stop(self, timeout_s: float = 15.0) -> None:
-        """Stop every child: services first (in parallel), then the stores they use."""
+    def stop(self) -> None:
+        """Stop every child tier by tier (:class:`Tier`), each tier's children in parallel."""
         self._stopping = True
         for tier in sorted({c.spec.tier for c in self.children}, reverse=True):
             group = [c for c in self.children if c.spec.tier == tier]
             for child in group:
                 if child.proc is not None and child.proc.poll() is None:
+                    log.info("stopping %s", child.spec.name)
                     child.proc.send_signal(child.spec.stop_signal)
-            deadline = time.monotonic() + timeout_s
+            started = time.monotonic()
             for child in group:
-                self._reap(child, deadline)
+                self._reap(child, started + child.spec.stop_timeout_s)
 
     def _reap(self, child: Supervised, deadline: float) -> None:
         proc = child.proc

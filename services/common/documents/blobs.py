@@ -60,3 +60,7 @@ class BlobStore:
                 out.write(data)
             self.commit(staged, key)
         return key
+
+    def remove(self, key: str) -> None:
+        """Delete the file stored under ``key`` (nothing if it is not there)."""
+        self.path(key).unlink(missing_ok=True)

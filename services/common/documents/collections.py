@@ -1,6 +1,7 @@
 """Which library collections a user may read and write: their own, and every
-project's they are a member of. Always derived from the database, never from
-what a caller says (the API and the library service both ask here)."""
+project's they are a member of; and who may remove a document from one. Always
+derived from the database, never from what a caller says (the API and the
+library service both ask here)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services.common.models import Project, ProjectMember, User
+from services.common.models import Document, Project, ProjectMember, User
 
 
 def personal_collection(user_id: uuid.UUID) -> str:
@@ -41,3 +42,24 @@ def readable_collections(db: Session, user_id: uuid.UUID) -> list[str] | None:
         return None
     projects = sorted({project_collection(p) for p in member_projects(db, user_id).values()})
     return [personal_collection(user_id), *projects]
+
+
+def may_remove(db: Session, *, user_id: uuid.UUID, doc: Document) -> bool:
+    """Whether a user who can read ``doc`` may delete it: its uploader, an admin, or
+    an ``owner`` of its project — a plain member writes only their own papers, as
+    with every other project object (``services/api/access.py``)."""
+    if doc.owner_id == user_id:
+        return True
+    user = db.get(User, user_id)
+    if user is None or user.disabled:
+        return False
+    if user.is_admin:
+        return True
+    if doc.project_id is None:
+        return False
+    role = db.scalar(
+        select(ProjectMember.role).where(
+            ProjectMember.project_id == doc.project_id, ProjectMember.user_id == user_id
+        )
+    )
+    return role == "owner"

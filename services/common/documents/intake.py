@@ -27,6 +27,7 @@ from starlette.requests import Request
 
 from services.common.documents.blobs import BlobStore
 from services.common.models import Document
+from services.common.pdf_child.runner import ChildLimits, PdfReadFailed, read_pdf
 
 PDF_MAGIC = b"%PDF-"
 MAX_FILENAME_CHARS = 200
@@ -101,8 +102,11 @@ async def read_json_body(request: Request) -> Any:
         raise UploadRefused(400, "invalid_request", "the body is not valid JSON") from None
 
 
-async def receive_pdf(request: Request, *, store: BlobStore, max_bytes: int) -> ReceivedFile:
-    """Read a multipart upload (part ``file`` plus small text fields) into the store."""
+async def receive_pdf(
+    request: Request, *, store: BlobStore, max_bytes: int, check: ChildLimits
+) -> ReceivedFile:
+    """Read a multipart upload (part ``file`` plus small text fields) into the store;
+    ``check``: the limits of the child process that opens it before it is stored."""
     if _declared_too_large(request, max_bytes + FORM_OVERHEAD_BYTES):
         raise UploadRefused(413, "too_large", f"the upload is larger than {max_bytes} bytes")
     parser = MultiPartParser(
@@ -120,13 +124,15 @@ async def receive_pdf(request: Request, *, store: BlobStore, max_bytes: int) -> 
         if not isinstance(upload, UploadFile):
             raise UploadRefused(400, "invalid_request", "multipart upload needs a 'file' part")
         fields = {k: v for k, v in form.multi_items() if isinstance(v, str)}
-        content_hash, size = await _copy_into_store(upload, store, max_bytes)
+        content_hash, size = await _copy_into_store(upload, store, max_bytes, check)
         return ReceivedFile(content_hash, safe_filename(upload.filename), size, fields)
     finally:
         await form.close()
 
 
-async def _copy_into_store(upload: UploadFile, store: BlobStore, max_bytes: int) -> tuple[str, int]:
+async def _copy_into_store(
+    upload: UploadFile, store: BlobStore, max_bytes: int, check: ChildLimits
+) -> tuple[str, int]:
     staged, out = store.staging()
     digest = hashlib.sha256()
     size = 0
@@ -145,7 +151,7 @@ async def _copy_into_store(upload: UploadFile, store: BlobStore, max_bytes: int)
                 out.write(chunk)
         if not head.lstrip()[:5].startswith(PDF_MAGIC):
             raise UploadRefused(415, "not_pdf", "the file is not a PDF (no %PDF- header)")
-        if not await asyncio.to_thread(_opens_as_pdf, staged):
+        if not await asyncio.to_thread(_opens_as_pdf, staged, check):
             raise UploadRefused(
                 415, "not_pdf", "the file starts like a PDF but PyMuPDF cannot open it"
             )
@@ -157,17 +163,25 @@ async def _copy_into_store(upload: UploadFile, store: BlobStore, max_bytes: int)
     return key, size
 
 
-def _opens_as_pdf(path: Path) -> bool:
+def _opens_as_pdf(path: Path, limits: ChildLimits) -> bool:
     """Whether PyMuPDF opens the file as a PDF (its cross-reference table and
     trailer: no page is rendered or inflated here), so a ``%PDF-`` header on an
-    HTML page or garbage is refused before it is stored and served as a paper."""
-    import pymupdf  # only the upload path needs it
+    HTML page or garbage is refused before it is stored and served as a paper.
 
+    Opened in a limited child, never in this process: a 200 KB file whose
+    cross-reference streams declare millions of objects takes over a GB to open.
+    A file that passes the child's limits is refused (422) with the reason.
+    """
     try:
-        with pymupdf.open(path, filetype="pdf") as doc:
-            return bool(doc.is_pdf)
-    except Exception:  # noqa: BLE001 - PyMuPDF raises several types for broken files
-        return False
+        return bool(read_pdf("check", path, limits)["pdf"])
+    except PdfReadFailed as failed:
+        if failed.kind == "invalid":
+            return False
+        if failed.kind == "busy":
+            raise UploadRefused(503, "busy", failed.reason) from None
+        raise UploadRefused(
+            422, "pdf_rejected", f"the PDF could not be opened within the limits: {failed.reason}"
+        ) from None
 
 
 def register_document(

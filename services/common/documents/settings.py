@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from services.common.pdf_child.runner import ChildLimits
 from services.common.settings import CommonSettings
 
 
@@ -21,6 +22,25 @@ class IntakeSettings(CommonSettings):
     # Comma-separated host:port entries the URL fetcher may reach although they
     # are private or loopback (see services/common/net_guard.py).
     web_allow: str = ""
+    # PDFs read outside the library's parser pool — the upload check and the
+    # agent's pdf_fetch — run in a one-shot child process under these limits
+    # (services/common/pdf_child): address space, CPU and wall time per read,
+    # and children at once per process.
+    pdf_child_memory_mb: int = 1024
+    pdf_check_timeout_s: float = 20.0
+    pdf_text_timeout_s: float = 60.0
+    pdf_child_concurrency: int = 2
+
+    def pdf_check_limits(self) -> ChildLimits:
+        """The upload check: opening the file only, so a short time."""
+        return ChildLimits(
+            self.pdf_child_memory_mb, self.pdf_check_timeout_s, self.pdf_child_concurrency
+        )
+
+    def pdf_text_limits(self) -> ChildLimits:
+        return ChildLimits(
+            self.pdf_child_memory_mb, self.pdf_text_timeout_s, self.pdf_child_concurrency
+        )
 
     @property
     def resolved_files_dir(self) -> Path:

@@ -41,6 +41,14 @@ def configured_token() -> str | None:
     return TelemetrySettings().metrics_token or None
 
 
+def configured_bind() -> str:
+    """``LEAFLAB_METRICS_BIND`` (default 127.0.0.1: a worker's metrics are not for every
+    host that can reach this one, nor for sandboxes)."""
+    from services.common.telemetry.settings import TelemetrySettings
+
+    return TelemetrySettings().metrics_bind
+
+
 def token_matches(header: str | None, token: str) -> bool:
     """Whether an Authorization header carries ``Bearer <token>`` (constant-time compare)."""
     scheme, _, presented = (header or "").partition(" ")
@@ -75,7 +83,7 @@ _UNSET: Any = object()
 def start_metrics_server(
     port: int,
     *,
-    addr: str = "0.0.0.0",
+    addr: str | None = None,
     registry: CollectorRegistry = METRICS_REGISTRY,
     token: str | None = _UNSET,
 ) -> int | None:
@@ -84,10 +92,13 @@ def start_metrics_server(
     Idempotent per port; ``port=0`` picks a free one. Returns the bound port,
     or None when the server could not start: that is logged and counted
     (``leaflab_metrics_server_failures_total``), never raised, so a taken port
-    cannot stop a worker. ``token`` defaults to ``LEAFLAB_METRICS_TOKEN``.
+    cannot stop a worker. ``token`` defaults to ``LEAFLAB_METRICS_TOKEN``, ``addr`` to
+    ``LEAFLAB_METRICS_BIND``.
     """
     if token is _UNSET:
         token = configured_token()
+    if addr is None:
+        addr = configured_bind()
     with _lock:
         if port and port in _servers:
             return port

@@ -20,7 +20,13 @@ from services.common.models.jobs import (
     JobStep,
 )
 from services.common.models.library import DOCUMENT_STATUSES, Document, DocumentReference
-from services.common.models.memory import MEMORY_KINDS, MEMORY_SCOPES, MemoryDocument
+from services.common.models.memory import (
+    MEMORY_KINDS,
+    MEMORY_SCOPES,
+    PROPOSAL_STATUSES,
+    MemoryDocument,
+    MemoryProposal,
+)
 from services.common.models.sandbox import SandboxExecution
 from services.common.models.telemetry import SpanRecord
 from services.common.models.users import ApiKey, Project, ProjectMember, User
@@ -37,6 +43,7 @@ __all__ = [
     "JOB_STATUSES",
     "MEMORY_KINDS",
     "MEMORY_SCOPES",
+    "PROPOSAL_STATUSES",
     "TERMINAL_STATUSES",
     "ApiKey",
     "Approval",
@@ -49,6 +56,7 @@ __all__ = [
     "Job",
     "JobStep",
     "MemoryDocument",
+    "MemoryProposal",
     "Message",
     "Project",
     "ProjectMember",

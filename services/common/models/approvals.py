@@ -18,7 +18,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from services.common.models.base import Base, Timestamped, new_id
 
-ApprovalKind = Literal["file_write", "command"]
+ApprovalKind = Literal["file_write", "command", "exec_changes"]
 # pending → approved → applied | failed (baseline changed); or changes_requested |
 # rejected; cancelled when the job is cancelled while it waits
 ApprovalStatus = Literal[
@@ -45,7 +45,8 @@ class Approval(Timestamped, Base):
     step_key: Mapped[str] = mapped_column(String(300), nullable=False)
     tool_name: Mapped[str] = mapped_column(String(200), nullable=False)
     kind: Mapped[str] = mapped_column(String(20), nullable=False)
-    # [{path, diff}] for file writes; [{command}] for shell/python commands
+    # [{path, diff}] for file writes; [{command}] for shell/python commands; for
+    # exec_changes [{command, output}, {path, change, held, diff}, …]
     diffs: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, default=list, nullable=False)
     # {path: sha256 | None} as the files were when the diffs were made
     baselines: Mapped[dict[str, str | None]] = mapped_column(JSONB, default=dict, nullable=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Literal, get_args
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -25,23 +25,13 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
+from services.common.job_states import (  # noqa: F401 - re-exported for the ORM's users
+    JOB_KINDS,
+    JOB_STATUSES,
+    TERMINAL_STATUSES,
+    JobStatus,
+)
 from services.common.models.base import Base, Timestamped, new_id
-
-JobStatus = Literal[
-    "queued",
-    "running",
-    "waiting_approval",
-    # Parked while every endpoint of its model is down (runtime/model_wait.py).
-    "waiting_model",
-    "budget_exhausted",
-    "paused",
-    "succeeded",
-    "failed",
-    "cancelled",
-]
-JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
-TERMINAL_STATUSES = ("succeeded", "failed", "cancelled")
-JOB_KINDS = ("turn", "survey", "batch", "memory")
 
 
 class Job(Timestamped, Base):

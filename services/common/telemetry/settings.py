@@ -68,7 +68,9 @@ class TelemetrySettings(CommonSettings):
     trace_schedule_delay_ms: int = Field(default=500, ge=10)
     trace_db_connect_timeout_s: int = Field(default=2, ge=1)
     trace_db_statement_timeout_ms: int = Field(default=5000, ge=100)
-    # Port of the Prometheus exposition server in Celery workers (0 = off).
+    # Port of the Prometheus exposition server in Celery workers (0 = off), and the
+    # address it binds: loopback unless an operator opens it (with a token, below).
     metrics_port: int = 0
+    metrics_bind: str = "127.0.0.1"
     # Bearer token every /metrics endpoint demands when set (deployments that expose it).
     metrics_token: str | None = None

@@ -29,8 +29,20 @@ EXPORT_VERSION = "1"  # bump when the export recipe changes: old files are ignor
 
 
 def export_dir(models_dir: Path, model_path: str) -> Path:
-    digest = hashlib.sha256(f"{EXPORT_VERSION}\0{model_path}".encode()).hexdigest()[:16]
+    """The export's folder, keyed by the weights it was made from: the cache is shared
+    by every home on the machine, so reinstalled or changed weights export anew."""
+    key = f"{EXPORT_VERSION}\0{model_path}\0{weights_stamp(model_path)}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return models_dir / f"{Path(model_path).name or 'model'}-{digest}"
+
+
+def weights_stamp(model_path: str) -> str:
+    """Size and modification time of each weights file under ``model_path``."""
+    root = Path(model_path)
+    files = sorted(
+        p for pattern in ("*.safetensors", "*.bin") for p in root.glob(pattern) if p.is_file()
+    )
+    return ";".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
 
 
 def check_mean_pooling(model_path: str) -> None:

@@ -9,7 +9,10 @@ then serves one request per line on stdin — ``{"path", "max_pages", "cpu_s"}``
 Before each document the soft CPU-time limit is moved to "CPU used so far +
 cpu_s", so the limit is per document although the process is long-lived;
 MuPDF spinning past it gets SIGXCPU and the pool reports the reason.
-After a MemoryError the process answers, then exits: its heap is suspect.
+After an allocation failure — a MemoryError, or MuPDF's own "calloc … failed"
+/ "out of memory", which ``parse_pdf`` would report as a damaged page — the
+process answers ``{"error", "discard": true}`` and exits: its address space is
+spent, and kept it failed every later document (the pool discards it too).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import json
 import resource
 import sys
 from typing import Any
+
+from services.common.pdf_child.reasons import is_allocation_failure, memory_limit_reason
 
 
 def _limit_memory(memory_mb: int) -> None:
@@ -55,12 +60,14 @@ def serve(memory_mb: int) -> int:
         try:
             result = parse_pdf(str(request["path"]), max_pages=int(request["max_pages"]))
         except PdfRejected as exc:
-            _answer({"error": str(exc)})
-            continue
+            if not is_allocation_failure(str(exc)):
+                _answer({"error": str(exc)})
+                continue
+            result = None
         except MemoryError:
             result = None
         if result is None:
-            _answer({"error": f"exceeded the parser memory limit ({memory_mb} MiB)"})
+            _answer({"error": memory_limit_reason(memory_mb), "discard": True})
             return 3  # a fresh process for the next document
         _answer(result)
     return 0

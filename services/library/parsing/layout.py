@@ -13,6 +13,8 @@ from typing import Any
 
 import pymupdf
 
+from services.common.ligatures import fold_ligatures
+
 # TeX and Office math fonts; CMR (TeX roman) is body text, so it is not listed.
 MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|MSBM|MSAM|Math|Symbol|STIX|rsfs|EUFM|LMMath", re.I)
 MATH_CHARS = set("=+−×÷∑∏∫∂∇≤≥≈≠∈∉∀∃→←⇒⇔∞√±αβγδεζηθικλμνξπρστυφχψωΓΔΘΛΞΠΣΦΨΩ^_")
@@ -71,7 +73,7 @@ def _block(raw: dict[str, Any], page_no: int, height: float) -> Block | None:
     size_sum = 0.0
     for line in raw["lines"]:
         spans = line["spans"]
-        lines.append("".join(s["text"] for s in spans))
+        lines.append(fold_ligatures("".join(s["text"] for s in spans)))
         for span in spans:
             span_text = span["text"]
             n = len(span_text.strip())

@@ -10,8 +10,14 @@ Guarantees:
   SIGKILL) is replaced and the document retried once; a second death fails
   the document with the reason. A document that exceeds its wall or CPU time
   is not retried (it would only hang again).
-- A process is recycled after ``docs_per_process`` documents, so slow leaks
-  in MuPDF cannot accumulate.
+- A process that hit a limit is never reused: one that reported an allocation
+  failure (MuPDF's "calloc … failed" / "out of memory" under RLIMIT_AS, a
+  MemoryError), timed out, died or answered garbage is killed and replaced
+  before the next document. (Kept, such a process still held the memory and
+  failed every later document, other users' included, with "calloc failed".)
+- A process is recycled after ``docs_per_process`` documents, or as soon as
+  its resident memory passes ``recycle_rss_mb`` after a document, so slow
+  leaks and fragmentation in MuPDF cannot accumulate.
 """
 
 from __future__ import annotations
@@ -31,6 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from services.common.pdf_child.reasons import (
+    death_reason,
+    is_allocation_failure,
+    memory_limit_reason,
+)
+
 log = logging.getLogger(__name__)
 
 
@@ -45,6 +57,7 @@ class ParseLimits:
     max_pages: int = 1500
     pool_size: int = 2
     docs_per_process: int = 200
+    recycle_rss_mb: int = 512
 
 
 class _Died(Exception):
@@ -56,17 +69,7 @@ class _TimedOut(Exception):
 
 
 def _death_reason(code: int, stderr_tail: str, limits: ParseLimits) -> str:
-    if code < 0:
-        sig = -code
-        if sig == signal.SIGXCPU:
-            return f"parser exceeded its CPU time limit ({limits.timeout_s:.0f} s)"
-        if sig == signal.SIGKILL:
-            return "parser process was killed (memory or time limit, or by the system)"
-        return f"parser crashed with signal {signal.Signals(sig).name}"
-    if "MemoryError" in stderr_tail or "malloc" in stderr_tail.lower():
-        return f"exceeded the parser memory limit ({limits.memory_mb} MiB)"
-    last = stderr_tail.strip().splitlines()[-1:] or ["no output"]
-    return f"parser failed (exit {code}): {last[0][:300]}"
+    return death_reason(code, stderr_tail, memory_mb=limits.memory_mb, cpu_s=limits.timeout_s)
 
 
 class ParserProcess:
@@ -75,6 +78,8 @@ class ParserProcess:
     def __init__(self, limits: ParseLimits) -> None:
         self.limits = limits
         self.documents = 0
+        # Set when the process hit a limit or misbehaved: never handed a document again.
+        self.discard = False
         # A file, not a pipe: MuPDF warns a lot, and a full pipe would block the child.
         self._stderr: IO[bytes] = tempfile.TemporaryFile()
         root = Path(__file__).resolve().parents[3]
@@ -95,6 +100,25 @@ class ParserProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def reusable(self) -> bool:
+        return (
+            not self.discard
+            and self.alive()
+            and self.documents < self.limits.docs_per_process
+            and self.rss_mb() < self.limits.recycle_rss_mb
+        )
+
+    def rss_mb(self) -> float:
+        """Resident memory now (MiB); 0 when the process is gone."""
+        try:
+            status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        except OSError:
+            return 0.0
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
     def parse(self, path: Path) -> dict[str, Any]:
         """Send one document, wait for its answer (raises _Died / _TimedOut)."""
         request = {
@@ -113,6 +137,7 @@ class ParserProcess:
         try:
             answer: dict[str, Any] = json.loads(line)
         except json.JSONDecodeError:
+            self.discard = True
             raise ParseFailed("parser produced unreadable output") from None
         return answer
 
@@ -192,12 +217,14 @@ class ParserPool:
                 try:
                     answer = proc.parse(path)
                 except _TimedOut:
+                    proc.discard = True
                     proc.kill()
                     raise ParseFailed(
                         f"parser timed out after {self.limits.timeout_s:.0f} s"
                     ) from None
                 except _Died as died:
                     log.warning("library.parse: parser died on attempt %d: %s", attempt, died)
+                    proc.discard = True
                     proc.kill()
                     if attempt == 2 or "CPU time limit" in str(died):
                         raise ParseFailed(
@@ -209,14 +236,20 @@ class ParserPool:
                     with self._lock:
                         self._busy.pop(proc.pid, None)
                 if "error" in answer:
-                    raise ParseFailed(str(answer["error"]))
+                    reason = str(answer["error"])
+                    if answer.get("discard") or is_allocation_failure(reason):
+                        # Out of address space: the heap is spent, whatever the child says.
+                        proc.discard = True
+                        proc.kill()
+                        reason = memory_limit_reason(self.limits.memory_mb)
+                    raise ParseFailed(reason)
                 return answer
             raise AssertionError("unreachable")
         finally:
             self._idle.put(self._recycled(proc))
 
     def _ready(self, proc: ParserProcess | None) -> ParserProcess:
-        if proc is not None and proc.alive() and proc.documents < self.limits.docs_per_process:
+        if proc is not None and proc.reusable():
             return proc
         if proc is not None:
             proc.close()
@@ -227,7 +260,9 @@ class ParserPool:
     def _recycled(self, proc: ParserProcess | None) -> ParserProcess | None:
         if proc is None:
             return None
-        if not proc.alive() or proc.documents >= self.limits.docs_per_process:
+        if not proc.reusable():
+            if proc.discard:
+                proc.kill()  # never wait on a process that hit a limit
             proc.close()
             return None
         return proc

@@ -1,4 +1,4 @@
-"""Documents: accept an upload or URL (stored, registered, queued), list, read."""
+"""Documents: accept an upload or URL (stored, registered, queued), list, read, delete."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
@@ -28,6 +28,7 @@ from services.library.access import Caller, CallerDep, RuntimeDep
 from services.library.errors import LibraryError
 from services.library.fetch import check_url
 from services.library.references import references_view
+from services.library.removal import remove_document
 from services.library.runtime import LibraryRuntime
 from services.library.schemas import (
     DocumentAccepted,
@@ -71,7 +72,10 @@ async def add_document(request: Request, who: CallerDep, runtime: RuntimeDep) ->
     """Multipart PDF (`file`, optional `collection`) or JSON `{url, collection?}` → 202."""
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         received = await receive_pdf(
-            request, store=runtime.blobs, max_bytes=runtime.settings.max_upload_bytes
+            request,
+            store=runtime.blobs,
+            max_bytes=runtime.settings.max_upload_bytes,
+            check=runtime.settings.pdf_check_limits(),
         )
         collection = _writable(who, received.fields.get("collection"))
         key, name, url = received.content_hash, received.filename, None
@@ -158,3 +162,10 @@ def get_references(document_id: str, who: CallerDep, runtime: RuntimeDep) -> dic
         if doc is None or doc.collection not in who.collections:
             raise LibraryError(404, "not_found", "document not found")
         return {"items": references_view(db, ident)}
+
+
+@router.delete("/{document_id}", status_code=204)
+def delete_document(document_id: str, who: CallerDep, runtime: RuntimeDep) -> Response:
+    """The document, its passages and (unless another document shares it) its file."""
+    remove_document(runtime, who=who, document_id=document_id)
+    return Response(status_code=204)

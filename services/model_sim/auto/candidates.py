@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.model_sim.state import message_text
+from services.model_sim.auto.sources import gather
 
 _UUID = re.compile(
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
@@ -27,13 +27,21 @@ _NAMED = re.compile(r'"([A-Za-z_][\w\-]*)"\s*:\s*("(?:[^"\\\n]|\\.)*"|-?\d+(?:\.
 _NAMED_PLAIN = re.compile(r"\b([A-Za-z_][\w]*)\s*[:=]\s*([\w][\w:.\-/]*)")
 _URL = re.compile(r"https?://[^\s\"'<>)\]]+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z\-']+")
+# A field label in front of a note's sentence ("method: A Lyapunov …"): not prose.
+_LABEL = re.compile(r"^[A-Za-z_][\w ]{0,24}:\s+")
+# An instruction to the model ("Give 3-5 questions.", "Answer with JSON."): the
+# asking, not the content, so it is quoted only when nothing else is there.
+_IMPERATIVE = frozenset(
+    "give write answer return list cite use reply respond output include make name "
+    "keep say take note summarise summarize explain describe outline check".split()
+)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 # Flat JSON objects in a prompt (a chunk's locator, a search hit): one record each.
 _FLAT_OBJECT = re.compile(r"\{[^{}]*\}")
 # Leading words of a request that are not its topic ("Please summarize X" is about X).
 _ASKING = frozenset(
     "please summarize summarise survey explain describe write give tell me about list "
-    "what is are how does do the a an can you could would".split()
+    "what is are how does do the a an can you could would topic".split()
 )
 # Words that make poor topic words; the rest of the prompt reads as content.
 STOPWORDS = frozenset(
@@ -114,10 +122,31 @@ def _is_prose(text: str) -> bool:
 def _sentences(text: str) -> list[str]:
     out = []
     for part in _SENTENCE_END.split(text):
-        clean = " ".join(part.split()).strip(" -*#>`")
+        clean = _LABEL.sub("", " ".join(part.split()).strip(" -*#>`"))
         if _is_prose(clean):
             out.append(clean)
     return out
+
+
+def _is_content(sentence: str, line_labels: bool) -> bool:
+    """A statement worth quoting: not an instruction, not a bare "Label: value" line."""
+    first = sentence.split()[0].lower().strip(",:") if sentence.split() else ""
+    if first in _IMPERATIVE:
+        return False
+    return not line_labels or sentence[:1].isupper()
+
+
+def _ranked(texts: list[str]) -> list[str]:
+    """Sentences of ``texts`` in order, statements first, instructions and labels last."""
+    content: list[str] = []
+    rest: list[str] = []
+    for text in texts:
+        for part in _SENTENCE_END.split(text):
+            flat = " ".join(part.split()).strip(" -*#>`")
+            labelled = _LABEL.match(flat) is not None
+            for sentence in _sentences(flat):
+                (content if _is_content(sentence, labelled) else rest).append(sentence)
+    return content + rest
 
 
 def topic_of(text: str, max_words: int = 12) -> str:
@@ -131,17 +160,19 @@ def topic_of(text: str, max_words: int = 12) -> str:
 
 
 def harvest(messages: list[dict[str, Any]]) -> Candidates:
-    """Scan the messages (last user message first for prose) for reusable values."""
-    texts = [message_text(m) for m in messages]
-    everything = "\n".join(texts)[:MAX_SCAN_CHARS]
-    last_user = next((message_text(m) for m in reversed(messages) if m.get("role") == "user"), "")[
-        :MAX_SCAN_CHARS
-    ]
+    """Scan the user's requests and the tool results (latest request first) for values.
+
+    System messages and the JSON protocol's tool descriptions are never scanned
+    (see :mod:`services.model_sim.auto.sources`): replies must not quote the prompt.
+    """
+    sources = gather(messages)
+    everything = "\n".join(sources.texts())[:MAX_SCAN_CHARS]
+    last_user = sources.request[:MAX_SCAN_CHARS]
     keys = [k for group in _CITE_GROUP.findall(everything) for k in _CITE_KEY.findall(group)]
     named = _named_values(everything)
     for name in ("key", "citation_key", "cite_key"):
         keys.extend(v for v in named.get(name, ()) if isinstance(v, str) and v)
-    prose = _sentences(last_user) + _sentences(everything)
+    prose = _ranked([last_user, everything])
     words = [w for w in _WORD.findall(last_user + "\n" + everything) if w.lower() not in STOPWORDS]
     return Candidates(
         uuids=_unique(u.lower() for u in _UUID.findall(everything)),

@@ -15,9 +15,18 @@ from typing import Any
 from services.model_sim.auto.candidates import Candidates, harvest
 from services.model_sim.auto.schema_fill import fill_schema
 from services.model_sim.auto.schema_refs import AutoError
+from services.model_sim.auto.sources import RESULT_HEADER, gather, protocol_tools
 from services.model_sim.auto.text import after_tool_answer, plain_answer, sentence
-from services.model_sim.auto.tool_args import chosen_tool, tool_call
+from services.model_sim.auto.tool_args import (
+    call_arguments,
+    chosen_tool,
+    functions_of,
+    protocol_block,
+    tool_call,
+)
+from services.model_sim.auto.tool_inputs import SIMULATED_LABEL
 from services.model_sim.script import ScriptEntry
+from services.model_sim.state import message_text
 
 _SEEDED_FIELDS = ("model", "messages", "response_format", "tools", "tool_choice")
 
@@ -53,15 +62,10 @@ def _json_object(cands: Candidates, rng: random.Random) -> dict[str, Any]:
     return {"topic": cands.topic or "the request", "answer": sentence(cands, rng)}
 
 
-def _last_tool_name(messages: list[dict[str, Any]]) -> str | None:
-    """The name of the tool whose result is the last message, if the request says."""
-    call_id = messages[-1].get("tool_call_id")
-    for message in reversed(messages):
-        for call in message.get("tool_calls") or []:
-            if isinstance(call, dict) and call.get("id") == call_id:
-                name = (call.get("function") or {}).get("name")
-                return str(name) if name else None
-    return messages[-1].get("name") if isinstance(messages[-1].get("name"), str) else None
+def _labelled(text: str) -> ScriptEntry:
+    """A plain-text reply, marked as the simulator's (one label, at the end, everywhere)."""
+    separator = "\n" if "\n" in text else " "  # a list ends before the label
+    return ScriptEntry(content=f"{text}{separator}{SIMULATED_LABEL}")
 
 
 def auto_reply(body: dict[str, Any]) -> ScriptEntry:
@@ -70,14 +74,26 @@ def auto_reply(body: dict[str, Any]) -> ScriptEntry:
     rng = random.Random(request_seed(body))
     kind, schema = _schema_of(body.get("response_format"))
     cands = harvest(messages)
-    function = chosen_tool(body.get("tools") or [], body.get("tool_choice"), messages, rng)
-    if function is not None:
-        return ScriptEntry(tool_calls=[tool_call(function, cands, rng)])
+    sources = gather(messages)
+    native = functions_of(body.get("tools") or [])
+    # A client without native tools lists them in the prompt (the JSON tool protocol).
+    functions = native or functions_of(protocol_tools(messages))
+    last = messages[-1]
+    # A JSON-protocol tool result arrives as a user message; it is a tool result still.
+    protocol_result = last.get("role") == "user" and RESULT_HEADER.match(message_text(last))
+    last_role = "tool" if protocol_result else last.get("role")
+    planned = chosen_tool(functions, body.get("tool_choice"), sources, last_role, rng)
+    if planned is not None:
+        function = functions[planned.name]
+        if native:
+            return ScriptEntry(tool_calls=[tool_call(function, planned, sources, cands, rng)])
+        arguments = call_arguments(function, planned, sources, cands, rng)
+        return ScriptEntry(content=protocol_block(planned.name, arguments))
     if kind == "json_schema":
         value = fill_schema(schema, cands, rng)
         return ScriptEntry(content=json.dumps(value, ensure_ascii=False))
     if kind == "json_object":
         return ScriptEntry(content=json.dumps(_json_object(cands, rng), ensure_ascii=False))
-    if messages[-1].get("role") == "tool":
-        return ScriptEntry(content=after_tool_answer(cands, _last_tool_name(messages)))
-    return ScriptEntry(content=plain_answer(cands, rng))
+    if last_role == "tool":
+        return _labelled(after_tool_answer(sources.request, sources.results))
+    return _labelled(plain_answer(cands, rng))

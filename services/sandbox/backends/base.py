@@ -20,7 +20,16 @@ LifecycleSink = Callable[[str, dict[str, Any]], None]
 
 
 class SandboxUnavailable(RuntimeError):
-    """The configured backend cannot run anything on this machine."""
+    """The configured backend cannot run anything on this machine (or not this request)."""
+
+    code = "sandbox_unavailable"  # what the exec's caller sees as the error code
+
+
+class SandboxNetworkUnavailable(SandboxUnavailable):
+    """A network-enabled exec cannot be given the outside world without this host and
+    private ranges here: it is refused, never run on a less isolated network."""
+
+    code = "sandbox_network_unavailable"
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,9 @@ class ExecRequest:
     timeout_s: float
     allow_network: bool = False
     stdin: bytes | None = None
+    # The size the workspace may reach during this run (its cap, or what its
+    # user has left); a backend that can watch kills the run past it.
+    disk_limit_bytes: int | None = None
 
 
 @dataclass
@@ -71,6 +83,9 @@ class SandboxBackend(ABC):
     def spares(self) -> int:
         """Warm sandboxes ready for a new session right now (0 without a pool)."""
         return 0
+
+    def forget(self, session_key: str) -> None:  # noqa: B027 - optional hook
+        """Drop any warm sandbox kept for ``session_key`` (its session is deleted)."""
 
     def maintain(self) -> None:  # noqa: B027 - optional hook
         """Periodic upkeep (idle eviction, pool refill)."""

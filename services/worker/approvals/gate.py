@@ -27,12 +27,16 @@ from sqlalchemy.dialects.postgresql import insert
 
 from services.common.failpoints import failpoint
 from services.common.models import Approval, Project
-from services.worker.approvals.policy import Proposal, is_protected, proposal_for
+from services.worker.approvals import exec_hold
+from services.worker.approvals.exec_hold import ExecHold
+from services.worker.approvals.policy import Proposal, proposal_for
+from services.worker.approvals.protected import ProtectedPaths
+from services.worker.approvals.snapshot import TooMuchToHold
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.lease import Lease
 from services.worker.runtime.suspend import StepSuspended, suspend_job
-from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError
+from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 from services.worker.tools.workspace import relative, resolve, sha256_file
 
 MARK_SQL = text(
@@ -59,6 +63,10 @@ class ApprovalGate:
         self.project_id = project_id
         self.events = events
         self._mode: str | None = None
+        settings = deps.settings
+        self.protected = ProtectedPaths.of(
+            settings.approval_protected_suffixes, settings.approval_protected_paths
+        )
 
     def mode(self) -> str:
         if self._mode is None:
@@ -79,25 +87,68 @@ class ApprovalGate:
         """
         if not self._may_need_approval(tool, args, ctx):
             return None
+        approval = self.find(ctx.step_key)
+        if approval is None:
+            if tool.effect is ToolEffect.SANDBOX and self.mode() == "protected":
+                return None  # it runs; its protected changes are held after (hold_for)
+            self._request(tool, args, ctx)
+            return None  # unreachable: _request always raises
+        return self._decided(approval, ctx)
+
+    def find(self, step_key: str) -> Approval | None:
         with self.deps.factory() as db:
             approval = db.scalar(
                 select(Approval).where(
-                    Approval.job_id == self.lease.job_id, Approval.step_key == ctx.step_key
+                    Approval.job_id == self.lease.job_id, Approval.step_key == step_key
                 )
             )
             if approval is not None:
                 db.expunge(approval)
-        if approval is None:
-            self._request(tool, args, ctx)
-            return None  # unreachable: _request always raises
-        return self._decided(approval, ctx)
+        return approval
+
+    def hold_for(
+        self, tool: Tool, args: BaseModel, ctx: ToolContext, approval: uuid.UUID | None
+    ) -> ExecHold | None:
+        """For a sandbox call in ``protected`` mode not approved beforehand: its
+        protected files copied aside (see exec_hold.py). When they are too many to
+        copy, the call itself waits for approval first (raises StepSuspended)."""
+        if tool.effect is not ToolEffect.SANDBOX or approval is not None:
+            return None
+        if self.mode() != "protected":
+            return None
+        try:
+            return ExecHold.begin(self, tool, args, ctx)
+        except TooMuchToHold as exc:
+            note = (
+                f"this command needs approval before it runs: {exc}, too many to hold "
+                "its changes to protected files for review afterwards"
+            )
+            entry = {"tool": tool.name, "command": exec_hold.command_of(args)[:20_000]}
+            proposal = Proposal(kind="command", diffs=[{**entry, "note": note}], baselines={})
+            self.request(tool.name, proposal, ctx)
+            return None  # unreachable
+
+    def resume_exec(self, ctx: ToolContext) -> ToolResult | ToolError:
+        """A sandbox step found running on resume: its held changes' decision, or
+        interrupted (with any protected changes put back)."""
+        return exec_hold.resume(self, ctx, self.find(ctx.step_key))
+
+    def wait_again(self, approval: Approval) -> None:
+        # Woken without a decision (a stray message): wait again.
+        with self.deps.factory() as db, db.begin():
+            suspend_job(db, self.lease, status="waiting_approval")
+        raise StepSuspended(f"waiting for approval {approval.id}")
+
+    def fail(self, approval: Approval, message: str, ctx: ToolContext) -> None:
+        self._mark(approval.id, "failed", message)
+        self._emit(approval.id, "failed", approval.tool_name, ctx, None, error=message)
 
     def applied(self, approval_id: uuid.UUID) -> None:
         self._mark(approval_id, "applied", None)
 
     def _may_need_approval(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> bool:
         if tool.effect is ToolEffect.SANDBOX:
-            return self.mode() == "strict"
+            return self.mode() in ("strict", "protected")
         if tool.effect is not ToolEffect.WORKSPACE_EDIT or self.mode() == "off":
             return False
         path = str(getattr(args, "path", ""))
@@ -105,18 +156,22 @@ class ApprovalGate:
             shown = relative(ctx.workspace, resolve(ctx.workspace, path, create_root=True))
         except ToolError:
             return False  # the tool itself refuses the path, with its own message
-        return is_protected(shown, self.deps.settings.approval_protected_suffixes)
+        return self.protected.match(shown)
 
     def _request(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> None:
         intent = tool.intent(args, ctx) if tool.effect is ToolEffect.WORKSPACE_EDIT else None
         proposal = proposal_for(
             mode=self.mode(),
-            suffixes=self.deps.settings.approval_protected_suffixes,
+            protected=self.protected,
             tool=tool,
             arguments=args.model_dump(mode="json"),
             intent=intent,
         )
         assert proposal is not None
+        self.request(tool.name, proposal, ctx)
+
+    def request(self, tool_name: str, proposal: Proposal, ctx: ToolContext) -> None:
+        """Insert the approval row with the job's suspension, tell the watcher, suspend."""
         with self.deps.factory() as db, db.begin():
             suspend_job(db, self.lease, status="waiting_approval")
             approval_id = db.scalar(
@@ -125,7 +180,7 @@ class ApprovalGate:
                     id=uuid.uuid4(),
                     job_id=self.lease.job_id,
                     step_key=ctx.step_key,
-                    tool_name=tool.name,
+                    tool_name=tool_name,
                     kind=proposal.kind,
                     diffs=proposal.diffs,
                     baselines=proposal.baselines,
@@ -138,17 +193,14 @@ class ApprovalGate:
             )
         failpoint("approval.after_request")
         assert approval_id is not None
-        self._emit(approval_id, "pending", tool.name, ctx, proposal)
+        self._emit(approval_id, "pending", tool_name, ctx, proposal)
         self.events.emit("status", {"status": "waiting_approval"})
         raise StepSuspended(f"waiting for approval {approval_id}")
 
     def _decided(self, approval: Approval, ctx: ToolContext) -> uuid.UUID | None:
         status = approval.status
         if status == "pending":
-            # Woken without a decision (a stray message): wait again.
-            with self.deps.factory() as db, db.begin():
-                suspend_job(db, self.lease, status="waiting_approval")
-            raise StepSuspended(f"waiting for approval {approval.id}")
+            self.wait_again(approval)
         if status in ("approved", "applied"):
             changed = _changed_files(approval.baselines, ctx)
             if changed and status == "approved":
@@ -156,8 +208,7 @@ class ApprovalGate:
                     f"not applied: {', '.join(changed)} changed after the approval was "
                     "requested; read the file again and propose the change anew"
                 )
-                self._mark(approval.id, "failed", message)
-                self._emit(approval.id, "failed", approval.tool_name, ctx, None, error=message)
+                self.fail(approval, message, ctx)
                 raise ToolError(
                     "approval_baseline_changed",
                     message,

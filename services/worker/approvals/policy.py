@@ -4,8 +4,11 @@ Modes (``LEAFLAB_APPROVAL_MODE``, overridden per project by ``projects.approval_
 
 - ``off``: nothing waits.
 - ``protected`` (default): ``write_file`` / ``edit_file`` on a protected path
-  (suffixes in ``LEAFLAB_APPROVAL_PROTECTED_SUFFIXES``: .tex .bib .sty .py .m
-  .ipynb .sh) wait, with the file's diff.
+  (``protected.py``: the suffixes in ``LEAFLAB_APPROVAL_PROTECTED_SUFFIXES``,
+  .tex .bib .sty .py .m .ipynb .sh, and the globs in
+  ``LEAFLAB_APPROVAL_PROTECTED_PATHS``: Makefile, pyproject.toml, .github/** …)
+  wait, with the file's diff. A ``bash`` / ``python`` call runs, and what it did
+  to protected paths is put back and held for approval (``exec_hold.py``).
 - ``strict``: as ``protected``, and every ``bash`` / ``python`` call waits too.
   Whether a command changes the workspace cannot be decided reliably from its
   text (``python -c``, redirections, scripts that write), so the rule is the
@@ -17,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from services.worker.approvals.protected import ProtectedPaths
 from services.worker.tools.base import Tool, ToolEffect
 
 MODES = ("off", "protected", "strict")
@@ -26,20 +30,15 @@ MODES = ("off", "protected", "strict")
 class Proposal:
     """What a human is asked to approve."""
 
-    kind: str  # "file_write" | "command"
+    kind: str  # "file_write" | "command" | "exec_changes"
     diffs: list[dict[str, Any]]
     baselines: dict[str, str | None]
-
-
-def is_protected(path: str, suffixes: list[str]) -> bool:
-    lowered = path.lower()
-    return any(lowered.endswith(s.lower()) for s in suffixes)
 
 
 def proposal_for(
     *,
     mode: str,
-    suffixes: list[str],
+    protected: ProtectedPaths,
     tool: Tool,
     arguments: dict[str, Any],
     intent: dict[str, Any] | None,
@@ -49,7 +48,7 @@ def proposal_for(
         return None
     if tool.effect is ToolEffect.WORKSPACE_EDIT and intent is not None:
         path = str(intent.get("path", ""))
-        if not is_protected(path, suffixes):
+        if not protected.match(path):
             return None
         return Proposal(
             kind="file_write",

@@ -23,6 +23,7 @@ from services.worker.memory.documents import read_documents, render_memory
 from services.worker.memory.tool import memory_tool
 from services.worker.runtime.conversation import ordered_messages, to_model_messages
 from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.drain import draining
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import finish_slice
 from services.worker.runtime.lease import Lease
@@ -30,6 +31,7 @@ from services.worker.runtime.ledger import StepView, llm_key, load_steps, tool_k
 from services.worker.runtime.model_wait import outage_of, park_for_model
 from services.worker.runtime.outcome import Outcome
 from services.worker.runtime.recorder import StepWrite, UsageDelta, record
+from services.worker.runtime.revoked import stop_if_revoked
 from services.worker.tools.base import ToolContext, ToolError
 from services.worker.tools.registry import ToolRegistry
 
@@ -71,6 +73,9 @@ class MaintenanceRunner:
             if not first and time.monotonic() >= deadline:
                 return Outcome.SLICE_EXPIRED
             first = False
+            stopped = stop_if_revoked(self.deps, self.lease, self.events, self)
+            if stopped is not None:
+                return stopped
             round_no = sum(1 for s in self.steps.values() if s.kind == "llm" and s.done)
             if round_no:
                 last = self.steps[llm_key(round_no - 1)]
@@ -159,6 +164,9 @@ class MaintenanceRunner:
                 stream=False,
             )
         except ModelError as err:
+            if draining():
+                # Stopping: hand the job back, recording nothing (model_wait.py).
+                return Outcome.SLICE_EXPIRED
             outage = outage_of(err, None, base_url=getattr(self.deps.model, "base_url", None))
             if outage is not None:
                 # The endpoint is down: wait for it, recording nothing (model_wait.py).

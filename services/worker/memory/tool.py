@@ -3,6 +3,12 @@
 Replacement makes the effect IDEMPOTENT: a resumed job that writes again
 leaves the same document. It touches only ``memory_documents`` rows of the
 job's own user and project.
+
+Each call re-checks the user's access first (``runtime/membership.py``): a
+user removed from the project, or disabled, reads and writes nothing. Project
+memory reaches every member's prompt, so only a project owner (or an admin)
+writes it directly; another member's write becomes a proposal that an owner
+approves or rejects (``proposals.py``). Personal memory is the user's own.
 """
 
 from __future__ import annotations
@@ -11,15 +17,18 @@ import uuid
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from sqlalchemy.orm import Session
 
 from services.common.db import transaction
+from services.common.memory_writes import write_document
 from services.worker.memory.documents import (
     MAX_MEMORY_CHARS,
     owner_of,
     read_documents,
     render_memory,
-    write_document,
 )
+from services.worker.memory.proposals import propose
+from services.worker.runtime.membership import access_now
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 
 MEMORY_TOOL = "memory"
@@ -70,6 +79,9 @@ class MemoryTool(Tool):
         user_id = uuid.UUID(ctx.user_id)
         project_id = uuid.UUID(ctx.project_id) if ctx.project_id else None
         with transaction(ctx.db) as db:
+            access = access_now(db, user_id=user_id, project_id=project_id)
+            if access.revoked is not None:
+                raise ToolError("access_revoked", access.revoked, category="security")
             if args.action == "read":
                 docs = read_documents(db, user_id=user_id, project_id=project_id)
                 text = render_memory(docs) or "(no memory documents yet)"
@@ -81,6 +93,8 @@ class MemoryTool(Tool):
                     "this session belongs to no project; write scope 'user' instead",
                     category="validation",
                 )
+            if args.scope == "project" and not access.owns_project:
+                return self._propose(db, args, ctx, project_id=owner, user_id=user_id)
             write_document(
                 db,
                 scope=args.scope,
@@ -88,10 +102,45 @@ class MemoryTool(Tool):
                 kind=args.kind,
                 content=args.content or "",
                 job_id=uuid.UUID(ctx.job_id),
+                author_id=user_id,
             )
         return ToolResult(
             content=f"memory {args.scope}/{args.kind} saved ({len(args.content or '')} chars)",
             data={"scope": args.scope, "kind": args.kind, "action": "write"},
+        )
+
+    def _propose(
+        self,
+        db: Session,
+        args: MemoryArgs,
+        ctx: ToolContext,
+        *,
+        project_id: uuid.UUID,
+        user_id: uuid.UUID,
+    ) -> ToolResult:
+        proposal = propose(
+            db,
+            project_id=project_id,
+            kind=args.kind,
+            content=args.content or "",
+            user_id=user_id,
+            job_id=uuid.UUID(ctx.job_id),
+            step_key=ctx.step_key,
+        )
+        ctx.emit("memory_proposal", {"proposal_id": str(proposal), "kind": args.kind})
+        return ToolResult(
+            content=(
+                f"not saved yet: project/{args.kind} is shared by every member, so this "
+                f"write waits for a project owner's approval (proposal {proposal}); until "
+                "then project memory is unchanged"
+            ),
+            data={
+                "scope": "project",
+                "kind": args.kind,
+                "action": "write",
+                "status": "pending_review",
+                "proposal_id": str(proposal),
+            },
         )
 
 

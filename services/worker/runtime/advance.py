@@ -27,6 +27,7 @@ from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import commit_finish
 from services.worker.runtime.lease import Lease, LeaseLost, acquire, release
 from services.worker.runtime.outcome import Outcome
+from services.worker.runtime.revoked import stop_if_revoked
 from services.worker.runtime.turn import TurnRunner
 from services.worker.survey.runner import SurveyRunner
 
@@ -112,7 +113,11 @@ def _run_slice(deps: RuntimeDeps, lease: Lease) -> Outcome:
         span.set_attribute("leaflab.job.attempt", job.attempts)
         # Which worker ran this slice: a job hops between workers and hosts.
         span.set_attribute("leaflab.worker.id", deps.settings.worker_id)
-        if job.kind == "batch":
+        # Before anything reads project state (a turn's prompt reads project memory).
+        stopped = stop_if_revoked(deps, lease, events, job)
+        if stopped is not None:
+            outcome = stopped
+        elif job.kind == "batch":
             outcome = BatchRunner(deps, lease, job, events).run()
         elif job.kind == "survey":
             outcome = SurveyRunner(deps, lease, job, events).run(deadline)

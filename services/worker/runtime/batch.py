@@ -70,7 +70,8 @@ class BatchRunner:
         if done or (cancel and active == 0):
             self.events.emit("final", {"status": status, "result": summary})
             return Outcome.FINISHED
-        self.events.emit("status", {"status": "running", "progress": _progress(children, tasks)})
+        progress = _progress(children, tasks, started=len(to_start))
+        self.events.emit("status", {"status": "running", "progress": progress})
         return Outcome.WAITING
 
     def _children(self, db: Session) -> dict[int, Job]:
@@ -112,13 +113,21 @@ class BatchRunner:
         return child.id
 
 
-def _progress(children: dict[int, Job], tasks: list[dict[str, Any]]) -> dict[str, int]:
+def _progress(
+    children: dict[int, Job], tasks: list[dict[str, Any]], *, started: int
+) -> dict[str, int]:
+    """The tasks' counts, which add up to ``total``: ``started`` children were created
+    in this wake-up (not in ``children``, read before), the rest wait their turn."""
     statuses = [c.status for c in children.values()]
+    running = sum(1 for s in statuses if s not in TERMINAL_STATUSES) + started
+    succeeded = statuses.count("succeeded")
+    failed = statuses.count("failed") + statuses.count("cancelled")
     return {
         "total": len(tasks),
-        "succeeded": statuses.count("succeeded"),
-        "failed": statuses.count("failed") + statuses.count("cancelled"),
-        "running": sum(1 for s in statuses if s not in TERMINAL_STATUSES),
+        "succeeded": succeeded,
+        "failed": failed,
+        "running": running,
+        "queued": max(len(tasks) - succeeded - failed - running, 0),
     }
 
 

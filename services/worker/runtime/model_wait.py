@@ -17,6 +17,13 @@ parked ``model_server_error_parks`` times in a row on an HTTP 500/501 (its
 endpoint is up: the probe resumed it each time) is failed too: the request is
 what the server cannot take. Request errors (400, context overflow, auth,
 capability mismatches) are not outages: they fail the job as before.
+
+A model call that fails while its worker is stopping (draining: SIGTERM/SIGHUP,
+`leaflab up` stopping the stack, whose model endpoint may be going down with it)
+is neither: the runners (turn, survey, memory maintenance) end the slice
+``SLICE_EXPIRED`` before asking :func:`outage_of`, so the job is released and
+enqueued again with nothing recorded, and the next worker makes the same call.
+A stop never fails a job, nor counts towards its outage wait.
 """
 
 from __future__ import annotations

@@ -82,6 +82,9 @@ MARK_SENT_SQL = text(
     """
 )
 LOCK_KEY = "leaflab:sweeper:lock"
+# Completed sweeps, cluster-wide: a liveness signal (an operator sees it advance, a
+# test that waits for "nothing happens" proves sweeps really ran meanwhile).
+SWEEPS_KEY = "leaflab:sweeper:sweeps"
 
 
 def sweep_once(
@@ -149,5 +152,6 @@ class Sweeper:
                         requeue_after_s=self._requeue_after,
                         per_user_cap=self._per_user_cap,
                     )
+                    self._redis.incr(SWEEPS_KEY)
             except Exception:  # a DB or Redis blip: try again next period
                 log.exception("sweep failed")

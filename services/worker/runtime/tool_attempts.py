@@ -6,7 +6,10 @@ Guarantees:
 - Waits grow exponentially (``base_s``, 2×, 4× …) with full jitter on top, so
   calls that failed together do not retry together.
 - An attempt that outlives the tool's ``timeout_s`` fails with the structured
-  error ``timeout`` (retryable when the tool is retry-safe).
+  error ``timeout`` (retryable when the tool is retry-safe). Its ``ctx.cancel``
+  is set first and the attempt is given ``CANCEL_GRACE_S`` to stop, so a tool
+  that kills its work on cancel (pdf_fetch's parse child) has none left running
+  when the next attempt starts.
 - A tool that raises anything but ToolError (a bug) becomes ``tool_crashed``,
   never a dead job. The final error records how many attempts were made.
 """
@@ -14,6 +17,7 @@ Guarantees:
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import logging
 import random
 import threading
@@ -25,6 +29,7 @@ from pydantic import BaseModel
 from services.worker.tools.base import Tool, ToolContext, ToolError, ToolResult
 
 log = logging.getLogger(__name__)
+CANCEL_GRACE_S = 2.0
 
 
 def backoff_delay(attempt: int, base_s: float, rng: random.Random | None = None) -> float:
@@ -81,10 +86,12 @@ def run_bounded(tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolResult:
     finished = threading.Event()
     # The run keeps this call's trace context, so its spans stay in the job's trace.
     context = contextvars.copy_context()
+    # Each attempt its own cancel flag: a retry must not start out cancelled.
+    attempt_ctx = dataclasses.replace(ctx, cancel=threading.Event())
 
     def attempt() -> None:
         try:
-            outcome.append(context.run(tool.run, args, ctx))
+            outcome.append(context.run(tool.run, args, attempt_ctx))
         except BaseException as exc:  # handed to the caller below
             outcome.append(exc)
         finally:
@@ -92,6 +99,9 @@ def run_bounded(tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolResult:
 
     threading.Thread(target=attempt, name=f"tool-{tool.name}", daemon=True).start()
     if not finished.wait(limit):
+        attempt_ctx.cancel.set()
+        if not finished.wait(CANCEL_GRACE_S):
+            log.warning("tool %s still running %.0f s after its timeout", tool.name, CANCEL_GRACE_S)
         raise ToolError(
             "timeout",
             f"{tool.name} did not finish within {limit:g} s",

@@ -187,13 +187,13 @@ class ToolStepRunner:
     ) -> bool:
         """Handle a call that started before a crash; True when nothing more is to run."""
         if tool.effect is ToolEffect.SANDBOX:
-            err = ToolError(
-                "interrupted",
-                "this execution was interrupted by a worker restart and was not repeated; "
-                "run it again if you still need its result",
-                category="interrupted",
-            )
-            self._complete(round_no, call, key, status="interrupted", error=err)
+            # Held protected changes (approvals/exec_hold.py) or a real interruption;
+            # may suspend again while the approval is still pending.
+            outcome = self.gate.resume_exec(ctx)
+            if isinstance(outcome, ToolResult):
+                self._complete(round_no, call, key, status="succeeded", result=outcome)
+            else:
+                self._complete(round_no, call, key, status="interrupted", error=outcome)
             return True
         if tool.effect is ToolEffect.WORKSPACE_EDIT and existing.intent:
             if tool.is_applied(existing.intent, ctx):
@@ -219,6 +219,8 @@ class ToolStepRunner:
             # May suspend the job (StepSuspended) until a human decides.
             approval = self.gate.check(tool=tool, args=args, ctx=ctx)
             intent = tool.intent(args, ctx) if tool.effect is ToolEffect.WORKSPACE_EDIT else None
+            # A sandbox call's protected files, copied aside to hold what it changes.
+            hold = self.gate.hold_for(tool, args, ctx, approval)
         except ToolError as err:  # e.g. an edit whose old_string is not there: nothing ran
             span.set_attribute("error.type", err.code)
             self._record_unrun(round_no, call, key, err)
@@ -256,10 +258,14 @@ class ToolStepRunner:
                 result = self._run_with_retries(tool, args, ctx)
         except ToolError as err:
             failpoint("tool.after_effect")
+            if hold is not None:
+                err = hold.after_failure(err)
             span.set_attribute("error.type", err.code)
             self._complete(round_no, call, key, status="failed", error=err, fresh=fresh)
             return
         failpoint("tool.after_effect")
+        if hold is not None:
+            result = hold.after_success(result)  # suspends when protected files changed
         self._complete(round_no, call, key, status="succeeded", result=result, fresh=fresh)
         if approval is not None:
             self.gate.applied(approval)

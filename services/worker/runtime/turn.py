@@ -53,6 +53,7 @@ from services.worker.runtime.recorder import (
     record,
     record_failed_llm,
 )
+from services.worker.runtime.revoked import stop_if_revoked
 from services.worker.runtime.state import TurnState
 from services.worker.runtime.subagent_scope import subagent_scope
 from services.worker.runtime.suspend import StepSuspended
@@ -118,6 +119,8 @@ class TurnRunner:
             first = False
             if self.state.cancel_requested:
                 return self._finish("cancelled", error="cancelled by user")
+            if (stop := stop_if_revoked(self.deps, self.lease, self.events, self.who)) is not None:
+                return stop  # before each step: removed from the project, or disabled
             steps = self.state.steps
             plan = self._plan(steps)
             if plan.action == "fail":
@@ -360,6 +363,8 @@ class TurnRunner:
     def _model_failed(
         self, key: str, round_no: int, request: dict[str, Any], err: ModelError
     ) -> Outcome:
+        if draining():  # stopping: hand the job back, recording nothing (model_wait.py)
+            return Outcome.SLICE_EXPIRED
         outage = outage_of(err, self.deps.router)
         if outage is not None:
             # Every endpoint is down or overloaded: wait for it, recording nothing,
@@ -393,6 +398,3 @@ class TurnRunner:
         if status == "succeeded" and self.kind == "turn":
             schedule_maintenance(self.deps, job_id=self.job_id)
         return outcome
-
-
-# Finish reasons of a reply cut short: the model's max_tokens, or the stream's deadline.

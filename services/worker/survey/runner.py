@@ -66,6 +66,9 @@ class SurveyRunner:
             )
             return Outcome.PAUSED
         except StageFailed as failed:
+            if draining():
+                # Stopping: hand the survey back at the stage it is in (model_wait.py).
+                return Outcome.SLICE_EXPIRED
             outage = _outage(failed, self.deps)
             if outage is not None:
                 # The model is down: the survey waits at the stage it is in (every

@@ -18,6 +18,26 @@ def _text() -> dict[str, Any]:
     return {"type": "string"}
 
 
+def _prose() -> dict[str, Any]:
+    """Text a reader sees: a grammar-following server cannot leave it empty."""
+    return {"type": "string", "minLength": 1}
+
+
+def _some(items: dict[str, Any]) -> dict[str, Any]:
+    """An array that must hold at least one item. Small models answer an empty list
+    where the stage needs one (an outline without sections, a section without
+    paragraphs, a paragraph citing nothing): under a grammar they cannot. An array of
+    an empty enum keeps no minimum, or a paper without chunks could not be answered."""
+    array: dict[str, Any] = {"type": "array", "items": items}
+    if not _names_nothing(items):
+        array["minItems"] = 1
+    return array
+
+
+def _names_nothing(items: dict[str, Any]) -> bool:
+    return "enum" in items and not items["enum"]
+
+
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "object",
@@ -39,8 +59,8 @@ def response_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
 def plan_schema() -> dict[str, Any]:
     return _object(
         {
-            "research_questions": {"type": "array", "items": _text()},
-            "search_queries": {"type": "array", "items": _text()},
+            "research_questions": _some(_prose()),
+            "search_queries": _some(_prose()),
         }
     )
 
@@ -55,21 +75,19 @@ def note_schema(key: str, chunk_ids: list[str]) -> dict[str, Any]:
             "assumptions": _text(),
             "results": _text(),
             "limitations": _text(),
-            "locators": {"type": "array", "items": locator},
+            "locators": _some(locator) if chunk_ids else {"type": "array", "items": locator},
         }
     )
 
 
 def outline_schema(keys: list[str]) -> dict[str, Any]:
-    section = _object(
-        {"title": _text(), "purpose": _text(), "keys": {"type": "array", "items": _enum(keys)}}
-    )
-    return _object({"sections": {"type": "array", "items": section}})
+    section = _object({"title": _prose(), "purpose": _text(), "keys": _some(_enum(keys))})
+    return _object({"sections": _some(section)})
 
 
 def section_schema(keys: list[str]) -> dict[str, Any]:
-    paragraph = _object({"text": _text(), "keys": {"type": "array", "items": _enum(keys)}})
-    return _object({"paragraphs": {"type": "array", "items": paragraph}})
+    paragraph = _object({"text": _prose(), "keys": _some(_enum(keys))})
+    return _object({"paragraphs": _some(paragraph)})
 
 
 def verify_schema(claim_ids: list[str]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from services.worker.llm.errors import ModelError
 from services.worker.llm.types import ModelResponse
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.model_call import call_model
+from services.worker.survey.reply_fit import fit_to_reply
 from services.worker.survey.schemas import response_format
 
 SCENE = "survey_writing"  # routed to the flagship tier unless configured otherwise
@@ -96,20 +97,25 @@ class StructuredCaller:
             {"role": "user", "content": ask.user},
         ]
         spent = Spent()
-        check = _without_enums(ask.schema) if ask.lenient_enums else ask.schema
+        check = reply_check(ask.schema, lenient_enums=ask.lenient_enums)
+        max_tokens = self.deps.settings.llm_max_tokens
+        # Sent with bounds that fit the reply's tokens, checked without them.
+        fitted = fit_to_reply(ask.schema, max_tokens=max_tokens)
         data = answer_with_one_repair(
             ask.name,
             check,
             messages,
-            lambda sent: self._call(ask, sent, spent),
-            max_tokens=self.deps.settings.llm_max_tokens,
+            lambda sent: self._call(ask, fitted, sent, spent),
+            max_tokens=max_tokens,
         )
         return data, spent
 
-    def _call(self, ask: Ask, messages: list[dict[str, Any]], spent: Spent) -> ModelResponse:
+    def _call(
+        self, ask: Ask, schema: dict[str, Any], messages: list[dict[str, Any]], spent: Spent
+    ) -> ModelResponse:
         router = self.deps.router
         assert router is not None  # RuntimeDeps builds one
-        fmt = response_format(ask.name, ask.schema)
+        fmt = response_format(ask.name, schema)
         admission = self.budget.admit(
             messages=messages,
             tools=[fmt],
@@ -261,9 +267,24 @@ def _first_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-def _without_enums(schema: Any) -> Any:
+def reply_check(schema: dict[str, Any], *, lenient_enums: bool) -> dict[str, Any]:
+    """The schema a reply is checked against. ``minItems``/``minLength`` are sent so
+    that a grammar-following server cannot answer an empty list or string, but like
+    the upper bounds they are never a new way to fail (an empty outline still gets
+    the stage's fallback on a server that decodes freely); with ``lenient_enums`` a
+    value need not be one its enum lists either."""
+    dropped = _FLOORS | {"enum"} if lenient_enums else _FLOORS
+    checked: dict[str, Any] = _without(schema, dropped)
+    return checked
+
+
+_FLOORS = frozenset({"minItems", "minLength"})
+
+
+def _without(schema: Any, keywords: frozenset[str]) -> Any:
+    """``schema`` with the given keywords removed at every level."""
     if isinstance(schema, dict):
-        return {k: _without_enums(v) for k, v in schema.items() if k != "enum"}
+        return {k: _without(v, keywords) for k, v in schema.items() if k not in keywords}
     if isinstance(schema, list):
-        return [_without_enums(v) for v in schema]
+        return [_without(v, keywords) for v in schema]
     return schema

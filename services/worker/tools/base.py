@@ -8,6 +8,7 @@ what to do with a call that was started but not finished before a crash.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -89,6 +90,9 @@ class ToolContext:
     # The session whose workspace (and sandbox) this job uses when it is not its
     # own: a subagent works in its parent's. None: ``session_id``'s.
     workspace_session_id: str | None = None
+    # Set when the attempt outlived the tool's ``timeout_s``: a tool that starts
+    # work outside its thread (a child process) stops it (runtime/tool_attempts.py).
+    cancel: threading.Event = field(default_factory=threading.Event)
 
 
 class Tool(ABC):
@@ -101,8 +105,9 @@ class Tool(ABC):
     retry_safe: ClassVar[bool] = False
     # Seconds one attempt may take; an overrun fails with the structured error
     # ``timeout`` (retryable when the tool is retry-safe). The overrunning run is
-    # abandoned, not stopped, so only tools whose late finish is harmless (reads,
-    # network look-ups) set one; None means no limit beyond the tool's own.
+    # told to stop (``ctx.cancel``) but not forced to, so only tools whose late
+    # finish is harmless (reads, network look-ups) set one, and a tool that starts
+    # a process kills it on ``ctx.cancel``; None means no limit beyond the tool's own.
     timeout_s: ClassVar[float | None] = None
 
     def parse(self, raw: dict[str, Any]) -> BaseModel:

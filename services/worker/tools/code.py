@@ -69,7 +69,21 @@ def render(result: dict[str, Any]) -> str:
         )
     for skipped in result.get("artifacts_skipped") or []:
         lines.append(f"not stored: {skipped['name']} ({skipped['reason']})")
+    if result.get("killed_reason") == "workspace_quota":
+        lines.append(disk_note(result.get("disk") or {}))
     return "\n".join(lines)
+
+
+def disk_note(disk: dict[str, Any]) -> str:
+    """What a run stopped for disk took back, and where the workspace stands now."""
+    return (
+        f"disk: this run went past the workspace's disk limit; the "
+        f"{disk.get('removed_files', 0)} file(s) it wrote past it "
+        f"({_size(int(disk.get('removed_bytes', 0)))}) were removed or cut back. The workspace "
+        f"holds {_size(int(disk.get('workspace_bytes', 0)))} of its "
+        f"{_size(int(disk.get('workspace_cap_bytes', 0)))} cap; all your workspaces "
+        f"{_size(int(disk.get('user_bytes', 0)))} of {_size(int(disk.get('user_cap_bytes', 0)))}."
+    )
 
 
 class SandboxTool(Tool):

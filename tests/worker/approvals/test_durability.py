@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import os
-import time
 
 import httpx
 from sqlalchemy import update
@@ -19,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.models import Project
 from tests.fixtures.builders import client_for, make_project, make_user, wait_job
 from tests.fixtures.processes import RunningStack, Services
+from tests.fixtures.sweeps import wait_through_sweeps
 from tests.worker.approvals.conftest import (
     lease_owner,
     start_turn,
@@ -63,8 +63,9 @@ class TestKillDuringWait:
 
         worker.kill9()
         worker = services.worker("second")
-        # Several sweep periods (0.5 s; requeue after 2 s) pass: nobody takes it.
-        time.sleep(5)
+        # Several sweep periods (0.5 s; requeue after 2 s) pass: nobody takes it. The
+        # sweeps must really run meanwhile, else the silence below proves nothing.
+        wait_through_sweeps(services.env["LEAFLAB_REDIS_URL"], at_least=4, min_s=5, timeout_s=30)
         job = client.get(f"/v1/jobs/{job_id}").json()
         assert job["status"] == "waiting_approval", job
         assert lease_owner(session_factory, job_id) is None

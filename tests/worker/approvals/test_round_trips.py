@@ -89,6 +89,27 @@ class TestApply:
         )
         assert resp.status_code == 200, resp.text
 
+    @pytest.mark.parametrize(
+        "path", ["Makefile", ".github/workflows/x.yml", "conftest.py", "Paper.JL"]
+    )
+    def test_build_ci_hook_and_other_language_files_wait(
+        self, running: RunningStack, session_factory: sessionmaker[Session], path: str
+    ) -> None:
+        """Build files, CI workflows, pytest hooks and Julia code run code later:
+        a write to any of them waits like a ``.tex`` (the default protected globs)."""
+        client = client_for(running.url, make_user(session_factory))
+        session_id, job_id = start_turn(client, running.sim, write_script(path, "all:\n"))
+        approval = wait_waiting(client, job_id)
+        (diff,) = approval["diffs"]
+        assert diff["path"] == path and "+all:" in diff["diff"]
+        assert not (workspace(os.environ["LEAFLAB_HOME"], session_id) / path).exists()
+        resp = client.post(
+            f"/v1/jobs/{job_id}/approvals/{approval['id']}", json={"decision": "reject"}
+        )
+        assert resp.status_code == 200, resp.text
+        assert wait_job(client, job_id)["status"] == "succeeded"
+        assert not (workspace(os.environ["LEAFLAB_HOME"], session_id) / path).exists()
+
 
 class TestRequestChanges:
     def test_feedback_reaches_the_model_and_nothing_is_written(

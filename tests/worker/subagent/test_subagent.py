@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.models import ChatSession, Job
 from tests.fixtures.builders import client_for, make_user, wait_job
 from tests.fixtures.processes import Services
+from tests.fixtures.sweeps import wait_through_sweeps
 
 CHILD_ANSWER = "the child found 42"
 
@@ -203,7 +204,8 @@ class TestParentWaitsIdle:
         client = client_for(url, make_user(session_factory))
         _, job_id = _start_turn(client, sim, _parent_script())
         _wait_child_running(session_factory, job_id)
-        time.sleep(4)
+        # Sweeps must really run while the parent waits, else attempts == 1 proves nothing.
+        wait_through_sweeps(services.env["LEAFLAB_REDIS_URL"], at_least=3, min_s=4, timeout_s=30)
         with session_factory() as db:
             parent = db.get(Job, uuid.UUID(job_id))
             assert parent is not None

@@ -88,7 +88,7 @@
       el("span", { class: "muted", text: `spent ${fmtUsd(b.spent_usd)} · left ${fmtUsd(b.usd_remaining)}` }),
       b.overrun_at ? el("span", { class: "badge", "data-testid": "budget-overrun", text: `overrun ${fmtUsd(b.overrun_usd)}: calls refused until saved` }) : null,
       el("label", { for: id + "-usd", class: "inline", text: "US$" }),
-      el("input", { id: id + "-usd", name: "usd", type: "number", min: "0", step: "0.01", value: b.usd_limit, required: true }),
+      el("input", { id: id + "-usd", name: "usd", type: "number", min: "0", step: "any", value: b.usd_limit, required: true }),
       el("label", { for: id + "-tok", class: "inline", text: "tokens" }),
       el("input", { id: id + "-tok", name: "tokens", type: "number", min: "0", step: "1", value: b.token_limit ?? "" }),
       el("label", { for: id + "-per", class: "inline", text: "period" }),
@@ -163,8 +163,25 @@
     box.replaceChildren(
       el("p", {}, "New key for ", el("strong", { text: email }), ". Copy it now: it will not be shown again."),
       el("code", { "data-testid": "new-key-value", text: key }),
+      el("button", { type: "button", "data-testid": "new-key-copy", text: "Copy", onclick: (ev) => copyKey(ev.target, box, key) }),
       el("button", { type: "button", class: "secondary", text: "Done", onclick: () => { box.replaceChildren(); box.hidden = true; } }));
     box.hidden = false;
+  }
+
+  async function copyKey(button, box, key) {
+    // The Clipboard API needs a secure context (https or localhost); a lab served over
+    // plain http on its LAN address gets the selection fallback.
+    try {
+      await navigator.clipboard.writeText(key);
+    } catch (_) {
+      const range = document.createRange();
+      range.selectNodeContents(box.querySelector("code"));
+      const selection = window.getSelection();
+      selection.removeAllRanges();
+      selection.addRange(range);
+      if (!document.execCommand("copy")) { button.textContent = "Select and copy it by hand"; return; }
+    }
+    button.textContent = "Copied";
   }
 
   async function openKeys(user) {
@@ -198,10 +215,15 @@
     panel.hidden = false;
   }
 
+  // Workspace disk in MB, one decimal (the CLI's listing spells it the same way).
+  const mb = (n) => `${((n || 0) / 1048576).toFixed(1)} MB`;
+
   async function loadUsers() {
-    users = (await api("GET", "/v1/admin/users")).items;
+    const listing = await api("GET", "/v1/admin/users");
+    users = listing.items;
     $("users").replaceChildren(...users.map((u) => el("tr", { "data-user": u.email },
       el("td", { text: u.email }), el("td", { text: u.is_admin ? "yes" : "" }), el("td", { text: when(u.created_at) }),
+      el("td", { "data-testid": "user-disk", text: `${mb(u.disk_bytes)} / ${mb(listing.user_disk_cap_bytes)}` }),
       el("td", {}, el("button", { type: "button", class: "secondary", text: "Keys", "aria-label": "Keys of " + u.email,
         onclick: guarded(() => openKeys(u)) })))));
     fillBudgetTargets();

@@ -46,7 +46,9 @@
   function commandView(d) {
     return el("figure", { class: "diff", "data-testid": "approval-diff" },
       el("figcaption", {}, el("code", { class: "diff-path", text: d.tool }), " ", el("span", { class: "muted", text: "command" })),
-      el("pre", { class: "diff-body command", text: String(d.command || "") }));
+      el("pre", { class: "diff-body command", text: String(d.command || "") }),
+      ...(d.note ? [el("p", { class: "muted", text: String(d.note) })] : []),
+      ...(d.output ? [el("pre", { class: "diff-body output", "data-testid": "approval-output", text: String(d.output) })] : []));
   }
 
   // ---- one approval ---------------------------------------------------------------------
@@ -70,7 +72,10 @@
 
   function card(job, a) {
     const node = el("article", { class: "card approval", "data-testid": "approval", "data-approval-id": a.id, "data-job-id": job.id, "data-status": a.status });
-    const asks = a.kind === "command" ? "wants to run a command" : `wants to change ${a.diffs.length} file(s)`;
+    const files = a.diffs.filter((d) => d.path !== undefined).length;
+    const asks = a.kind === "command" ? "wants to run a command"
+      : a.kind === "exec_changes" ? `ran a command that changed ${files} protected file(s): keep the changes?`
+      : `wants to change ${files} file(s)`;
     node.append(
       el("header", { class: "approval-head" },
         el("h2", {}, el("code", { text: a.tool_name }), " ", asks),

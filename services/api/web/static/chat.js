@@ -10,6 +10,7 @@
   let sessionId = app.dataset.sessionId || "";
   let sessions = [];
   let source = null; // the EventSource of the turn being watched
+  let unwatch = null; // clears what the watched turn put up (its "thinking…")
   let chart = null;
   let budget = null;
 
@@ -21,7 +22,10 @@
 
   // ---- sessions ---------------------------------------------------------------------------
   async function loadSessions() {
-    sessions = (await Leaflab.api("GET", "/v1/sessions?limit=200")).items;
+    // Conversations only, unless asked: surveys, batch tasks and subagents open
+    // sessions of their own, which would bury the chats.
+    const kind = $("show-all-sessions")?.checked ? "all" : "chat";
+    sessions = (await Leaflab.api("GET", `/v1/sessions?limit=200&kind=${kind}`)).items;
     const list = $("session-list");
     list.replaceChildren();
     for (const s of sessions) {
@@ -33,7 +37,9 @@
         el("button", { type: "button", class: "danger", "aria-label": `Delete ${s.title}`, "data-testid": "session-delete",
           text: "✕", onclick: () => removeSession(s) })));
     }
-    const cur = sessions.find((s) => s.id === sessionId);
+    let cur = sessions.find((s) => s.id === sessionId);
+    // The open session may be one the chat list leaves out (a survey's): still titled.
+    if (!cur && sessionId) cur = await Leaflab.api("GET", `/v1/sessions/${sessionId}`).catch(() => null);
     if (cur) { $("session-title").textContent = cur.title || "Untitled"; document.title = `${cur.title} · Leaflab`; }
   }
 
@@ -143,12 +149,17 @@
     return u && Number(u.input_tokens) ? Number(u.input_tokens) : null;
   }
 
+  // A meter needs a scale: with none (no budget set) only its text shows, never a bar
+  // that is always full.
   function setMeter(id, value, text) {
+    $(id).hidden = value === null;
     $(id).value = Math.max(0, Math.min(1, value || 0));
     $(`${id}-text`).textContent = text;
   }
 
   async function refreshUsage() {
+    // The budget as it stands now (an admin may have raised it since the last turn).
+    budget = (await Leaflab.api("GET", `/v1/sessions/${sessionId}/budget`)).budget;
     const jobs = (await Leaflab.api("GET", `/v1/jobs?session=${sessionId}&kind=turn&limit=500`)).items.reverse();
     const total = jobs.reduce((a, j) => a + tokensOf(j), 0);
     const cost = jobs.reduce((a, j) => a + j.cost_usd, 0);
@@ -156,12 +167,27 @@
     if (last) {
       const used = contextTokens(await stepsOf(last.id));
       if (used !== null) setMeter("bar-context", used / contextLimit, `${used} / ${contextLimit} tokens`);
-      setMeter("bar-turn", total ? tokensOf(last) / total : 0, `${tokensOf(last)} tokens · ${Leaflab.fmtUsd(last.cost_usd)}`);
     }
-    const share = budget && budget.usd_remaining !== null ? cost / (cost + budget.usd_remaining) : (jobs.length ? 1 : 0);
-    setMeter("bar-session", share, `${total} tokens · ${Leaflab.fmtUsd(cost)} in ${jobs.length} turns`
-      + (budget && budget.usd_remaining !== null ? ` · ${Leaflab.fmtUsd(budget.usd_remaining)} budget left` : ""));
+    // Turn and session are shown against the budget (what was spent of what this
+    // session could spend), when one is set.
+    const limit = budget && budget.usd_remaining !== null ? cost + budget.usd_remaining : null;
+    const against = (usd) => (limit ? usd / limit : null);
+    const noBudget = limit === null ? " · no budget set" : "";
+    if (last) {
+      setMeter("bar-turn", against(last.cost_usd), `${tokensOf(last)} tokens · ${Leaflab.fmtUsd(last.cost_usd)}${noBudget}`);
+    }
+    setMeter("bar-session", against(cost), `${total} tokens · ${Leaflab.fmtUsd(cost)} in ${jobs.length} turns`
+      + (limit !== null ? ` · ${Leaflab.fmtUsd(budget.usd_remaining)} budget left` : noBudget));
     drawChart(jobs);
+    await refreshDisk();
+  }
+
+  // The workspace's size against its cap (and the user's total against theirs).
+  async function refreshDisk() {
+    const d = await Leaflab.api("GET", `/v1/sessions/${sessionId}/workspace`);
+    const mb = (n) => `${(n / 1048576).toFixed(1)} MB`;
+    setMeter("bar-disk", d.cap_bytes ? d.bytes / d.cap_bytes : 0,
+      `${mb(d.bytes)} / ${mb(d.cap_bytes)} · all your sessions ${mb(d.user_bytes)} / ${mb(d.user_cap_bytes)}`);
   }
 
   function drawChart(jobs) {
@@ -184,14 +210,37 @@
   }
 
   // ---- a live turn ------------------------------------------------------------------------
+  // A turn paused for its budget says so where the answer would appear, in words a member
+  // can act on; the stream stays open, so a raise resumes the turn here and the notice goes.
+  function budgetNotice(box, jobId, paused) {
+    const shown = box.querySelector(`[data-testid=budget-notice][data-job-id="${jobId}"]`);
+    if (!paused) { if (shown) shown.remove(); return; }
+    if (shown) return;
+    box.append(Leaflab.el("div", { class: "notice budget-paused", role: "status", "data-testid": "budget-notice", "data-job-id": jobId },
+      Leaflab.el("strong", { text: "Paused: your budget is used up." }),
+      " An admin can raise it (Admin → Budgets); this turn then resumes here by itself."));
+    box.scrollTop = box.scrollHeight;
+  }
+
   function watch(jobId) {
     if (source) source.close();
+    if (unwatch) unwatch();
     const box = $("messages");
     let bubble = null;
+    let stream = null; // bubble's text as it streams (R.streamed)
     let lastModel = null;
     const cards = {};
+    // "thinking…" stands at the bottom while the model works and nothing streams yet.
+    const placeholder = R.thinking();
+    const idle = () => !bubble && !Object.values(cards).some((c) => c.dataset.status === "running");
+    const waiting = (shown) => {
+      if (shown && idle()) { box.append(placeholder); box.scrollTop = box.scrollHeight; } else placeholder.remove();
+    };
+    unwatch = () => placeholder.remove();
+    const endStream = () => { if (stream) stream.flush(); stream = null; bubble = null; };
     $("turn-status").textContent = "working…";
     $("chat-send").disabled = true;
+    waiting(true);
     source = new EventSource(`/v1/jobs/${jobId}/events`);
     // A stream can end without "final" (events expired): stop reconnecting once the job is over.
     source.onerror = async () => {
@@ -203,12 +252,17 @@
     };
     const on = (type, fn) => source.addEventListener(type, (e) => fn(JSON.parse(e.data)));
     on("token", (d) => {
-      if (!bubble) { bubble = R.message("assistant", "", { "data-streamed": "true", "data-job-id": jobId }); box.append(bubble); }
-      bubble.querySelector(".text").textContent += d.text;
-      box.scrollTop = box.scrollHeight;
+      if (!bubble) {
+        waiting(false);
+        bubble = R.message("assistant", "", { "data-streamed": "true", "data-job-id": jobId });
+        stream = R.streamed(bubble, () => { box.scrollTop = box.scrollHeight; });
+        box.append(bubble);
+      }
+      stream.add(d.text);
     });
     on("tool_start", (d) => {
-      bubble = null;
+      endStream();
+      waiting(false);
       const card = R.toolCard(d.tool_call_id, d.name);
       card.dataset.jobId = jobId;
       cards[d.tool_call_id] = card;
@@ -218,20 +272,25 @@
       const card = cards[d.tool_call_id];
       if (!card) return;
       R.fillCard(card, { status: d.status, result: d.preview });
+      waiting(true); // the model reads the results next
       await fillFromSteps(jobId, cards);
     });
     on("todo", (d) => R.todos($("todo-list"), d.items));
     on("model", (d) => { lastModel = d.model; R.modelTag(bubble, d.model); });
     on("model_retry", (d) => {
       // The failed attempt's text is not the answer: drop it; the retry streams anew.
-      if (bubble) { bubble.remove(); bubble = null; }
+      if (bubble) { bubble.remove(); bubble = null; stream = null; }
       box.append(R.retryMarker(d));
+      waiting(true);
     });
     on("status", (d) => {
       const why = d.error || d.message;
+      budgetNotice(box, jobId, d.status === "budget_exhausted");
+      waiting(d.status === "running");
       $("turn-status").textContent = d.status === "waiting_model"
         ? `waiting for the model endpoint…${why ? ` (${why})` : ""}`
-        : d.status + (d.error ? `: ${d.error}` : "");
+        : d.status === "budget_exhausted" ? "paused: budget used up"
+          : d.status + (d.error ? `: ${d.error}` : "");
     });
     on("compression", (d) => {
       setMeter("bar-context", d.after_tokens / contextLimit, `${d.after_tokens} / ${contextLimit} tokens`);
@@ -239,6 +298,9 @@
     });
     on("events_lost", () => { source.close(); openSession(); });
     on("final", async (d) => {
+      budgetNotice(box, jobId, false);
+      endStream();
+      waiting(false);
       source.close();
       source = null;
       $("chat-send").disabled = false;
@@ -297,7 +359,7 @@
     await loadConversation();
     await refreshUsage();
     const latest = (await Leaflab.api("GET", `/v1/jobs?session=${sessionId}&kind=turn&limit=1`)).items[0];
-    if (latest && ["queued", "running", "waiting_approval", "waiting_model"].includes(latest.status)) {
+    if (latest && ["queued", "running", "waiting_approval", "waiting_model", "budget_exhausted"].includes(latest.status)) {
       // The stream replays the running turn from its start: drop what history drew of it.
       for (const node of $("messages").querySelectorAll(`[data-job-id="${latest.id}"]`)) node.remove();
       watch(latest.id);
@@ -311,6 +373,7 @@
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("chat-form").requestSubmit(); }
   });
   $("rename-form").addEventListener("submit", submitRename);
+  $("show-all-sessions").addEventListener("change", () => loadSessions().catch(showError));
   $("new-session").addEventListener("click", async () => {
     try { window.location = `/?session=${await newSession("New session")}`; } catch (err) { showError(err); }
   });

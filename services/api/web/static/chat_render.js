@@ -1,5 +1,8 @@
 // DOM pieces of the chat page: messages, tool cards, artifacts, the todo list.
-// Everything user- or model-made goes in as text (Leaflab.el), never as markup.
+// Everything user- or model-made goes in as text (Leaflab.el), never as markup, except an
+// assistant's answer: that is Markdown, rendered and sanitised by static/markdown.js.
+// A user's message stays plain text: it is shown exactly as typed (pasted logs, code or
+// "2*3*4" are not reformatted), and what the user wrote is what the page echoes.
 "use strict";
 const ChatRender = (() => {
   const el = (...a) => Leaflab.el(...a);
@@ -22,8 +25,29 @@ const ChatRender = (() => {
     const attrs = { class: `msg ${role}`, "data-role": role, ...(extra || {}) };
     if (role === "assistant") attrs["data-testid"] = "message-assistant";
     if (role === "user") attrs["data-testid"] = "message-user";
-    const body = el("span", { class: "text", text: text || "" });
+    const body = role === "assistant"
+      ? LeaflabMarkdown.renderInto(el("div", { class: "text" }), text || "")
+      : el("span", { class: "text", text: text || "" });
     return el("div", attrs, el("span", { class: "role", text: role === "user" ? "You" : "Assistant" }), body);
+  }
+
+  // Shown while a turn waits for the model's first token (and again after each tool).
+  function thinking() {
+    return el("div", { class: "msg assistant thinking", "data-testid": "message-thinking", role: "status" },
+      el("span", { class: "role", text: "Assistant" }), el("span", { class: "text muted", text: "thinking…" }));
+  }
+
+  // An answer as it streams: tokens accumulate and the Markdown is redrawn at most once
+  // a frame (a burst of tokens costs one render); ``flush`` draws what came so far now.
+  function streamed(bubble, drawn) {
+    const body = bubble.querySelector(".text");
+    let text = "";
+    let frame = 0;
+    const draw = () => { frame = 0; LeaflabMarkdown.renderInto(body, text); if (drawn) drawn(); };
+    return {
+      add(piece) { text += piece; if (!frame) frame = requestAnimationFrame(draw); },
+      flush() { if (frame) cancelAnimationFrame(frame); draw(); },
+    };
   }
 
   // Which model answered: a small line under the assistant's text.
@@ -118,5 +142,5 @@ const ChatRender = (() => {
       el("pre", { "data-testid": "compaction-summary", text: r.content })));
   }
 
-  return { message, modelTag, retryMarker, stepModel, toolCard, fillCard, callParts, stepResultText, artifacts, todos, pretty, compaction, fillCompaction };
+  return { message, thinking, streamed, modelTag, retryMarker, stepModel, toolCard, fillCard, callParts, stepResultText, artifacts, todos, pretty, compaction, fillCompaction };
 })();

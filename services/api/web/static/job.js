@@ -21,6 +21,16 @@
     return [el("dt", { text: name }), el("dd", { "data-testid": testid, text: value === null || value === undefined ? "—" : String(value) })];
   }
 
+  // A turn's answer is the model's Markdown, rendered (and sanitised) whole; any other
+  // result is data, shown as its JSON.
+  function resultFact(result) {
+    if (!result || typeof result.content !== "string" || !result.content) {
+      return fact("Result", result ? JSON.stringify(result).slice(0, 2000) : null, "job-result");
+    }
+    const dd = el("dd", { class: "job-answer", "data-testid": "job-result" });
+    return [el("dt", { class: "job-answer-label", text: "Result" }), LeaflabMarkdown.renderInto(dd, result.content)];
+  }
+
   // Where the job's own page elsewhere says more: its pending approval, its survey report.
   function showLinks(status) {
     $("job-approval-link").hidden = status !== "waiting_approval";
@@ -44,7 +54,7 @@
       ...fact("Created", new Date(job.created_at).toLocaleString(), "job-created"),
       ...fact("Finished", job.finished_at ? new Date(job.finished_at).toLocaleString() : null, "job-finished"),
       ...fact("Error", job.error, "job-error-text"),
-      ...fact("Result", job.result ? (job.result.content || JSON.stringify(job.result)).slice(0, 2000) : null, "job-result"));
+      ...resultFact(job.result));
     if (job.session_id) $("job-facts").append(el("dt", { text: "Session" }), el("dd", {}, el("a", { href: `/?session=${job.session_id}`, text: "open the chat" })));
   }
 
@@ -84,7 +94,7 @@
       await loadJob();
       if (source && TERMINAL.includes(job.status)) { source.close(); source = null; showDone(); }
     };
-    const types = ["status", "token", "tool_start", "tool_end", "todo", "compression", "approval", "budget", "progress", "events_lost", "final"];
+    const types = ["status", "token", "tool_start", "tool_end", "todo", "compression", "approval", "budget", "progress", "events_lost", "memory_proposal", "access_revoked", "final"];
     for (const type of types) {
       source.addEventListener(type, async (e) => {
         const data = JSON.parse(e.data);
@@ -99,9 +109,15 @@
     }
   }
 
+  // A job whose user lost access (removed from the project, account disabled) ends
+  // cancelled with an "access_revoked: …" error: say so in words, not only the badge.
+  const REVOKED = "access_revoked: ";
   function showDone() {
     const box = $("job-progress");
-    if (box.querySelector(".muted")) box.replaceChildren(el("p", { text: `Finished: ${job.status}.` }));
+    const revoked = job.error && job.error.startsWith(REVOKED);
+    if (revoked) {
+      box.replaceChildren(el("p", { class: "error", "data-testid": "job-access-revoked", text: `Stopped: access revoked — ${job.error.slice(REVOKED.length)}.` }));
+    } else if (box.querySelector(".muted")) box.replaceChildren(el("p", { text: `Finished: ${job.status}.` }));
   }
 
   // ---- tree, steps, trace -----------------------------------------------------------------

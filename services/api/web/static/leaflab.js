@@ -42,5 +42,22 @@ const Leaflab = (() => {
   const fmtUsd = (x) => "$" + (Number(x) || 0).toFixed(4);
   const fmtMs = (ms) => ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(2)} s`;
 
-  return { api, el, csrf, fmtUsd, fmtMs };
+  // The nav's count of the viewer's jobs waiting for an approval, kept fresh while the
+  // page is open (a turn that starts waiting shows up without a reload).
+  async function refreshApprovalCount() {
+    const badge = document.querySelector('[data-testid="nav-approvals-count"]');
+    if (!badge) return;
+    try {
+      const waiting = (await api("GET", "/v1/jobs?status=waiting_approval&limit=100")).items.length;
+      badge.textContent = waiting >= 100 ? "99+" : String(waiting);
+      badge.hidden = waiting === 0;
+      badge.setAttribute("aria-label", `${waiting} waiting`);
+    } catch (_) { /* the count is a hint: a failed refresh keeps the last one */ }
+  }
+  document.addEventListener("DOMContentLoaded", () => {
+    refreshApprovalCount();
+    setInterval(refreshApprovalCount, 15000);
+  });
+
+  return { api, el, csrf, fmtUsd, fmtMs, refreshApprovalCount };
 })();

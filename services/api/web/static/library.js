@@ -1,6 +1,6 @@
 // The library page: upload PDFs (file input or drag and drop, several at once), follow each
 // document's ingestion live over its event stream (SSE; polling only if a stream fails),
-// search with a mode, open a hit's PDF at its page.
+// search with a mode, open a hit's PDF at its page, delete a document (after a confirm).
 // Filenames, titles and snippets are the uploader's data: they only ever become text nodes.
 "use strict";
 (() => {
@@ -99,7 +99,34 @@
         d.error ? el("span", { class: "error", text: " " + d.error }) : null),
       el("td", { "data-testid": "doc-pages", text: d.pages ?? "" }), el("td", { "data-testid": "doc-chunks", text: d.chunks ?? "" }),
       progressCell(d),
-      el("td", {}, d.status === "ready" ? el("a", { href: pdfLink(d.id), target: "_blank", rel: "noopener", text: "PDF" }) : ""));
+      el("td", {}, d.status === "ready" ? el("a", { href: pdfLink(d.id), target: "_blank", rel: "noopener", text: "PDF" }) : ""),
+      el("td", {}, deleteButton(d)));
+  }
+
+  // The API refuses to delete a document while it is ingested (409): the button waits too.
+  function deleteButton(d) {
+    const name = d.title || d.filename || "this document";
+    const button = el("button", { type: "button", class: "secondary", "data-testid": "doc-delete",
+      "aria-label": `Delete ${name}`, text: "Delete", disabled: !DONE.has(d.status),
+      title: DONE.has(d.status) ? undefined : "wait until ingestion ends" });
+    button.addEventListener("click", () => removeDocument(d, name));
+    return button;
+  }
+
+  async function removeDocument(d, name) {
+    if (!window.confirm(`Delete "${name}" from the library? Its passages will no longer appear in search.`)) return;
+    try {
+      await api("DELETE", `/v1/library/documents/${encodeURIComponent(d.id)}`);
+      docs.delete(d.id);
+      render();
+      // Hits already on the page from this document point at a PDF that is gone.
+      for (const item of $("results").querySelectorAll("li[data-document-id]")) {
+        if (item.dataset.documentId === d.id) item.remove();
+      }
+      showError(null);
+    } catch (err) {
+      showError(err);
+    }
   }
 
   function render() {
@@ -174,7 +201,9 @@
   // ---- search ---------------------------------------------------------------------
   function hit(h) {
     const title = h.title || h.filename || "(untitled)";
-    const where = [h.section && `section ${h.section}`, h.page && `page ${h.page}`, h.locator].filter(Boolean).join(" · ");
+    // Section and page, or the locator when neither is known (never both: the locator
+    // repeats them).
+    const where = [h.section && `section ${h.section}`, h.page && `page ${h.page}`].filter(Boolean).join(" · ") || h.locator || "";
     return el("li", { "data-testid": "search-hit", "data-document-id": h.document_id || "" },
       h.document_id
         ? el("a", { href: pdfLink(h.document_id, h.page), target: "_blank", rel: "noopener", class: "hit-title", text: title })

@@ -134,7 +134,7 @@
     ]);
     const byKey = new Map(papers.map((p) => [p.key, p]));
     const article = $("survey-report");
-    article.replaceChildren(SurveyMarkdown.render(markdown, (key) => citation(key, byKey.get(key))));
+    LeaflabMarkdown.renderInto(article, markdown, { headingShift: 1, citation: (key) => citation(key, byKey.get(key)) });
     markNeedsChecking(article);
     article.dataset.ready = "1";
   }

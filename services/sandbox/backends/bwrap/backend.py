@@ -1,13 +1,18 @@
 """Bubblewrap backend for machines without Docker.
 
 Each exec is a fresh bwrap process: every namespace unshared (so no network
-unless the project allows it), a read-only root (the offline image's root
+at all), a read-only root (the offline image's root
 filesystem when available, else the host's system directories), a tmpfs
 /tmp, the workspace at /workspace, no capabilities, and rlimits for memory,
 processes, file size and open files. When the worker runs as root, bwrap
 sets up the mounts as root (so workspaces under /root are reachable) without a
 user namespace, and the command runs as the unprivileged sandbox uid
 (setpriv, no capabilities, no-new-privs), so the process limit counts that uid.
+
+Network-enabled execs are refused (``sandbox_network_unavailable``): bwrap's
+only way to give a sandbox the network is to share this host's network
+namespace, where the host's loopback and every address it listens on are as
+reachable as the outside world. Such projects need the Docker backend.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from services.sandbox.backends.base import (
     ExecRequest,
     LifecycleSink,
     SandboxBackend,
+    SandboxNetworkUnavailable,
 )
 from services.sandbox.image import image_tag
 from services.sandbox.output import BoundedOutput
@@ -64,10 +70,8 @@ class BwrapBackend(SandboxBackend):
             "--",
             "bwrap",
         ]
-        argv += self._namespaces(request.allow_network)
+        argv += self._namespaces()
         argv += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
-        if request.allow_network:
-            argv += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
         argv += self._root_binds()
         argv += [
             "--proc",
@@ -102,15 +106,15 @@ class BwrapBackend(SandboxBackend):
         return argv + ["/bin/sh", "-c", 'umask 000; exec "$@"', "sandbox", *request.argv]
 
     @staticmethod
-    def _namespaces(network: bool) -> list[str]:
+    def _namespaces() -> list[str]:
         if os.geteuid() != 0:
             # Unprivileged: a user namespace makes the rest possible.
-            return ["--unshare-all", "--cap-drop", "ALL"] + (["--share-net"] if network else [])
+            return ["--unshare-all", "--cap-drop", "ALL"]
         # As root no user namespace (it would map sandbox root to host root); bwrap
         # keeps only what setpriv needs to switch to the sandbox uid, then drops it.
         flags = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
-        flags += [] if network else ["--unshare-net"]
         return flags + [
+            "--unshare-net",
             "--cap-drop",
             "ALL",
             "--cap-add",
@@ -149,6 +153,12 @@ class BwrapBackend(SandboxBackend):
         return binds
 
     def execute(self, request: ExecRequest, on_event: LifecycleSink) -> ExecOutcome:
+        if request.allow_network:
+            raise SandboxNetworkUnavailable(
+                "the bwrap sandbox backend cannot give code the network without also giving "
+                "it this host (it would share the host's network namespace); this project "
+                "allows network, which needs LEAFLAB_SANDBOX_BACKEND=docker"
+            )
         started = time.monotonic()
         uid, gid = self.settings.sandbox_uid_gid
         prepare_workspace(request.workspace, sandbox_uid=uid, sandbox_gid=gid)

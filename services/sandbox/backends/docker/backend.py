@@ -95,6 +95,9 @@ class DockerBackend(SandboxBackend):
         return outcome
 
     def _attempt(self, request: ExecRequest, on_event: LifecycleSink) -> ExecOutcome:
+        if request.allow_network:
+            # Also for a warm container already on the network: its rules must still hold.
+            self.factory.egress.network()
         slot, warm = self.pool.checkout(
             request.session_key, request.workspace, network=request.allow_network
         )
@@ -307,10 +310,16 @@ class DockerBackend(SandboxBackend):
         kill: Callable[[str], None],
         output_total: Callable[[], int],
     ) -> None:
-        """Hard wall-clock timeout and workspace quota, enforced from outside."""
+        """Hard wall-clock timeout and workspace disk, enforced from outside.
+
+        Disk: the absolute limit of the request (the workspace's cap or its
+        user's remainder) and the growth per exec, both polled each second;
+        what a poll misses the service takes back after the run.
+        """
         deadline = time.monotonic() + request.timeout_s
         quota = self.settings.sandbox_workspace_quota_mb * 1024 * 1024
         base = workspace_bytes(request.workspace)
+        limit = request.disk_limit_bytes
         next_quota_check = time.monotonic() + QUOTA_CHECK_EVERY_S
         while not done.wait(WATCH_INTERVAL_S):
             now = time.monotonic()
@@ -319,7 +328,8 @@ class DockerBackend(SandboxBackend):
                 return
             if now >= next_quota_check:
                 next_quota_check = now + QUOTA_CHECK_EVERY_S
-                if workspace_bytes(request.workspace) - base > quota:
+                used = workspace_bytes(request.workspace)
+                if used - base > quota or (limit is not None and used > limit):
                     kill("workspace_quota")
                     return
 
@@ -346,6 +356,9 @@ class DockerBackend(SandboxBackend):
 
     def spares(self) -> int:
         return self.pool.spare_count()
+
+    def forget(self, session_key: str) -> None:
+        self.pool.forget(session_key)
 
     def maintain(self) -> None:
         """Periodic upkeep: evict idle containers and top up spares."""

@@ -21,6 +21,7 @@ from docker.models.containers import Container
 from docker.types import LogConfig, Ulimit
 
 from services.sandbox.backends.base import WORKSPACE_MOUNT
+from services.sandbox.backends.docker.egress import Egress
 from services.sandbox.runner.channel import RUNNER_ARGV, RUNNER_MOUNT, RunnerChannel, RunnerError
 from services.sandbox.settings import SandboxSettings
 
@@ -71,6 +72,7 @@ class ContainerFactory:
         self.settings = settings
         self.image = image
         self.owner = owner
+        self.egress = Egress(client, settings)
         self._runner_failures = 0
         self._runner_retry_at = 0.0
 
@@ -101,7 +103,8 @@ class ContainerFactory:
         mem = f"{s.sandbox_memory_mb}m"
         fsize = s.sandbox_file_size_mb * 1024 * 1024
         options: dict[str, Any] = {
-            "network_mode": "bridge" if network else "none",
+            # Never Docker's default bridge: its gateway is this host (see egress.py).
+            "network_mode": self.egress.network() if network else "none",
             "read_only": True,
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],

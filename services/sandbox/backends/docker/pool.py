@@ -94,6 +94,16 @@ class WarmPool:
             self.factory.remove(evicted)
         self._report_size()
 
+    def forget(self, session_key: str) -> bool:
+        """Remove the idle container kept for ``session_key`` (its session was deleted)."""
+        with self._lock:
+            slot = self._idle.pop(session_key, None)
+        if slot is None:
+            return False
+        self.factory.remove(slot)
+        self._report_size()
+        return True
+
     def _prepare(self, path: Path) -> None:
         uid, gid = self.settings.sandbox_uid_gid
         prepare_workspace(path, sandbox_uid=uid, sandbox_gid=gid)

@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from services.common.globs import glob_source
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 from services.worker.tools.workspace import (
     MAX_PATH_CHARS,
@@ -32,31 +33,7 @@ MAX_WALK_SECONDS = 5.0
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
     """Translate a glob (``*``, ``?``, ``[abc]``, ``**/`` for any depth) to a regex."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        if pattern.startswith("**/", i):
-            out.append("(?:[^/]*/)*")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and (end := pattern.find("]", i + 2)) != -1:
-            body = pattern[i + 1 : end]
-            negate = body.startswith("!")
-            body = re.escape(body[1:] if negate else body).replace("\\-", "-")
-            out.append(f"[{'^' if negate else ''}{body}]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
+    return re.compile(glob_source(pattern) + r"\Z", re.DOTALL)
 
 
 def check_glob_pattern(pattern: str) -> None:

@@ -6,20 +6,28 @@ hop, size and time caps; a larger cap for PDFs). Text comes from PyMuPDF with
 ``[page N]`` markers so the model can cite pages; with ``add_to_library`` the
 same bytes go through the library's document intake and the result carries
 the document id (see services/worker/tools/library_intake.py).
+
+PyMuPDF never runs in the worker process: the text is read by a one-shot child
+under memory, CPU and wall-clock limits (services/common/pdf_child), killed when
+the call times out (``ctx.cancel``), so a PDF bomb costs a child its limit and
+leaves no parse running beside a retry.
 """
 
 from __future__ import annotations
 
 import io
+import tempfile
+import threading
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
-import pymupdf
 from pydantic import BaseModel, Field
 
 from services.common.documents.blobs import BlobStore
 from services.common.documents.intake import PDF_MAGIC, safe_filename
 from services.common.net_guard import AddressRefused, fetch_to
+from services.common.pdf_child.runner import ChildLimits, PdfReadFailed, read_pdf
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 from services.worker.tools.library_intake import add_pdf_to_library
 from services.worker.tools.ports import IngestQueue
@@ -28,6 +36,9 @@ from services.worker.tools.web.page import check_web_url, window
 from services.worker.tools.web.settings import ResearchToolSettings
 
 MAX_PAGES = 500
+# Far more than the model reads in a call (it pages by offset), far less than a
+# text bomb would hand the worker.
+MAX_TEXT_CHARS = 5_000_000
 
 
 class PdfFetchArgs(BaseModel):
@@ -47,22 +58,38 @@ class PdfText:
         return "\n\n".join(f"[page {i}]\n{page}" for i, page in enumerate(self.pages, start=1))
 
 
-def pdf_text(data: bytes) -> PdfText:
-    """Each page's text (up to MAX_PAGES); ToolError when PyMuPDF cannot open it."""
-    try:
-        doc = pymupdf.open(stream=data, filetype="pdf")
-    except Exception as exc:  # PyMuPDF raises several types for broken files
-        raise ToolError(
-            "invalid_pdf", f"the file could not be read as a PDF ({type(exc).__name__})"
-        ) from None
-    with doc:
-        if doc.needs_pass:
-            raise ToolError("invalid_pdf", "the PDF is encrypted")
-        title = (doc.metadata or {}).get("title") or ""
-        pages = [doc[i].get_text().strip() for i in range(min(doc.page_count, MAX_PAGES))]
+def pdf_text(data: bytes, limits: ChildLimits, *, cancel: threading.Event | None = None) -> PdfText:
+    """Each page's text (up to MAX_PAGES), read in a limited child; ToolError when
+    the file is no readable PDF or the read passes a limit."""
+    with tempfile.TemporaryDirectory(prefix="leaflab-pdf-") as folder:
+        path = Path(folder) / "fetched.pdf"
+        path.write_bytes(data)
+        try:
+            read = read_pdf(
+                "text", path, limits, max_pages=MAX_PAGES, max_chars=MAX_TEXT_CHARS, cancel=cancel
+            )
+        except PdfReadFailed as failed:
+            raise _read_error(failed) from None
+    title = str(read["title"] or "")
+    pages = [str(page) for page in read["pages"]]
     if not title and pages:
         title = next((line.strip() for line in pages[0].splitlines() if line.strip()), "")
     return PdfText(title=title[:300], pages=pages)
+
+
+def _read_error(failed: PdfReadFailed) -> ToolError:
+    if failed.kind == "invalid":
+        return ToolError("invalid_pdf", failed.reason)
+    if failed.kind == "busy":
+        return ToolError("busy", failed.reason, retryable=True)
+    if failed.kind == "cancelled":
+        return ToolError("timeout", failed.reason, category="timeout")
+    # A limit: the same file would only hit it again, so not retryable.
+    return ToolError(
+        "pdf_too_complex",
+        f"the PDF could not be read within the reader's limits: {failed.reason}",
+        category="validation",
+    )
 
 
 class PdfFetchTool(Tool):
@@ -106,7 +133,7 @@ class PdfFetchTool(Tool):
                 " use web_fetch for web pages",
                 category="validation",
             )
-        parsed = pdf_text(data)
+        parsed = pdf_text(data, self._settings.pdf_text_limits(), cancel=ctx.cancel)
         text = parsed.text()
         part, note = window(text, args.offset, self._settings.web_text_max_chars)
         result: dict[str, object] = {

@@ -98,12 +98,12 @@ def test_an_unreachable_endpoint_gives_the_defaults_quickly() -> None:
 def test_discovery_is_bounded_by_its_timeout_and_keeps_what_it_found() -> None:
     # Every completion takes 1.5 s: the 2.5 s budget covers /v1/models and one probe.
     with serve_in_thread(quirks="llama-cpp-python", latency_ms=1500) as slow:
-        started = time.monotonic()
         caps = discover(_target(slow), DiscoveryConfig(timeout_s=2.5, probe_timeout_s=2.5))
-        elapsed = time.monotonic() - started
-    # Without the bound the probes take 1.5 s each (over 9 s): 8 s leaves a loaded
-    # machine its margin and still fails when the deadline is ignored.
-    assert elapsed < 8
+        made = probes_seen(slow)
+    # Probes run one after another: the first takes 1.5 s, the second is cut at the
+    # 2.5 s deadline, and no third starts (without the bound every probe is made).
+    # Counted by the server, not timed, so a loaded machine cannot fail it.
+    assert 1 <= made <= 2, made
     assert caps.reachable and caps.server == "llama-cpp-python"
     assert caps.error is not None and "ran out" in caps.error
     assert caps.max_concurrency == 1  # what identity alone tells still counts

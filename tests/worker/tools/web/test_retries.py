@@ -7,7 +7,6 @@ counted as requests the recorded server received.
 from __future__ import annotations
 
 import random
-import time
 from pathlib import Path
 
 import pytest
@@ -95,7 +94,6 @@ def test_an_attempt_that_overruns_its_timeout_fails_as_timeout_and_is_retried(
     # The HTTP timeout (8 s) is longer than the tool's: the tool's own limit fires.
     recorded_web.stall("/article.html", 5)
     tool = SlowFetch(settings_for(recorded_web, tmp_path, web_fetch_timeout_s=8))
-    started = time.monotonic()
     with pytest.raises(ToolError) as caught:
         run_attempts(
             tool,
@@ -105,13 +103,12 @@ def test_an_attempt_that_overruns_its_timeout_fails_as_timeout_and_is_retried(
             base_s=0,
             sleep=Sleeps(),
         )
-    elapsed = time.monotonic() - started
     err = caught.value
+    # Without the tool's 0.3 s limit each attempt would wait out the 5 s stall and get
+    # the page (the HTTP timeout is 8 s): the timeout error itself proves the limit
+    # fired, with no clock for a loaded machine to fail.
     assert (err.code, err.category, err.retryable) == ("timeout", "timeout", True)
     assert err.details == {"timeout_s": 0.3, "attempts": 2}
-    # Two 0.3 s attempts; without the tool's limit it would be two 5 s stalls (10 s).
-    # The margin is wide so a loaded machine cannot fail it.
-    assert elapsed < 5
     assert recorded_web.hits["/article.html"] == 2
 
 

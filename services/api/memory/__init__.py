@@ -1,0 +1,1 @@
+"""Project memory review: members' proposed project memory writes, decided by an owner."""

@@ -1,0 +1,192 @@
+"""Absolute disk caps on workspaces: per workspace and per user, before, during, after an exec.
+
+Before an exec the workspace and its user's total are measured; one at its cap
+refuses the exec (``workspace_full`` / ``user_disk_full``, with the numbers).
+During it the backend's watchdog kills the run once the workspace passes
+:attr:`DiskAllowance.limit` (docker polls every second). After it, whatever
+the poll missed (a write faster than a poll) is caught by measuring again: a
+run that ended over its limit, or was killed for disk, has what it wrote taken
+back -- files it created are removed, files it grew are cut back to their
+earlier size -- so an exec killed for quota leaves the workspace as it found
+it, never over the cap. Files the run only rewrote in place are left alone.
+The after-check measures the user's other workspaces again, so of two execs
+of one user in two sessions at once, the one that ends last and would carry
+the total past the user's cap is taken back.
+
+Why polled and not a filesystem quota: see the README ("Disk caps").
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.common.models import ChatSession, Job
+from services.common.workspace_usage import MB, directory_bytes, user_workspaces_bytes
+from services.sandbox.settings import SandboxSettings
+
+QUOTA_KILL = "workspace_quota"
+
+
+def _mb(n: int) -> str:
+    return f"{n / MB:.1f} MB"
+
+
+@dataclass(frozen=True)
+class DiskAllowance:
+    """What one exec may use: the workspace's and its user's usage and caps, in bytes."""
+
+    workspace_bytes: int
+    workspace_cap: int
+    user_bytes: int  # all of the user's workspaces, this one included
+    user_cap: int
+
+    @property
+    def limit(self) -> int:
+        """The size this workspace may reach during the exec (whichever cap is nearer)."""
+        others = self.user_bytes - self.workspace_bytes
+        return min(self.workspace_cap, self.user_cap - others)
+
+    def refusal(self) -> dict[str, Any] | None:
+        """The refused result when either cap is already reached, else None."""
+        hint = "delete files in the workspace (or whole sessions) before running more code"
+        if self.workspace_bytes >= self.workspace_cap:
+            code = "workspace_full"
+            message = (
+                f"the workspace is full: {_mb(self.workspace_bytes)} used of its "
+                f"{_mb(self.workspace_cap)} cap; {hint}"
+            )
+        elif self.user_bytes >= self.user_cap:
+            code = "user_disk_full"
+            message = (
+                f"your workspaces are full: {_mb(self.user_bytes)} used in all of your "
+                f"sessions, of the {_mb(self.user_cap)} allowed per user; {hint}"
+            )
+        else:
+            return None
+        return {
+            "status": "refused",
+            "error": {"code": code, "message": message},
+            "disk": self.report(self.workspace_bytes),
+        }
+
+    def report(
+        self, workspace_now: int, *, removed_files: int = 0, removed_bytes: int = 0
+    ) -> dict[str, int]:
+        return {
+            "workspace_bytes": workspace_now,
+            "workspace_cap_bytes": self.workspace_cap,
+            "user_bytes": self.user_bytes - self.workspace_bytes + workspace_now,
+            "user_cap_bytes": self.user_cap,
+            "removed_files": removed_files,
+            "removed_bytes": removed_bytes,
+        }
+
+
+def owner_of(
+    factory: sessionmaker[Session], session_id: str | None, job_id: str | None
+) -> uuid.UUID | None:
+    """The user whose disk an exec uses, from Postgres (never from the caller)."""
+    with factory() as s:
+        session = s.get(ChatSession, _uuid(session_id)) if _uuid(session_id) else None
+        if session is not None:
+            return session.user_id
+        job = s.get(Job, _uuid(job_id)) if _uuid(job_id) else None
+        return job.user_id if job is not None else None
+
+
+def _uuid(raw: str | None) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def allowance(
+    factory: sessionmaker[Session],
+    settings: SandboxSettings,
+    workspace: Path,
+    user_id: uuid.UUID | None,
+) -> DiskAllowance:
+    here = directory_bytes(workspace)
+    total = here
+    if user_id is not None:
+        with factory() as s:
+            sizes = user_workspaces_bytes(s, settings.workspaces_dir, user_id)
+        # This workspace counts once, measured now (it may not be a session's).
+        total = here + sum(v for k, v in sizes.items() if str(k) != workspace.name)
+    return DiskAllowance(
+        workspace_bytes=here,
+        workspace_cap=settings.sandbox_workspace_max_mb * MB,
+        user_bytes=total,
+        user_cap=settings.sandbox_user_disk_max_mb * MB,
+    )
+
+
+def file_sizes(root: Path) -> dict[str, int]:
+    """Size of every regular file under ``root`` by relative path (no symlink followed)."""
+    sizes: dict[str, int] = {}
+    for dirpath, _dirs, files in os.walk(root, followlinks=False):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                sizes[os.path.relpath(path, root)] = st.st_size
+    return sizes
+
+
+@dataclass(frozen=True)
+class Trimmed:
+    files: int
+    bytes: int
+
+
+def take_back(root: Path, before: dict[str, int]) -> Trimmed:
+    """Remove files created since ``before``, cut grown ones back to their old size."""
+    files = freed = 0
+    for rel, size in file_sizes(root).items():
+        old = before.get(rel)
+        if old is not None and size <= old:
+            continue
+        path = root / rel
+        try:
+            if old is None:
+                os.unlink(path)
+            else:
+                fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                try:
+                    os.ftruncate(fd, old)
+                finally:
+                    os.close(fd)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.ELOOP):
+                raise
+            continue
+        files += 1
+        freed += size - (old or 0)
+    return Trimmed(files=files, bytes=freed)
+
+
+def enforce_after(
+    root: Path, before: dict[str, int], allowed: DiskAllowance, killed_reason: str | None
+) -> tuple[dict[str, int], bool]:
+    """Measure after the exec and take back an over-limit run's writes.
+
+    Returns the usage report and whether the run went over (killed for disk).
+    """
+    now = directory_bytes(root)
+    if now <= allowed.limit and killed_reason != QUOTA_KILL:
+        return allowed.report(now), False
+    trimmed = take_back(root, before)
+    after = directory_bytes(root)
+    return allowed.report(after, removed_files=trimmed.files, removed_bytes=trimmed.bytes), True

@@ -1,0 +1,43 @@
+"""Ending a job whose user lost access: one clear terminal state and event.
+
+The job ends ``cancelled`` (nobody's fault in the job itself, and nothing more
+will run) with an error that starts ``access_revoked:``, after an
+``access_revoked`` event on its stream, so its page, ``leaflab watch`` and any
+reader of the stream see why it stopped.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Protocol
+
+from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.events import JobEvents
+from services.worker.runtime.finish import finish_slice
+from services.worker.runtime.lease import Lease
+from services.worker.runtime.membership import access_now
+from services.worker.runtime.outcome import Outcome
+
+REVOKED_EVENT = "access_revoked"
+REVOKED_PREFIX = "access_revoked: "
+
+
+class Actor(Protocol):
+    """Whom a job acts for, and where."""
+
+    @property
+    def user_id(self) -> uuid.UUID: ...
+
+    @property
+    def project_id(self) -> uuid.UUID | None: ...
+
+
+def stop_if_revoked(
+    deps: RuntimeDeps, lease: Lease, events: JobEvents, who: Actor
+) -> Outcome | None:
+    """End the job if its user may no longer act in its project; None when it may."""
+    reason = access_now(deps.writer, user_id=who.user_id, project_id=who.project_id).revoked
+    if reason is None:
+        return None
+    events.emit(REVOKED_EVENT, {"reason": reason})
+    return finish_slice(deps, lease, events, status="cancelled", error=REVOKED_PREFIX + reason)
