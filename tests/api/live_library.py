@@ -1,7 +1,11 @@
 """An API process with a real library service behind /v1/library.
 
-Route-wide checks (the schemathesis contract, the authorisation matrix) need
-the library routes to answer for real, not 503 "library unavailable".
+Route-wide checks (the schemathesis contract, the authorisation matrix) and the
+library page need the library routes to answer for real, not 503 "library
+unavailable". Both run on the run's isolated Redis db (``library_services``):
+on the shared one the library tests' session-wide library service would take
+some of these ingestion tasks and write the vectors to its own store, leaving a
+"ready" document that search here never finds (seen in full CI runs).
 """
 
 from __future__ import annotations
@@ -11,26 +15,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tests.conftest import Stack
-from tests.fixtures.processes import Services
-from tests.library.conftest import TOKEN, LibraryProcess
+from tests.fixtures.library_services import library_services
 
 
 @contextmanager
-def api_with_library(stack: Stack, base: Path) -> Iterator[str]:
-    """The API's URL; the API and the library share a file store and the token."""
-    files = base / "files"
-    library = LibraryProcess(base, {"LEAFLAB_FILES_DIR": str(files)})
-    svc = Services(stack, base)
-    try:
-        library.wait_ready()
-        svc.env.update(
-            {
-                "LEAFLAB_LIBRARY_URL": library.url,
-                "LEAFLAB_INTERNAL_TOKEN": TOKEN,
-                "LEAFLAB_FILES_DIR": str(files),
-            }
-        )
+def api_with_library(stack: Stack, base: Path, isolated_redis_url: str) -> Iterator[str]:
+    """The API's URL; the API and the library share a file store, the token and a Redis db."""
+    with library_services(stack, base, isolated_redis_url) as (svc, _library):
         yield svc.api()
-    finally:
-        svc.stop()
-        library.stop()

@@ -49,9 +49,12 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(
-    stack: Stack, tmp_path_factory: pytest.TempPathFactory, session_factory: sessionmaker[Session]
+    stack: Stack,
+    tmp_path_factory: pytest.TempPathFactory,
+    session_factory: sessionmaker[Session],
+    isolated_redis_url: str,
 ) -> Iterator[World]:
-    with api_with_library(stack, tmp_path_factory.mktemp("matrix")) as url:
+    with api_with_library(stack, tmp_path_factory.mktemp("matrix"), isolated_redis_url) as url:
         alice, bob = make_user(session_factory), make_user(session_factory)
         carol = make_user(session_factory)
         project = make_project(session_factory, alice, carol)

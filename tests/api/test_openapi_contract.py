@@ -29,9 +29,12 @@ CONTENT_CHECKED = {"POST /v1/library/documents"}
 
 @pytest.fixture(scope="module")
 def contract_api(
-    stack: Stack, tmp_path_factory: pytest.TempPathFactory, session_factory: sessionmaker[Session]
+    stack: Stack,
+    tmp_path_factory: pytest.TempPathFactory,
+    session_factory: sessionmaker[Session],
+    isolated_redis_url: str,
 ) -> Iterator[tuple[str, TestUser]]:
-    with api_with_library(stack, tmp_path_factory.mktemp("contract")) as url:
+    with api_with_library(stack, tmp_path_factory.mktemp("contract"), isolated_redis_url) as url:
         yield url, make_user(session_factory, admin=True)
 
 

@@ -27,8 +27,10 @@ INGEST_TIMEOUT_MS = 240_000
 
 
 @pytest.fixture(scope="module")
-def library_url(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with api_with_library(stack, tmp_path_factory.mktemp("web_library")) as url:
+def library_url(
+    stack: Stack, tmp_path_factory: pytest.TempPathFactory, isolated_redis_url: str
+) -> Iterator[str]:
+    with api_with_library(stack, tmp_path_factory.mktemp("web_library"), isolated_redis_url) as url:
         yield url
 
 
