@@ -392,6 +392,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            pass\n",
         ("tests/library/test_delete.py", "-k", "OwnerDeletes"),
     ),
+    Mutation(
+        "step numbers taken from the statement's snapshot",
+        "services/worker/runtime/recorder.py",
+        "        SELECT :step_id, :job_id, j.step_seq, :key,",
+        "        SELECT :step_id, :job_id,\n"
+        "               COALESCE((SELECT max(seq) FROM job_steps WHERE job_id = :job_id), 0) + 1,"
+        " :key,",
+        ("tests/worker/test_step_numbers.py", "-k", "distinct_numbers"),
+    ),
+    Mutation(
+        "a model step records no start of its call",
+        "services/worker/runtime/turn.py",
+        "                started_at=called_at,\n",
+        "",
+        ("tests/worker/test_step_numbers.py", "-k", "how_long_the_call_took"),
+    ),
 )
 
 

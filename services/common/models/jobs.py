@@ -83,6 +83,9 @@ class Job(Timestamped, Base):
     model_wait_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     model_wait: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False, nullable=False)
+    # The number of the job's last ledger step: each new step takes the next one
+    # under the job row's lock, so step numbers are unique even when written at once.
+    step_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)
 
     trace_id: Mapped[str | None] = mapped_column(String(32), index=True)
     trace_context: Mapped[dict[str, str] | None] = mapped_column(JSONB)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -40,23 +41,29 @@ RECORD_SQL = text(
                cost_usd = cost_usd + :cost,
                usage_estimated = usage_estimated OR :usage_estimated,
                -- A finished step is progress: earlier lost slices were not this job's doing.
-               lost_slices = CASE WHEN :finished THEN 0 ELSE lost_slices END
+               lost_slices = CASE WHEN :finished THEN 0 ELSE lost_slices END,
+               -- A new step takes the next number under this row's lock: concurrent
+               -- writers (a survey's parallel sections) never share one.
+               step_seq = step_seq + CASE WHEN EXISTS (
+                   SELECT 1 FROM job_steps WHERE job_id = :job_id AND step_key = :key
+               ) THEN 0 ELSE 1 END
          WHERE id = :job_id AND fence = :fence
-        RETURNING cancel_requested
+        RETURNING cancel_requested, step_seq
     ), st AS (
         INSERT INTO job_steps (id, job_id, seq, step_key, kind, name, round, tool_call_id,
                                status, arguments, intent, result, error, executions, fence,
                                started_at, finished_at)
-        SELECT :step_id, :job_id,
-               COALESCE((SELECT max(seq) FROM job_steps WHERE job_id = :job_id), 0) + 1,
-               :key, :kind, :name, :round, :tool_call_id, :status,
+        SELECT :step_id, :job_id, j.step_seq, :key, :kind, :name, :round, :tool_call_id, :status,
                CAST(:arguments AS jsonb), CAST(:intent AS jsonb), CAST(:result AS jsonb),
-               CAST(:error AS jsonb), 1, :fence, now(),
+               CAST(:error AS jsonb), 1, :fence,
+               COALESCE(CAST(:started_at AS timestamptz), now()),
                CASE WHEN :finished THEN now() END
           FROM j
         ON CONFLICT ON CONSTRAINT uq_job_steps_job_key DO UPDATE SET
                executions = job_steps.executions + CASE WHEN :count_run THEN 1 ELSE 0 END,
-               started_at = CASE WHEN :count_run THEN now() ELSE job_steps.started_at END,
+               started_at = CASE WHEN :count_run
+                                 THEN COALESCE(CAST(:started_at AS timestamptz), now())
+                                 ELSE job_steps.started_at END,
                arguments = COALESCE(EXCLUDED.arguments, job_steps.arguments),
                intent = COALESCE(EXCLUDED.intent, job_steps.intent),
                status = EXCLUDED.status,
@@ -107,6 +114,9 @@ class StepWrite:
     # True when this write starts an execution (begin, or write-once); False
     # when it only records the outcome of an execution already counted.
     count_run: bool = True
+    # When the work began, for a write-once step recorded after it (a model call):
+    # its duration is then real instead of 0 ms. None: the write itself starts it.
+    started_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -185,6 +195,7 @@ def record(
         "result": _json(step.result),
         "error": _json(step.error),
         "count_run": step.count_run,
+        "started_at": step.started_at,
         "session_id": session_id,
         "with_message": message is not None,
         "message_id": uuid.uuid4(),

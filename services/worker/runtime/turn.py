@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -232,6 +233,7 @@ class TurnRunner:
         }
         if round_no == 0:
             request["memory"] = self.prompt.memory
+        called_at = datetime.now(UTC)  # the step's real start: it is written once, after
         try:
             resp, model, cost = call_model(
                 deps=self.deps,
@@ -256,7 +258,7 @@ class TurnRunner:
             admission, model=resp.model or model, usage=resp.usage, cost=cost
         )
         self.events.flush_tokens()
-        return self._record_reply(key, round_no, request, resp, cost, settle)
+        return self._record_reply(key, round_no, request, resp, cost, settle, called_at)
 
     def _refuse_overflow(
         self,
@@ -294,6 +296,7 @@ class TurnRunner:
         resp: ModelResponse,
         cost: Decimal,
         settle: PendingSettlement,
+        called_at: datetime,
     ) -> Outcome | None:
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in resp.tool_calls]
         # Usage as the server reported it; ``estimated`` when it reported none (a local
@@ -332,6 +335,7 @@ class TurnRunner:
                 status="succeeded",
                 arguments=request,
                 result=result,
+                started_at=called_at,
             ),
             message=MessageWrite(role="assistant", content=resp.content, tool_calls=calls or None),
             usage=UsageDelta(

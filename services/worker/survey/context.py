@@ -119,6 +119,7 @@ class SurveyContext:
                 status="succeeded",
                 arguments=arguments,
                 result=result,
+                started_at=spent.started_at,
             ),
             usage=usage,
         )

@@ -19,6 +19,7 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -58,6 +59,8 @@ class Spent:
     cost_usd: Decimal = Decimal(0)
     calls: int = 0
     models: list[str] = field(default_factory=list)
+    # When the unit's work began: its step is written once, after the calls.
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
 @dataclass(frozen=True)
