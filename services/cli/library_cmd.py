@@ -63,14 +63,20 @@ def library() -> None:
 @library.command()
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--project", default=None, help="project name or id (default: your own library)")
+@click.option("--lab", is_flag=True, help="into the lab library, which every member reads")
 @click.option(
     "--wait/--no-wait",
     default=True,
     help="follow the documents until ready or failed (progress bar on a terminal)",
 )
 @json_option
-def ingest(paths: tuple[str, ...], project: str | None, wait: bool, as_json: bool) -> None:
+def ingest(
+    paths: tuple[str, ...], project: str | None, lab: bool, wait: bool, as_json: bool
+) -> None:
     """Upload PDF files or folders of PDFs."""
+    if lab and project:
+        raise click.UsageError("give --project or --lab, not both")
+    target = {"collection": "lab"} if lab else {"project": project} if project else {}
     url, headers = _api()
     console = stdout_console()
     failures = 0
@@ -83,7 +89,7 @@ def ingest(paths: tuple[str, ...], project: str | None, wait: bool, as_json: boo
                     f"{url}/v1/library/documents",
                     headers=headers,
                     files={"file": (pdf.name, fh, "application/pdf")},
-                    data={"project": project} if project else {},
+                    data=target,
                 )
             if resp.status_code == 202:
                 body = resp.json()

@@ -408,6 +408,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "",
         ("tests/worker/test_step_numbers.py", "-k", "how_long_the_call_took"),
     ),
+    Mutation(
+        "the lab library is read by its uploader only",
+        "services/common/documents/collections.py",
+        "    return [personal_collection(user_id), *projects, LAB_COLLECTION]",
+        "    return [personal_collection(user_id), *projects]",
+        ("tests/web/test_library_page.py", "-k", "read_by_every_member"),
+    ),
 )
 
 

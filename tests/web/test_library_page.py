@@ -236,3 +236,56 @@ def test_pdf_route_refuses_bad_ids(
         )
         assert resp.status_code == 404, (ident, resp.text)
     assert httpx.get(f"{library_url}/v1/library/documents/x/pdf").status_code == 401
+
+
+class TestLabLibrary:
+    def test_a_paper_added_to_the_lab_library_is_read_by_every_member(
+        self, library_url: str, context: BrowserContext, session_factory: sessionmaker[Session]
+    ) -> None:
+        """Alice picks "the lab library" on the page; Bob, in no project with her, sees
+        the paper listed as the lab's and finds its passages, but may not delete it."""
+        alice, bob = make_user(session_factory), make_user(session_factory)
+        page = login(context, library_url, alice.key, next_path="/library")
+        page.wait_for_selector("body[data-library-ready='1']")
+        page.get_by_test_id("library-target").select_option("lab")
+        with page.expect_response(lambda r: r.request.method == "POST") as posted:
+            page.get_by_test_id("library-file-input").set_input_files(
+                files=[
+                    {
+                        "name": "shared.pdf",
+                        "mimeType": "application/pdf",
+                        "buffer": _pdf("test-uu.pdf"),
+                    }
+                ]
+            )
+        assert posted.value.status == 202
+        doc_id = posted.value.json()["id"]
+        row = page.locator(f"#documents tr[data-document-id='{doc_id}']")
+        expect(row.get_by_test_id("doc-collection")).to_have_text("lab")
+        expect(row).to_have_attribute("data-status", "ready", timeout=INGEST_TIMEOUT_MS)
+
+        bob_auth = {"Authorization": f"Bearer {bob.key}"}
+        listed = httpx.get(f"{library_url}/v1/library/documents", headers=bob_auth).json()
+        mine = [d for d in listed["items"] if d["id"] == doc_id]
+        assert [(d["collection"], d["collection_name"]) for d in mine] == [("lab", "lab")]
+        _wait_found(library_url, bob_auth, "JNLPBA NCBI-disease", doc_id)
+        refused = httpx.delete(f"{library_url}/v1/library/documents/{doc_id}", headers=bob_auth)
+        assert refused.status_code == 403, refused.text
+        assert page.evaluate("window.__xss") is None
+
+    def test_a_wrong_collection_is_a_clear_400(
+        self, library_url: str, session_factory: sessionmaker[Session]
+    ) -> None:
+        auth = {"Authorization": f"Bearer {make_user(session_factory).key}"}
+        for data, says in (
+            ({"collection": "everyone"}, 'collection must be "lab"'),
+            ({"collection": "lab", "project": "x"}, "not both"),
+        ):
+            resp = httpx.post(
+                f"{library_url}/v1/library/documents",
+                headers=auth,
+                files={"file": ("x.pdf", _pdf("test-uu.pdf"), "application/pdf")},
+                data=data,
+            )
+            assert resp.status_code == 400, resp.text
+            assert says in resp.json()["error"]["message"]

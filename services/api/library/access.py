@@ -1,7 +1,7 @@
 """Who may read which library document through the API: one rule for every route.
 
-The acting user's collections are their personal one and every project's they
-belong to; a key scoped to a project sees only that project's collection. Every
+The acting user's collections are their personal one, every project's they
+belong to and the lab's; a key scoped to a project sees only that project's collection. Every
 route that names a document by id (the document, its references, PDF and
 events) looks the document up here first, so a document outside the caller's
 readable set is the same 404 as one that does not exist — before anything is
@@ -22,6 +22,7 @@ from services.api.access import key_scope
 from services.api.deps import CurrentUser, DbSession, StateDep
 from services.api.errors import ApiError
 from services.common.documents.collections import (
+    LAB_COLLECTION,
     may_remove,
     member_projects,
     personal_collection,
@@ -61,13 +62,26 @@ class LibraryAccess:
         if scoped is not None:
             return set(scoped)
         projects = {project_collection(pid) for pid in self.projects.values()}
-        return {personal_collection(self.user_id), *projects}
+        return {personal_collection(self.user_id), *projects, LAB_COLLECTION}
+
+    def collection_name(self, collection: str) -> str:
+        """How a page names a readable collection: "personal", "lab" or the project's name."""
+        if collection == LAB_COLLECTION:
+            return "lab"
+        if collection == personal_collection(self.user_id):
+            return "personal"
+        names = {project_collection(pid): ref for ref, pid in self.projects.items()}
+        return "project " + names.get(collection, "?")
 
     def headers(self) -> dict[str, str]:
         # No collections: the library derives them from the user, never from us.
         return {"X-Leaflab-Internal": self.token, "X-Leaflab-User": str(self.user_id)}
 
-    def collection_for(self, project: Any) -> str:
+    def collection_for(self, project: Any, collection: Any = None) -> str:
+        """Where an upload goes: ``collection="lab"`` for the lab's, else the named
+        project's, else the key's project, else the uploader's own."""
+        if collection not in (None, ""):
+            return self._lab_target(project, collection)
         if (project is None or project == "") and self.scope is not None:
             return project_collection(self.scope)
         if project is None or project == "":
@@ -85,6 +99,17 @@ class LibraryAccess:
                 "(a project owner or an admin can add you)",
             )
         return project_collection(pid)
+
+    def _lab_target(self, project: Any, collection: Any) -> str:
+        if collection != LAB_COLLECTION:
+            raise ApiError(400, "invalid_request", 'collection must be "lab" (or left out)')
+        if project not in (None, ""):
+            raise ApiError(400, "invalid_request", "give a project or the lab collection, not both")
+        if self.scope is not None:
+            raise ApiError(
+                403, "forbidden", "a key scoped to a project adds only to that project's library"
+            )
+        return LAB_COLLECTION
 
 
 def library_access(user: CurrentUser, db: DbSession, state: StateDep) -> LibraryAccess:

@@ -157,7 +157,7 @@ async def _forward(
 async def add_document(
     request: Request, access: AccessDep, state: StateDep, intake: IntakeDep, db: DbSession
 ) -> LibraryDocumentAccepted:
-    """Multipart PDF (`file`, optional `project`) or JSON `{url, project?}` → 202, queued."""
+    """Multipart PDF (`file`, optional `project` or `collection=lab`) or JSON → 202, queued."""
     # End the authentication transaction before a possibly minutes-long body:
     # it holds the API key row's last_used_at update (a row lock) and a pooled
     # connection, which other requests with the same key would wait for.
@@ -171,15 +171,18 @@ async def add_document(
                 max_bytes=intake.max_upload_bytes,
                 check=intake.pdf_check_limits(),
             )
-            collection = access.collection_for(received.fields.get("project"))
+            collection = access.collection_for(
+                received.fields.get("project"), received.fields.get("collection")
+            )
             key, name, url = received.content_hash, received.filename, None
         else:
             body = await read_json_body(request)
             if not isinstance(body, dict) or not isinstance(body.get("url"), str):
-                raise ApiError(400, "invalid_request", 'JSON body must be {"url": ..., "project"?}')
+                shape = '{"url": ..., "project"?, "collection"?}'
+                raise ApiError(400, "invalid_request", f"JSON body must be {shape}")
             url = body["url"]
             _check_url_form(url)
-            collection = access.collection_for(body.get("project"))
+            collection = access.collection_for(body.get("project"), body.get("collection"))
             key = url_key(url)
             name = safe_filename(url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1])
     except UploadRefused as exc:
@@ -235,9 +238,13 @@ def _register_and_queue(
 @router.get("/documents", response_model=LibraryDocumentList, responses=error_responses(400))
 async def list_documents(access: AccessDep, state: StateDep) -> Any:
     params = {"collection": access.scoped_collections()} if access.scope else None
-    return await _forward(
+    listed = await _forward(
         state, "GET", "/documents", LibraryDocumentList, headers=access.headers(), params=params
     )
+    if isinstance(listed, LibraryDocumentList):
+        for doc in listed.items:
+            doc.collection_name = access.collection_name(doc.collection)
+    return listed
 
 
 @router.get(
@@ -248,7 +255,10 @@ async def list_documents(access: AccessDep, state: StateDep) -> Any:
 async def get_document(document_id: str, access: AccessDep, state: StateDep, db: DbSession) -> Any:
     ident = await _readable_id(db, access, document_id)
     path = internal_path("documents", ident)
-    return await _forward(state, "GET", path, LibraryDocumentDetail, headers=access.headers())
+    doc = await _forward(state, "GET", path, LibraryDocumentDetail, headers=access.headers())
+    if isinstance(doc, LibraryDocumentDetail):
+        doc.collection_name = access.collection_name(doc.collection)
+    return doc
 
 
 @router.get(

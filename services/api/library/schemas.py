@@ -21,6 +21,8 @@ class LibraryDocument(BaseModel):
     error: str | None = None
     pages: int | None = None
     collection: str
+    # "personal", "lab" or "project <name>": filled in by the API for the caller.
+    collection_name: str | None = None
     chunks: int | None = None
     source_url: str | None = None
     attempts: int = 0

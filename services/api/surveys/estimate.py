@@ -16,7 +16,11 @@ from decimal import Decimal
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from services.common.documents.collections import personal_collection, project_collection
+from services.common.documents.collections import (
+    LAB_COLLECTION,
+    personal_collection,
+    project_collection,
+)
 from services.common.models import Document, SpendRecord
 from services.common.surveys import CHUNK_CHARS, CHUNKS_PER_PAPER, shape_for
 
@@ -34,7 +38,7 @@ class Calls:
 
 
 def library_papers(db: Session, *, user_id: uuid.UUID, project_id: uuid.UUID | None) -> int:
-    collections = [personal_collection(user_id)]
+    collections = [personal_collection(user_id), LAB_COLLECTION]
     if project_id is not None:
         collections.append(project_collection(project_id))
     return int(

@@ -1,5 +1,6 @@
-"""Which library collections a user may read and write: their own, and every
-project's they are a member of; and who may remove a document from one. Always
+"""Which library collections a user may read and write: their own, every
+project's they are a member of, and the lab's (one shared by every active user of
+the deployment); and who may remove a document from one. Always
 derived from the database, never from what a caller says (the API and the
 library service both ask here)."""
 
@@ -11,6 +12,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.common.models import Document, Project, ProjectMember, User
+
+# The lab-wide collection: every active user reads it and may add to it; only an
+# uploader or an admin removes from it (``may_remove``: it belongs to no project).
+LAB_COLLECTION = "lab"
 
 
 def personal_collection(user_id: uuid.UUID) -> str:
@@ -41,7 +46,7 @@ def readable_collections(db: Session, user_id: uuid.UUID) -> list[str] | None:
     if user is None or user.disabled:
         return None
     projects = sorted({project_collection(p) for p in member_projects(db, user_id).values()})
-    return [personal_collection(user_id), *projects]
+    return [personal_collection(user_id), *projects, LAB_COLLECTION]
 
 
 def may_remove(db: Session, *, user_id: uuid.UUID, doc: Document) -> bool:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Literal
 
 import httpx
 from pydantic import BaseModel, Field
 
+from services.common.documents.collections import (
+    LAB_COLLECTION,
+    personal_collection,
+    project_collection,
+)
 from services.common.telemetry import inject_carrier
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 
@@ -39,9 +45,9 @@ class LibrarySearchTool(Tool):
         # and project only narrow that set. The trace context makes the
         # library's spans part of this job's trace.
         base, token = ctx.library.url, ctx.library.internal_token
-        collections = [f"user:{ctx.user_id}"]
+        collections = [personal_collection(uuid.UUID(ctx.user_id)), LAB_COLLECTION]
         if ctx.project_id:
-            collections.append(f"project:{ctx.project_id}")
+            collections.append(project_collection(uuid.UUID(ctx.project_id)))
         headers = {
             "X-Leaflab-Internal": str(token),
             "X-Leaflab-User": ctx.user_id,

@@ -35,8 +35,10 @@
     const state = item.querySelector(".upload-state");
     const form = new FormData();
     form.append("file", file, file.name);
+    // A project name typed in picks that project, whatever the menu says.
     const project = $("lib-project").value.trim();
     if (project) form.append("project", project);
+    else if ($("lib-target").value === "lab") form.append("collection", "lab");
     try {
       const accepted = await api("POST", "/v1/library/documents", form);
       state.textContent = accepted.duplicate ? "already in the library" : "queued for ingestion";
@@ -57,6 +59,9 @@
   }
 
   function wireUploads() {
+    const target = $("lib-target"), project = $("lib-project");
+    project.addEventListener("input", () => { if (project.value.trim()) target.value = "project"; });
+    target.addEventListener("change", () => { if (target.value !== "project") project.value = ""; });
     const input = $("lib-files");
     input.addEventListener("change", () => { const files = [...input.files]; input.value = ""; uploadAll(files); });
     const zone = $("drop-zone");
@@ -95,6 +100,7 @@
     return el("tr", { "data-document-id": d.id, "data-status": d.status },
       el("td", { text: d.title || "(untitled)" }),
       el("td", { text: d.filename || d.source_url || "" }),
+      el("td", { "data-testid": "doc-collection", text: d.collection_name || d.collection }),
       el("td", {}, el("span", { class: "badge status-" + d.status, text: d.status }),
         d.error ? el("span", { class: "error", text: " " + d.error }) : null),
       el("td", { "data-testid": "doc-pages", text: d.pages ?? "" }), el("td", { "data-testid": "doc-chunks", text: d.chunks ?? "" }),
