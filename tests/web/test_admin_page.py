@@ -75,6 +75,13 @@ class TestBudgetsAndSpend:
         assert _chart(page, "user").get(erin.email) == 0  # a budget, nothing spent yet
         assert _budget_bar(page, erin.email) == 0
         form = page.locator(f"[data-testid=budget-form][data-target='{erin.email}']")
+        # A $0 limit can never run a call: the row says what the paused job's call needs.
+        budgets = admin_api.get("/v1/admin/budgets").json()["items"]
+        mine = next(b for b in budgets if b["user_email"] == erin.email)
+        assert mine["paused_jobs"] == 1 and mine["next_call_usd"] > 0, mine
+        expect(form.get_by_test_id("budget-need")).to_contain_text(
+            f"1 paused job(s): the next call needs up to ${mine['next_call_usd']:.4f}"
+        )
         form.locator("input[name=usd]").fill("10")
         form.get_by_role("button", name="Save").click()
         expect(form.locator(".saved")).to_contain_text("1 paused job(s) resumed")

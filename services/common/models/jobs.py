@@ -83,6 +83,10 @@ class Job(Timestamped, Base):
     model_wait_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     model_wait: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False, nullable=False)
+    # Paused for its budget (``budget_exhausted``): the worst case of the call it could
+    # not make, so an admin sees how far a limit must rise (None: an overrun paused it).
+    budget_need_usd: Mapped[Decimal | None] = mapped_column(Numeric(14, 6))
+    budget_need_tokens: Mapped[int | None] = mapped_column(BigInteger)
     # The number of the job's last ledger step: each new step takes the next one
     # under the job row's lock, so step numbers are unique even when written at once.
     step_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)

@@ -18,6 +18,7 @@ PAUSE_SQL = text(
     """
     UPDATE jobs
        SET status = 'budget_exhausted', error = :message,
+           budget_need_usd = :need_usd, budget_need_tokens = :need_tokens,
            lease_owner = NULL, lease_until = NULL, updated_at = now()
      WHERE id = :id AND fence = :fence
     """
@@ -30,9 +31,18 @@ def pause_for_budget(
     """Pause the job under its fence (raises ``LeaseLost`` if another worker took it),
     then tell watchers why: a ``budget`` event and the new status."""
     message = admission.message or "budget exhausted"
+    held = admission.reservation
+    overrun = bool(held.overrun_by)
+    params = {
+        "message": message,
+        "id": lease.job_id,
+        "fence": lease.fence,
+        # An overrun refuses every call, whatever it costs: no amount to show.
+        "need_usd": None if overrun else held.usd,
+        "need_tokens": None if overrun else held.tokens,
+    }
     with factory() as db, db.begin():
         check_fence(db, lease)
-        db.execute(PAUSE_SQL, {"message": message, "id": lease.job_id, "fence": lease.fence})
-    overrun = bool(admission.reservation.overrun_by)
+        db.execute(PAUSE_SQL, params)
     events.emit("budget", {"state": "exhausted", "overrun": overrun, "message": message})
     events.emit("status", {"status": "budget_exhausted", "error": message})

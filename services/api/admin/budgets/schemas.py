@@ -70,6 +70,12 @@ class BudgetOut(BaseModel):
     overrun_at: datetime | None = Field(
         default=None, description="Not null: an overrun happened and further calls are refused"
     )
+    paused_jobs: int = Field(default=0, description="Jobs of this budget's target paused for it")
+    next_call_usd: float | None = Field(
+        default=None,
+        description="The largest worst case a paused job's next call needs (US$): a limit "
+        "that leaves less than this free resumes nothing",
+    )
 
 
 class BudgetSet(BudgetOut):

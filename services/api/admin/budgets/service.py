@@ -33,7 +33,7 @@ from services.api.admin.service import find_user
 from services.api.errors import not_found
 from services.api.jobs.service import enqueue
 from services.api.transaction import after_commit
-from services.common.models import Budget, Project, SpendRecord, User
+from services.common.models import Budget, Job, Project, SpendRecord, User
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,31 @@ def resume_paused_jobs(db: Session, *, celery: Celery, target: Target) -> list[u
     return resumed
 
 
-def budget_view(budget: Budget, *, email: str | None, project: str | None) -> BudgetOut:
+@dataclass(frozen=True)
+class Paused:
+    """A budget target's jobs paused for it, and the largest worst case they need."""
+
+    jobs: int = 0
+    need_usd: Decimal | None = None
+
+
+def paused_by_target(db: Session) -> dict[tuple[str, uuid.UUID], Paused]:
+    """("user" | "project", id) → its budget-paused jobs (a job may wait on either)."""
+    found: dict[tuple[str, uuid.UUID], Paused] = {}
+    for scope, column in (("user", Job.user_id), ("project", Job.project_id)):
+        rows = db.execute(
+            select(column, func.count(), func.max(Job.budget_need_usd))
+            .where(Job.status == "budget_exhausted", column.is_not(None))
+            .group_by(column)
+        ).all()
+        for owner, count, need in rows:
+            found[(scope, owner)] = Paused(int(count), need)
+    return found
+
+
+def budget_view(
+    budget: Budget, *, email: str | None, project: str | None, paused: Paused | None = None
+) -> BudgetOut:
     spent_usd, spent_tokens = budget.spent_now(datetime.now(UTC))
     remaining = budget.usd_limit - spent_usd - budget.reserved_usd
     tokens_left = None
@@ -171,6 +195,8 @@ def budget_view(budget: Budget, *, email: str | None, project: str | None) -> Bu
         tokens_remaining=max(tokens_left, 0) if tokens_left is not None else None,
         overrun_usd=float(budget.overrun_usd),
         overrun_at=budget.overrun_at,
+        paused_jobs=paused.jobs if paused else 0,
+        next_call_usd=float(paused.need_usd) if paused and paused.need_usd is not None else None,
     )
 
 
@@ -181,7 +207,13 @@ def list_budgets(db: Session) -> list[BudgetOut]:
         .outerjoin(Project, Project.id == Budget.project_id)
         .order_by(Budget.scope, User.email, Project.name)
     ).all()
-    return [budget_view(b, email=email, project=name) for b, email, name in rows]
+    paused = paused_by_target(db)
+
+    def waiting(b: Budget) -> Paused | None:
+        owner = b.user_id if b.scope == "user" else b.project_id
+        return paused.get((b.scope, owner)) if owner is not None else None
+
+    return [budget_view(b, email=email, project=name, paused=waiting(b)) for b, email, name in rows]
 
 
 def _spend_key(by: str) -> tuple[Any, Any, Any]:

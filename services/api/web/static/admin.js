@@ -87,6 +87,7 @@
       el("span", { class: "budget-who" }, el("span", { class: "badge", text: b.scope }), " ", el("strong", { text: who })),
       el("span", { class: "muted", text: `spent ${fmtUsd(b.spent_usd)} · left ${fmtUsd(b.usd_remaining)}` }),
       b.overrun_at ? el("span", { class: "badge", "data-testid": "budget-overrun", text: `overrun ${fmtUsd(b.overrun_usd)}: calls refused until saved` }) : null,
+      pausedNote(b),
       el("label", { for: id + "-usd", class: "inline", text: "US$" }),
       el("input", { id: id + "-usd", name: "usd", type: "number", min: "0", step: "any", value: b.usd_limit, required: true }),
       el("label", { for: id + "-tok", class: "inline", text: "tokens" }),
@@ -105,6 +106,17 @@
       await refreshBudgetsAndSpend();
     }));
     return form;
+  }
+
+  // A limit that leaves less free than one call's worst case resumes nothing: say what
+  // the paused jobs' next call needs, and what the limit must at least be.
+  function pausedNote(b) {
+    if (!b.paused_jobs) return null;
+    const jobs = `${b.paused_jobs} paused job(s)`;
+    if (b.next_call_usd == null) return el("span", { class: "badge", "data-testid": "budget-need", text: jobs });
+    const atLeast = b.spent_usd + b.reserved_usd + b.next_call_usd;
+    return el("span", { class: "badge", "data-testid": "budget-need",
+      text: `${jobs}: the next call needs up to ${fmtUsd(b.next_call_usd)} (set at least ${fmtUsd(atLeast)} to resume)` });
   }
 
   function budgetBody(form, target) {
