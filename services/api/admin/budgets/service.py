@@ -162,7 +162,8 @@ def paused_by_target(db: Session) -> dict[tuple[str, uuid.UUID], Paused]:
             .group_by(column)
         ).all()
         for owner, count, need in rows:
-            found[(scope, owner)] = Paused(int(count), need)
+            if owner is not None:
+                found[(scope, owner)] = Paused(int(count), need)
     return found
 
 
