@@ -170,6 +170,21 @@ class TestSurveyPages:
         assert report.locator("script, img").count() == 0
         page.screenshot(path=str(screenshot_dir() / "survey_report.png"), full_page=True)
 
+        # Its job page says what came out in words, each file a link, and numbers each
+        # step once (the sections are written and verified in parallel).
+        page.goto(f"{survey_web.url}/jobs/{job_id}")
+        summary = page.get_by_test_id("survey-summary")
+        expect(summary).to_contain_text("cited of 1 found")
+        expect(page.get_by_test_id("job-result")).not_to_contain_text("sha256")
+        files = page.get_by_test_id("survey-files").locator("a")
+        assert "references.bib" in files.all_inner_texts()
+        bib = page.request.get(survey_web.url + (files.first.get_attribute("href") or ""))
+        assert bib.status == 200
+        rows = page.get_by_test_id("step-row")
+        expect(rows.first).to_be_visible()
+        numbers = [r.locator("td").first.inner_text() for r in rows.all()]
+        assert len(numbers) == len(set(numbers)) > len(STAGES), numbers
+
         # The list shows the survey, its topic as text, finished.
         page.goto(f"{survey_web.url}/surveys")
         row = page.locator(f"[data-testid=survey-row][data-job-id='{job_id}']")

@@ -24,11 +24,25 @@
   // A turn's answer is the model's Markdown, rendered (and sanitised) whole; any other
   // result is data, shown as its JSON.
   function resultFact(result) {
+    if (result && job.kind === "survey" && Array.isArray(result.artifacts)) return surveyResult(result);
     if (!result || typeof result.content !== "string" || !result.content) {
       return fact("Result", result ? JSON.stringify(result).slice(0, 2000) : null, "job-result");
     }
     const dd = el("dd", { class: "job-answer", "data-testid": "job-result" });
     return [el("dt", { class: "job-answer-label", text: "Result" }), LeaflabMarkdown.renderInto(dd, result.content)];
+  }
+
+  // A survey's result is its report and files: said in words, each file a link, not a
+  // JSON blob of sizes and digests.
+  function surveyResult(r) {
+    const count = (n, one) => `${n} ${one}${n === 1 ? "" : "s"}`;
+    const dd = el("dd", { "data-testid": "job-result", class: "survey-result" },
+      el("p", { "data-testid": "survey-summary", text: `${count(r.papers_cited ?? 0, "paper")} cited of ${r.papers_found ?? 0} found · ${count(r.sections ?? 0, "section")} · ${r.needs_checking ?? 0} claim(s) need checking` }),
+      el("p", {}, el("a", { href: `/surveys/${encodeURIComponent(jobId)}`, text: "Read the report" })),
+      el("ul", { "data-testid": "survey-files" }, ...r.artifacts.map((a) => el("li", {},
+        el("a", { href: `/v1/jobs/${encodeURIComponent(jobId)}/artifacts/${encodeURIComponent(a.name)}`, text: a.name }),
+        el("span", { class: "muted", text: ` · ${Math.max(1, Math.round((a.size || 0) / 1024))} KB` })))));
+    return [el("dt", { text: "Result" }), dd];
   }
 
   // Where the job's own page elsewhere says more: its pending approval, its survey report.
