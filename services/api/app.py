@@ -12,6 +12,7 @@ from services.api.approvals.router import router as approvals_router
 from services.api.errors import error_responses, install_error_handlers
 from services.api.events.router import router as events_router
 from services.api.health.router import router as health_router
+from services.api.invites.router import router as invites_router
 from services.api.jobs.artifacts import router as artifacts_router
 from services.api.jobs.router import router as jobs_router
 from services.api.library.events import router as library_events_router
@@ -97,6 +98,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     routers = (
         health_router,
         admin_router,
+        invites_router,
         sessions_router,
         jobs_router,
         artifacts_router,

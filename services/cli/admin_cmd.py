@@ -55,6 +55,31 @@ def user_create(email: str, is_admin: bool) -> None:
     click.echo(f"created user {created['email']} ({created['id']})")
 
 
+@user.command("invite")
+@click.argument("email")
+@click.option(
+    "--expires-hours",
+    type=click.IntRange(1, 24 * 30),
+    default=72,
+    show_default=True,
+    help="the link stops working after",
+)
+def user_invite(email: str, expires_hours: int) -> None:
+    """Print a one-time link with which EMAIL makes their own first key (made a member if new)."""
+    client = LeaflabClient()
+    listing = client.request("GET", "/v1/admin/users")["items"]
+    if not any(u["email"].lower() == email.lower() for u in listing):
+        client.request("POST", "/v1/admin/users", json={"email": email, "is_admin": False})
+        click.echo(f"created user {email}", err=True)
+    invite = client.request(
+        "POST",
+        f"/v1/admin/users/{_user_id(client, email)}/invites",
+        json={"expires_hours": expires_hours},
+    )
+    click.echo(f"invite for {invite['email']}, works once, until {invite['expires_at']}:", err=True)
+    click.echo(invite["url"])
+
+
 @user.command("list")
 def user_list() -> None:
     """Every user, with the disk their workspaces use of the per-user cap."""

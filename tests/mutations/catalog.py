@@ -422,6 +422,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         '        "need_usd": None,',
         ("tests/web/test_admin_page.py", "-k", "raising_a_budget"),
     ),
+    Mutation(
+        "an invite link works more than once",
+        "services/api/invites/service.py",
+        "     WHERE token_hash = :hash AND used_at IS NULL AND expires_at > now()\n    RETURNING",
+        "     WHERE token_hash = :hash AND expires_at > now()\n    RETURNING",
+        ("tests/web/test_invites.py", "-k", "makes_a_working_key_once"),
+    ),
+    Mutation(
+        "an expired invite link still makes a key",
+        "services/api/invites/service.py",
+        "     WHERE token_hash = :hash AND used_at IS NULL AND expires_at > now()\n    RETURNING",
+        "     WHERE token_hash = :hash AND used_at IS NULL\n    RETURNING",
+        ("tests/web/test_invites.py", "-k", "expired_or_unknown"),
+    ),
 )
 
 

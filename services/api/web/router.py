@@ -10,6 +10,7 @@ from services.api.web import (
     admin_pages,
     approval_pages,
     chat_pages,
+    invite_pages,
     job_pages,
     library_pages,
     login,
@@ -21,6 +22,7 @@ from services.api.web.templating import STATIC_DIR
 
 PAGE_ROUTERS = (
     login.router,
+    invite_pages.router,
     chat_pages.router,
     job_pages.router,
     library_pages.router,

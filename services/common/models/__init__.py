@@ -29,12 +29,13 @@ from services.common.models.memory import (
 )
 from services.common.models.sandbox import SandboxExecution
 from services.common.models.telemetry import SpanRecord
-from services.common.models.users import ApiKey, Project, ProjectMember, User
+from services.common.models.users import ApiKey, Invite, Project, ProjectMember, User
 
 __all__ = [
     "APPROVAL_STATUSES",
     "BUDGET_PERIODS",
     "Budget",
+    "Invite",
     "BudgetOverrun",
     "BudgetReservation",
     "SpendRecord",

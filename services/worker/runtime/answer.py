@@ -1,8 +1,12 @@
-"""The job result of a final answer: an empty or cut reply says so, never passes silently."""
+"""What a model reply records: its ledger step's result, and the job result of a final
+answer (an empty or cut reply says so, never passes silently)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
+
+from services.worker.llm.types import ModelResponse
 
 TRUNCATED_REASONS = frozenset({"length", "deadline"})
 EMPTY_REPLY_NOTICE = "the model returned an empty reply"
@@ -17,3 +21,27 @@ def answer_result(content: str | None, truncated: bool, empty: bool) -> dict[str
     elif truncated:
         result.update(truncated=True, notice=TRUNCATED_NOTICE)
     return result
+
+
+def reply_step_result(resp: ModelResponse, cost: Decimal) -> dict[str, Any]:
+    """The llm step's result: the reply, its usage as the server reported it (``estimated``
+    when it reported none: a local count, marked so wherever shown), what was charged,
+    and whether the output was weak (cut or empty: a visible outcome, never silent)."""
+    calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in resp.tool_calls]
+    usage = {
+        "input_tokens": resp.usage.input_tokens,
+        "output_tokens": resp.usage.output_tokens,
+        "cached_tokens": resp.usage.cached_tokens,
+        "estimated": resp.usage.estimated,
+    }
+    return {
+        "content": resp.content,
+        "tool_calls": calls,
+        "usage": usage,
+        "model": resp.model,
+        "finish_reason": resp.finish_reason,
+        "truncated": resp.finish_reason in TRUNCATED_REASONS,
+        "empty": not (resp.content or "").strip() and not calls,
+        "request_id": resp.request_id,
+        "cost_usd": str(cost),
+    }

@@ -31,7 +31,7 @@ from services.worker.llm.types import ModelResponse
 from services.worker.memory.schedule import schedule_maintenance
 from services.worker.prompts.for_job import job_prompt
 from services.worker.prompts.skills import inject_skills
-from services.worker.runtime.answer import TRUNCATED_REASONS, answer_result
+from services.worker.runtime.answer import answer_result, reply_step_result
 from services.worker.runtime.conversation import ordered_messages
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.drain import draining
@@ -298,29 +298,9 @@ class TurnRunner:
         settle: PendingSettlement,
         called_at: datetime,
     ) -> Outcome | None:
-        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in resp.tool_calls]
-        # Usage as the server reported it; ``estimated`` when it reported none (a local
-        # count, marked as such wherever it is shown). The cost is what was charged.
-        usage = {
-            "input_tokens": resp.usage.input_tokens,
-            "output_tokens": resp.usage.output_tokens,
-            "cached_tokens": resp.usage.cached_tokens,
-            "estimated": resp.usage.estimated,
-        }
-        # Weak output is a visible outcome, never a silent success.
-        truncated = resp.finish_reason in TRUNCATED_REASONS
-        empty = not (resp.content or "").strip() and not calls
-        result = {
-            "content": resp.content,
-            "tool_calls": calls,
-            "usage": usage,
-            "model": resp.model,
-            "finish_reason": resp.finish_reason,
-            "truncated": truncated,
-            "empty": empty,
-            "request_id": resp.request_id,
-            "cost_usd": str(cost),
-        }
+        result = reply_step_result(resp, cost)
+        calls, usage = result["tool_calls"], result["usage"]
+        truncated, empty = result["truncated"], result["empty"]
         name = resp.model or str(request["model"])
         failpoint("model.before_record")
         done = record(

@@ -180,6 +180,19 @@
     box.hidden = false;
   }
 
+  // A one-time link with which the member makes their own first key: shown once, like a key.
+  async function inviteUser(user) {
+    const invite = await api("POST", `/v1/admin/users/${user.id}/invites`, {});
+    const box = $("new-key-box");
+    box.replaceChildren(
+      el("p", {}, "Invite link for ", el("strong", { text: user.email }),
+        `. It works once, until ${new Date(invite.expires_at).toLocaleString()}; send it to them.`),
+      el("code", { "data-testid": "invite-url", text: invite.url }),
+      el("button", { type: "button", "data-testid": "new-key-copy", text: "Copy", onclick: (ev) => copyKey(ev.target, box, invite.url) }),
+      el("button", { type: "button", class: "secondary", text: "Done", onclick: () => { box.replaceChildren(); box.hidden = true; } }));
+    box.hidden = false;
+  }
+
   async function copyKey(button, box, key) {
     // The Clipboard API needs a secure context (https or localhost); a lab served over
     // plain http on its LAN address gets the selection fallback.
@@ -237,7 +250,9 @@
       el("td", { text: u.email }), el("td", { text: u.is_admin ? "yes" : "" }), el("td", { text: when(u.created_at) }),
       el("td", { "data-testid": "user-disk", text: `${mb(u.disk_bytes)} / ${mb(listing.user_disk_cap_bytes)}` }),
       el("td", {}, el("button", { type: "button", class: "secondary", text: "Keys", "aria-label": "Keys of " + u.email,
-        onclick: guarded(() => openKeys(u)) })))));
+        onclick: guarded(() => openKeys(u)) }), " ",
+        el("button", { type: "button", class: "secondary", text: "Invite", "aria-label": "Invite link for " + u.email,
+          onclick: guarded(() => inviteUser(u)) })))));
     fillBudgetTargets();
   }
 
