@@ -36,7 +36,7 @@ class InviteCreated(BaseModel):
     "/users/{user_id}/invites",
     status_code=201,
     response_model=InviteCreated,
-    responses=error_responses(404),
+    responses=error_responses(404, 413),
 )
 def invite_user(
     user_id: uuid.UUID, body: InviteCreate, request: Request, db: DbSession, admin: AdminUser
