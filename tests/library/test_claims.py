@@ -73,7 +73,8 @@ class TestAgreement:
         assert not terms.passed and "brca1" in terms.detail
 
     def test_ligatures_and_inflections_meet(self) -> None:
-        verdict = check_claim("Efficient finetuning experiments.", "The eﬃcient ﬁnetuning experiment.")
+        passage = "The eﬃcient ﬁnetuning experiment."
+        verdict = check_claim("Efficient finetuning experiments.", passage)
         assert next(c for c in verdict.checks if c.name == "lexical").value == 1.0
 
 
@@ -85,9 +86,7 @@ def encoder() -> Encoder:
 
 
 class TestEmbedding:
-    def test_the_packaged_minilm_separates_related_from_unrelated(
-        self, encoder: Encoder
-    ) -> None:
+    def test_the_packaged_minilm_separates_related_from_unrelated(self, encoder: Encoder) -> None:
         related, unrelated = check_claims(
             [(SUPPORTED, PASSAGE), (UNRELATED, PASSAGE)], encoder=encoder
         )

@@ -58,9 +58,7 @@ class TestGoodInput:
 
 
 class TestBadInput:
-    def test_each_bad_line_is_named_and_the_good_ones_still_answered(
-        self, tmp_path: Path
-    ) -> None:
+    def test_each_bad_line_is_named_and_the_good_ones_still_answered(self, tmp_path: Path) -> None:
         lines = [
             "not json",
             json.dumps({"claim": "only a claim"}),

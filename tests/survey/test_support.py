@@ -15,9 +15,7 @@ CLAIM = "An in-domain scientific vocabulary adds +0.60 F1 averaged across datase
 
 class TestCheckSupport:
     def test_a_claim_from_its_passage_is_supported_with_each_check_recorded(self) -> None:
-        support = check_support(
-            CLAIM, {"a": [PASSAGE]}, model_verdict="supported", encoder=None
-        )
+        support = check_support(CLAIM, {"a": [PASSAGE]}, model_verdict="supported", encoder=None)
         assert support["supported"] is True
         assert support["citations"]["a"]["checks"] == {
             "lexical": True,

@@ -58,7 +58,5 @@ def embedding_checks(encoder: Encoder, pairs: list[tuple[str, str]]) -> list[Che
         norm = float(np.linalg.norm(a) * np.linalg.norm(b)) or 1.0
         cosine = float(np.dot(a, b)) / norm
         value = cosine_value(cosine)
-        out.append(
-            CheckResult("embedding", value, value >= EMBEDDING_PASS, f"cosine {cosine:.3f}")
-        )
+        out.append(CheckResult("embedding", value, value >= EMBEDDING_PASS, f"cosine {cosine:.3f}"))
     return out

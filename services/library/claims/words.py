@@ -18,8 +18,10 @@ WORD = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*|[0-9]+[a-z]+[a-z0-9]*")
 NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?|\.\d+)(?![\d])")
 # A named term: an acronym or gene-like token (BRCA1, IL-6, PrP, mRNA) or a capitalised
 # word not at the sentence's start.
-TERM = re.compile(r"\b(?:[A-Za-z]*[A-Z][A-Za-z]*[0-9]+[A-Za-z0-9-]*|[a-z]*[A-Z]{2,}[A-Za-z0-9-]*"
-                  r"|[A-Z][a-z]+[A-Z][A-Za-z0-9]*)\b")
+TERM = re.compile(
+    r"\b(?:[A-Za-z]*[A-Z][A-Za-z]*[0-9]+[A-Za-z0-9-]*|[a-z]*[A-Z]{2,}[A-Za-z0-9-]*"
+    r"|[A-Z][a-z]+[A-Z][A-Za-z0-9]*)\b"
+)
 STOPWORDS = frozenset(
     "a an and are as at be been being but by for from had has have he her his i if in into is it "
     "its of on or our she so such than that the their them then there these they this those to "

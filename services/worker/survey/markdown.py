@@ -98,7 +98,7 @@ def provenance(sections: list[dict[str, Any]]) -> list[str]:
             for key, cite_check in support["citations"].items():
                 verdict = "supported" if cite_check["supported"] else "not supported"
                 out.append(
-                    f"- ({section['title']}) `{key}` for \"{strip_citations(item['text'])[:80]}\": "
+                    f'- ({section["title"]}) `{key}` for "{strip_citations(item["text"])[:80]}": '
                     f"{verdict}, score {cite_check['score']:.2f}; {_passed(cite_check['checks'])}"
                 )
     out.append("")

@@ -38,9 +38,7 @@ def check_support(
     keyed = [k for k in passages if passages[k]]
     pairs = [(claim, " ".join(passages[k])) for k in keyed]
     pairs.append((claim, " ".join(t for k in keyed for t in passages[k])))
-    verdicts = check_claims(
-        pairs, encoder=encoder, model_verdicts=[model_verdict] * len(pairs)
-    )
+    verdicts = check_claims(pairs, encoder=encoder, model_verdicts=[model_verdict] * len(pairs))
     per_key: dict[str, dict[str, Any]] = {
         k: {"supported": False, "score": 0.0, "checks": {}, "reason": NO_PASSAGE}
         for k in passages
