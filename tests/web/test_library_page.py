@@ -265,12 +265,22 @@ class TestLabLibrary:
         expect(row).to_have_attribute("data-status", "ready", timeout=INGEST_TIMEOUT_MS)
 
         bob_auth = {"Authorization": f"Bearer {bob.key}"}
-        listed = httpx.get(f"{library_url}/v1/library/documents", headers=bob_auth).json()
-        mine = [d for d in listed["items"] if d["id"] == doc_id]
-        assert [(d["collection"], d["collection_name"]) for d in mine] == [("lab", "lab")]
-        _wait_found(library_url, bob_auth, "JNLPBA NCBI-disease", doc_id)
-        refused = httpx.delete(f"{library_url}/v1/library/documents/{doc_id}", headers=bob_auth)
-        assert refused.status_code == 403, refused.text
+        try:
+            listed = httpx.get(f"{library_url}/v1/library/documents", headers=bob_auth).json()
+            mine = [d for d in listed["items"] if d["id"] == doc_id]
+            assert [(d["collection"], d["collection_name"]) for d in mine] == [("lab", "lab")]
+            _wait_found(library_url, bob_auth, "JNLPBA NCBI-disease", doc_id)
+            url = f"{library_url}/v1/library/documents/{doc_id}"
+            refused = httpx.delete(url, headers=bob_auth)
+            assert refused.status_code == 403, refused.text
+        finally:
+            # Every user of the run reads the lab library: the paper must not stay in
+            # it (a later survey estimate would count it).
+            removed = httpx.delete(
+                f"{library_url}/v1/library/documents/{doc_id}",
+                headers={"Authorization": f"Bearer {alice.key}"},
+            )
+            assert removed.status_code == 204, removed.text
         assert page.evaluate("window.__xss") is None
 
     def test_a_wrong_collection_is_a_clear_400(
