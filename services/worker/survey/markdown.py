@@ -51,7 +51,6 @@ def render_markdown(
         for seed in unresolved_seeds:
             out.append(f"- seed paper `{seed}`: could not be validated (not cited)")
         out.append("")
-    out += provenance(sections)
     out += ["## References", ""]
     for paper in papers:
         out.append(f"- **{paper['key']}**: {reference_line(paper)}")
@@ -68,38 +67,3 @@ def reference_line(paper: dict[str, Any]) -> str:
     if paper.get("openalex_id"):
         parts.append(f"OpenAlex {paper['openalex_id']}")
     return ". ".join(parts) + "."
-
-
-CHECK_ORDER = ("lexical", "embedding", "numbers", "terms", "model")
-
-
-def _passed(checks: dict[str, bool]) -> str:
-    shown = [f"{n} {'✓' if checks[n] else '✗'}" for n in CHECK_ORDER if n in checks]
-    return ", ".join(shown) or "no check could run"
-
-
-def provenance(sections: list[dict[str, Any]]) -> list[str]:
-    """Which model wrote and verified the report, and per citation which checks passed."""
-    writers = sorted({m for s in sections for m in s.get("written_by", [])})
-    checkers = sorted({m for s in sections for m in s.get("verified_by", [])})
-    out = ["## Citation checks", ""]
-    out.append(
-        f"Written by {', '.join(writers) or 'an unrecorded model'}; verified by "
-        f"{', '.join(checkers) or 'no model'} together with model-independent checks "
-        "(lexical overlap, embedding similarity, numbers, terms): a claim is kept only "
-        "when those support it, whatever the model says."
-    )
-    out.append("")
-    for section in sections:
-        for item in [*section["paragraphs"], *section["needs_checking"]]:
-            support = item.get("support")
-            if not support:
-                continue
-            for key, cite_check in support["citations"].items():
-                verdict = "supported" if cite_check["supported"] else "not supported"
-                out.append(
-                    f'- ({section["title"]}) `{key}` for "{strip_citations(item["text"])[:80]}": '
-                    f"{verdict}, score {cite_check['score']:.2f}; {_passed(cite_check['checks'])}"
-                )
-    out.append("")
-    return out

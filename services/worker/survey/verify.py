@@ -1,14 +1,10 @@
 """Stage verify: every cited claim checked, per section, in parallel.
 
 A paragraph that cites is a claim. First each key must resolve (citations.py):
-a key that does not (a deleted document, a paper never gathered) fails the claim
-at once, without asking the model. Claims whose keys all resolve go to the model
-with the source passages their notes point at, and through the model-independent
-check (support.py): a claim stays in the text only when that check supports it
-with the model's verdict as one input, so a model that calls an unrelated
-passage "supported" does not keep the claim. Moved claims are listed under
-"Needs checking" with the reason — never cited silently — and every checked
-claim records, per citation, which checks passed.
+a key that does not fails the claim at once, without asking the model. Claims
+whose keys all resolve go to the model with the source passages their notes
+point at; an ``unsupported`` verdict moves the claim out of the text. Moved
+claims are listed under "Needs checking" with the reason — never cited silently.
 """
 
 from __future__ import annotations
@@ -22,7 +18,6 @@ from services.worker.survey.keys import conversation, item_key, stage_key
 from services.worker.survey.parallel import run_bounded
 from services.worker.survey.schemas import verify_schema
 from services.worker.survey.structured import Ask, Spent
-from services.worker.survey.support import check_support, claim_encoder
 
 VERIFY_PARALLELISM = 4
 SOURCE_CHARS = 1200
@@ -83,7 +78,6 @@ def _verify_section(
             claims[f"c{len(claims) + 1}"] = n
     spent = Spent()
     verdicts: dict[str, Any] = {}
-    checks: dict[str, Any] = {}
     if claims:
         ask = Ask(
             name="survey_verify",
@@ -94,33 +88,17 @@ def _verify_section(
         )
         data, spent = ctx.caller.ask(ask)
         verdicts = data["verdicts"]
-        encoder = claim_encoder()
         for cid, n in claims.items():
             verdict = verdicts[cid]
-            para = paragraphs[n]
-            passages = {
-                k: [s["text"] for s in source_passages(k, papers, notes)] for k in para["keys"]
-            }
-            support = check_support(
-                para["text"], passages, model_verdict=verdict["verdict"], encoder=encoder
-            )
-            checks[cid] = support
-            if not support["supported"]:
-                reason = f"not supported by its source ({support['reason']})"
-                if verdict["verdict"] == "unsupported":
-                    reason += f"; the model: {verdict['reason']}"
-                moved.append({**_moved(section, para, reason, []), "support": support})
+            if verdict["verdict"] == "unsupported":
+                reason = f"not supported by its source ({verdict['reason']})"
+                moved.append(_moved(section, paragraphs[n], reason, []))
                 kept[n] = None
-            else:
-                kept[n] = {**para, "support": support}
     result = {
         "title": section["title"],
-        "written_by": section.get("written_by", []),
         "paragraphs": [p for p in kept if p is not None],
         "needs_checking": moved,
         "verdicts": verdicts,
-        "checks": checks,
-        "verified_by": sorted(set(spent.models)),
     }
     return result, spent
 
