@@ -436,6 +436,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "     WHERE token_hash = :hash AND used_at IS NULL\n    RETURNING",
         ("tests/web/test_invites.py", "-k", "expired_or_unknown"),
     ),
+    Mutation(
+        "docs: a page shows a leaflab command that does not exist",
+        "docs/budgets.md",
+        "Budgets are set with `leaflab admin budget set`",
+        "Budgets are set with `leaflab admin budgets set`",
+        ("tests/docs/test_docs_site.py", "-k", "shown_commands_exist"),
+    ),
 )
 
 
