@@ -443,6 +443,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if False:\n",
         ("tests/bench/test_cpu_accounting.py",),
     ),
+    Mutation(
+        "docs: a page shows a leaflab command that does not exist",
+        "docs/budgets.md",
+        "Budgets are set with `leaflab admin budget set`",
+        "Budgets are set with `leaflab admin budgets set`",
+        ("tests/docs/test_docs_site.py", "-k", "shown_commands_exist"),
+    ),
 )
 
 
