@@ -18,8 +18,8 @@ from fastapi.responses import HTMLResponse, Response
 from services.api.api_keys import issue_key
 from services.api.deps import DbSession, StateDep
 from services.api.invites.service import InviteRefused, is_open, redeem
-from services.api.web.cookie_auth import SESSION_COOKIE, web_sessions
-from services.api.web.login import over_tls
+from services.api.web.cookie_auth import web_sessions
+from services.api.web.login import set_form_cookie, set_session_cookie
 from services.api.web.templating import render
 
 router = APIRouter(include_in_schema=False)
@@ -38,15 +38,7 @@ def invite_form(token: str, request: Request, db: DbSession) -> Response:
         return _gone(request)
     csrf = secrets.token_urlsafe(24)
     response = render(request, "invite.html", None, state="open", invite_csrf=csrf, token=token)
-    response.set_cookie(
-        INVITE_CSRF_COOKIE,
-        csrf,
-        httponly=True,
-        samesite="strict",
-        secure=over_tls(request),
-        path="/invite",
-        max_age=3600,
-    )
+    set_form_cookie(response, request, INVITE_CSRF_COOKIE, csrf, "/invite")
     return response
 
 
@@ -69,15 +61,7 @@ def accept_invite(
     db.commit()  # the key must exist before a session names it
     session_token, _ = web_sessions(state).create(row.id)
     response = render(request, "invite.html", None, state="done", api_key=key, email=user.email)
-    response.set_cookie(
-        SESSION_COOKIE,
-        session_token,
-        httponly=True,
-        samesite="lax",
-        secure=over_tls(request),
-        path="/",
-        max_age=state.settings.web_session_ttl_s,
-    )
+    set_session_cookie(response, request, state, session_token)
     response.delete_cookie(INVITE_CSRF_COOKIE, path="/invite")
     # The key is in the page: never cached, never sent on as a referrer.
     response.headers["Cache-Control"] = "no-store"

@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from services.api.api_keys import KeyRefused, authenticate
 from services.api.deps import DbSession, StateDep
+from services.api.state import AppState
 from services.api.web.cookie_auth import SESSION_COOKIE, session_of, web_sessions
 from services.api.web.templating import render
 
@@ -40,6 +41,32 @@ def local_target(next_url: str | None) -> str:
     return next_url
 
 
+def set_form_cookie(response: Response, request: Request, name: str, token: str, path: str) -> None:
+    """The double-submit CSRF cookie of an unauthenticated form (login, invite)."""
+    response.set_cookie(
+        name,
+        token,
+        httponly=True,
+        samesite="strict",
+        secure=over_tls(request),
+        path=path,
+        max_age=3600,
+    )
+
+
+def set_session_cookie(response: Response, request: Request, state: AppState, token: str) -> None:
+    """The web session cookie: HttpOnly, SameSite=Lax, Secure over TLS."""
+    response.set_cookie(
+        SESSION_COOKIE,
+        token,
+        httponly=True,
+        samesite="lax",
+        secure=over_tls(request),
+        path="/",
+        max_age=state.settings.web_session_ttl_s,
+    )
+
+
 def _login_page(request: Request, *, error: str | None, next_url: str, status: int) -> Response:
     token = secrets.token_urlsafe(24)
     response = render(
@@ -51,15 +78,7 @@ def _login_page(request: Request, *, error: str | None, next_url: str, status: i
         error=error,
         next_url=local_target(next_url),
     )
-    response.set_cookie(
-        LOGIN_CSRF_COOKIE,
-        token,
-        httponly=True,
-        samesite="strict",
-        secure=over_tls(request),
-        path="/login",
-        max_age=3600,
-    )
+    set_form_cookie(response, request, LOGIN_CSRF_COOKIE, token, "/login")
     return response
 
 
@@ -88,15 +107,7 @@ def login(
         return _login_page(request, error=str(refused), next_url=next, status=401)
     token, _ = web_sessions(state).create(caller.key_id)
     response = RedirectResponse(local_target(next), status_code=303)
-    response.set_cookie(
-        SESSION_COOKIE,
-        token,
-        httponly=True,
-        samesite="lax",
-        secure=over_tls(request),
-        path="/",
-        max_age=state.settings.web_session_ttl_s,
-    )
+    set_session_cookie(response, request, state, token)
     response.delete_cookie(LOGIN_CSRF_COOKIE, path="/login")
     return response
 
