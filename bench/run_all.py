@@ -19,6 +19,7 @@ BENCHMARKS = [
     ["bench/spine_step_overhead.py"],
     ["bench/spine_concurrency.py"],
     ["bench/multi_host_throughput.py"],
+    ["bench/up_concurrency.py"],
     ["bench/llm_sim_latency.py"],
     ["bench/model_breaker.py"],
     ["bench/tools_files.py"],

@@ -450,6 +450,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "Budgets are set with `leaflab admin budgets set`",
         ("tests/docs/test_docs_site.py", "-k", "shown_commands_exist"),
     ),
+    Mutation(
+        "a finish points at the user's next waiting job without handing it the slot",
+        "services/worker/runtime/finish.py",
+        "        UPDATE jobs SET enqueued_at = now()\n"
+        "         WHERE id = (SELECT j.id FROM jobs j, done",
+        "        UPDATE jobs SET enqueued_at = NULL\n"
+        "         WHERE id = (SELECT j.id FROM jobs j, done",
+        ("tests/worker/test_fairness.py", "-k", "freed_together"),
+    ),
+    Mutation(
+        "a job refused by the lease's re-count stays marked as sent",
+        "services/worker/runtime/lease.py",
+        "        if row is None:\n            mark_waiting(tx, job_id=job_id)\n",
+        "",
+        ("tests/worker/test_fairness.py", "-k", "race"),
+    ),
 )
 
 

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.celery_app import build_celery
 from services.common.models import Job
 from services.common.settings import get_settings
+from services.worker.runtime.admission import LOCK_NAMESPACE
 from services.worker.runtime.finish import finish_job
 from services.worker.runtime.lease import Lease, acquire
 from services.worker.runtime.sweeper import sweep_once
@@ -85,6 +86,84 @@ class TestAdmission:
         assert wake == [jobs[CAP]]
         assert acquire(engine, job_id=wake[0], owner="w", ttl_s=30, per_user_cap=CAP)
         assert _running(session_factory, alice.id) == CAP
+
+    def test_slots_freed_together_go_to_different_waiting_jobs(
+        self,
+        engine: Engine,
+        session_factory: sessionmaker[Session],
+        cleanup: list[uuid.UUID],
+    ) -> None:
+        """Jobs that started together finish together: each freed slot must wake its
+        own waiting job, not all of them the same oldest one (which left the other
+        slots idle until the sweeper's next pass)."""
+        alice = make_user(session_factory)
+        cleanup.append(alice.id)
+        jobs = _queued(session_factory, alice, CAP * 2 + 1)
+        leases = [acquire(engine, job_id=j, owner="w", ttl_s=30, per_user_cap=CAP) for j in jobs]
+        taken = [lease for lease in leases if lease is not None]
+        assert len(taken) == CAP
+        waiting = [j for j, lease in zip(jobs, leases, strict=True) if lease is None]
+        start = threading.Barrier(CAP)
+
+        def finish(lease: Lease) -> list[uuid.UUID]:
+            with session_factory() as db, db.begin():
+                start.wait()
+                return finish_job(db, lease, status="succeeded", result={"content": "done"})
+
+        with ThreadPoolExecutor(CAP) as pool:
+            woken = [job for wake in pool.map(finish, taken) for job in wake]
+        # One slot each, the oldest waiting first, none twice; the youngest still waits.
+        assert sorted(woken) == sorted(waiting[:CAP])
+        with session_factory() as db:
+            sent = db.scalars(
+                select(Job.id).where(Job.id.in_(waiting), Job.enqueued_at.is_not(None))
+            ).all()
+        assert sorted(sent) == sorted(waiting[:CAP])
+        # The woken jobs take the freed slots at once.
+        for job_id in woken:
+            assert acquire(engine, job_id=job_id, owner="w", ttl_s=30, per_user_cap=CAP)
+        assert _running(session_factory, alice.id) == CAP
+
+    def test_a_job_that_loses_the_last_slot_to_a_race_waits_for_the_next_finish(
+        self,
+        engine: Engine,
+        session_factory: sessionmaker[Session],
+        cleanup: list[uuid.UUID],
+    ) -> None:
+        """Admission's cheap check sees a free slot, but by the time the lease's
+        UPDATE re-counts under the user's lock another job has taken it. The refused
+        job must not stay marked as sent: marked, it was left out of every finish's
+        hand-off until the sweeper re-sent it 30 s later, while slots stood idle."""
+        alice = make_user(session_factory)
+        cleanup.append(alice.id)
+        jobs = _queued(session_factory, alice, CAP + 1)
+        leases = [
+            acquire(engine, job_id=job_id, owner="w", ttl_s=30, per_user_cap=CAP)
+            for job_id in jobs[: CAP - 1]
+        ]
+        other, late = jobs[CAP - 1], jobs[CAP]
+        with session_factory() as db, db.begin():
+            db.execute(update(Job).where(Job.id == late).values(enqueued_at=func.now()))
+        with engine.connect() as racer:
+            # Another worker holds Alice's admission lock while it takes the last slot.
+            racer.execute(
+                text("SELECT pg_advisory_xact_lock(:ns, hashtext(CAST(:u AS text)))"),
+                {"ns": LOCK_NAMESPACE, "u": str(alice.id)},
+            )
+            racer.execute(update(Job).where(Job.id == other).values(status="running"))
+            with ThreadPoolExecutor(1) as pool:
+                refused = pool.submit(
+                    acquire, engine, job_id=late, owner="w", ttl_s=30, per_user_cap=CAP
+                )
+                time.sleep(0.5)  # the late job's check has seen 2 running and waits
+                racer.commit()
+                assert refused.result(timeout=30) is None
+        with session_factory() as db:
+            assert db.scalar(select(Job.enqueued_at).where(Job.id == late)) is None
+        # The next finish hands it the slot at once.
+        assert leases[0] is not None
+        with session_factory() as db, db.begin():
+            assert finish_job(db, leases[0], status="succeeded", result={}) == [late]
 
     def test_the_cap_holds_when_many_workers_admit_at_once(
         self,

@@ -99,6 +99,20 @@ _NOT_IN_FLIGHT = OneStatement(NOT_IN_FLIGHT_SQL)
 LOCK_NAMESPACE = 0x1EAF
 
 
+def mark_waiting(tx: Transaction, *, job_id: uuid.UUID) -> None:
+    """A queued job whose lease was refused holds no message any more.
+
+    Called when the lease's UPDATE refused a job that :func:`admit` let through:
+    its re-count under the user's lock found the last slot taken meanwhile (or an
+    earlier job of its session still active). Left marked as sent, the job would
+    count as holding a slot and stay out of every finish's hand-off until the
+    sweeper's ``requeue_after_s`` had passed (30 s by default) — a job stranded
+    while its user's slots stood idle. A running job (a duplicate message, a live
+    lease) is untouched: the statement changes only queued rows.
+    """
+    tx.execute(_NOT_IN_FLIGHT, {"job_id": job_id})
+
+
 def admit(tx: Transaction, *, job_id: uuid.UUID, cap: int) -> bool:
     """Whether taking ``job_id``'s lease may go ahead, serialising admission per user.
 

@@ -28,6 +28,13 @@ if TYPE_CHECKING:
 # queued job that could take the freed slot. Another job's rows are read in the
 # statement's snapshot; this job's own new status is not needed by either read
 # (the user's next job is looked for only when this session has none queued).
+#
+# The freed slot is handed over, not merely pointed at: the chosen job is marked
+# sent (``enqueued_at``) in the same statement, under its row lock, and a row
+# another finishing transaction has locked is skipped. Without the mark, every
+# job that finishes before the woken one has started picks that same oldest job,
+# so eight slots freed together wake one job and the other seven wait for the
+# sweeper's next pass; with it, each finish hands its slot to a different job.
 FINISH_SQL = text(
     f"""
     WITH f AS (
@@ -43,16 +50,20 @@ FINISH_SQL = text(
                    AND q.status = 'queued' AND q.id <> :job_id
                  ORDER BY q.created_at LIMIT 1) AS next_turn
           FROM f
+    ), handed AS (
+        UPDATE jobs SET enqueued_at = now()
+         WHERE id = (SELECT j.id FROM jobs j, done
+                      WHERE done.kind IS NOT NULL AND done.next_turn IS NULL
+                        AND j.user_id = done.user_id AND j.status = 'queued'
+                        AND j.enqueued_at IS NULL AND j.id <> :job_id
+                        AND NOT {EARLIER_IN_SESSION.format(j="j")}
+                      ORDER BY j.created_at LIMIT 1
+                      FOR UPDATE OF j SKIP LOCKED)
+        RETURNING id
     )
     SELECT done.kind, done.created_at, done.user_id, done.parent_job_id, done.next_turn,
            now() AS finished_at,
-           CASE WHEN done.kind IS NOT NULL AND done.next_turn IS NULL THEN
-               (SELECT j.id FROM jobs j
-                 WHERE j.user_id = done.user_id AND j.status = 'queued'
-                   AND j.enqueued_at IS NULL AND j.id <> :job_id
-                   AND NOT {EARLIER_IN_SESSION.format(j="j")}
-                 ORDER BY j.created_at LIMIT 1)
-           END AS next_for_user,
+           (SELECT id FROM handed) AS next_for_user,
            (SELECT fence FROM jobs WHERE id = :job_id) AS current_fence
       FROM (SELECT 1) AS one LEFT JOIN done ON true
     """

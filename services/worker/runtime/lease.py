@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.db import autocommit
 from services.common.models import Job
 from services.common.one_statement import OneStatement, transaction
-from services.worker.runtime.admission import ADMISSIBLE, EARLIER_IN_SESSION, admit
+from services.worker.runtime.admission import ADMISSIBLE, EARLIER_IN_SESSION, admit, mark_waiting
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,8 @@ def acquire(
         row = tx.one(
             _ACQUIRE, {"owner": owner, "ttl": ttl_s, "job_id": job_id, "cap": per_user_cap}
         )
+        if row is None:
+            mark_waiting(tx, job_id=job_id)
     if row is None:
         return None
     columns = row._asdict()

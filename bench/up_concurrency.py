@@ -1,0 +1,185 @@
+"""The concurrency a user gets out of the box: `leaflab up` with its defaults.
+
+One user submits 100 jobs of 3 model calls each at 300 ms simulated latency
+(two todo-tool rounds, then an answer), as a batch of tasks would. The stack is
+started exactly as `make up` starts it (`leaflab up --model-sim SCRIPT`: its
+embedded stores, its worker and its settings), once with the defaults
+(``LEAFLAB_MAX_RUNNING_JOBS_PER_USER=8``) and once with the cap off (``0``).
+
+Reported, each next to the baselines of the same run:
+
+- serial: every model call one after another (jobs × calls × latency);
+- the cap's bound: with at most ``cap`` jobs of the user running, the batch can
+  take no less than serial / cap;
+- the makespan from the first submission until the last job finished, and the
+  slot hand-off: the median gap between a job starting and the latest finish
+  before it (a freed slot handed over at once shows ~0), and how many jobs ran
+  at once on average (the cap, where slots never sit idle).
+
+    .venv/bin/python -m bench.up_concurrency [--jobs 100 --calls 3 --latency-ms 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.cli.up_harness import kill_group, new_home, remove, start_up, stop
+from tests.fixtures.processes import free_port
+
+
+def script(calls: int, latency_ms: int) -> dict[str, Any]:
+    todo = {"name": "todo", "arguments": {"items": [{"content": "read", "status": "completed"}]}}
+    rounds: list[dict[str, Any]] = [{"tool_calls": [todo]} for _ in range(calls - 1)]
+    return {"latency_ms": latency_ms, "replies": [*rounds, {"content": "done"}]}
+
+
+def _wait(client: httpx.Client, job_id: str, timeout_s: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        job: dict[str, Any] = client.get(f"/v1/jobs/{job_id}").json()
+        if job.get("status") in ("succeeded", "failed", "cancelled"):
+            return job
+        time.sleep(0.25)
+    raise RuntimeError(f"job {job_id} did not finish in {timeout_s} s")
+
+
+def _handoff_gaps(jobs: list[dict[str, Any]]) -> list[float]:
+    """Per started job beyond the first ``cap``-worth: seconds from the latest finish
+    before its start to its start (the slot's idle time)."""
+    finishes = sorted(_ts(j["finished_at"]) for j in jobs if j.get("finished_at"))
+    starts = sorted(_ts(j["started_at"]) for j in jobs if j.get("started_at"))
+    gaps = []
+    for start in starts:
+        before = [f for f in finishes if f <= start]
+        if before:
+            gaps.append(start - before[-1])
+    return gaps
+
+
+def _mean_running(jobs: list[dict[str, Any]]) -> float:
+    """Jobs running at once on average over the batch: the sum of the jobs' own
+    run times over the span from the first start to the last finish."""
+    spans = [(_ts(j["started_at"]), _ts(j["finished_at"])) for j in jobs]
+    total = sum(end - begin for begin, end in spans)
+    return total / (max(e for _, e in spans) - min(b for b, _ in spans))
+
+
+def _ts(value: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def cap_of(cap: int | None) -> int:
+    """The cap a run used (None: the default of 8; 0: off, bounded by the jobs)."""
+    return 8 if cap is None else (cap or 10**9)
+
+
+def run_once(args: argparse.Namespace, cap: int | None, workdir: Path) -> dict[str, Any]:
+    home = new_home()
+    sim_script = workdir / "script.json"
+    sim_script.write_text(json.dumps(script(args.calls, args.latency_ms)))
+    saved = os.environ.get("LEAFLAB_MAX_RUNNING_JOBS_PER_USER")
+    if cap is not None:
+        os.environ["LEAFLAB_MAX_RUNNING_JOBS_PER_USER"] = str(cap)
+    try:
+        stack = start_up(home, free_port(), model_sim=str(sim_script), timeout_s=900)
+    finally:
+        if saved is None:
+            os.environ.pop("LEAFLAB_MAX_RUNNING_JOBS_PER_USER", None)
+        else:
+            os.environ["LEAFLAB_MAX_RUNNING_JOBS_PER_USER"] = saved
+    try:
+        headers = {"Authorization": f"Bearer {stack.key()}"}
+        with httpx.Client(base_url=stack.url, headers=headers, timeout=60) as client:
+            # A warm-up job: the worker's first slice pays imports and connections.
+            first = client.post("/v1/jobs", json={"kind": "turn", "input": {"content": "w"}})
+            _wait(client, str(first.json()["id"]), 300)
+            started = time.monotonic()
+
+            def submit(i: int) -> str:
+                body = {"kind": "turn", "input": {"content": f"task {i}"}}
+                return str(client.post("/v1/jobs", json=body).json()["id"])
+
+            with ThreadPoolExecutor(8) as pool:
+                ids = list(pool.map(submit, range(args.jobs)))
+                done = list(pool.map(lambda j: _wait(client, j, 1800), ids))
+            took = time.monotonic() - started
+        failed = [j["status"] for j in done if j["status"] != "succeeded"]
+        if failed:
+            raise RuntimeError(f"{len(failed)} jobs did not succeed: {failed[:5]}")
+        gaps = _handoff_gaps(done)
+        if args.timeline:
+            keep = ("id", "created_at", "started_at", "finished_at", "status")
+            rows = [{k: j.get(k) for k in keep} for j in done]
+            Path(args.timeline).write_text(json.dumps(rows, indent=1))
+        stop(stack)
+    except BaseException:
+        kill_group(stack)
+        raise
+    finally:
+        remove(home)
+    return {
+        "cap": cap,
+        "makespan_s": round(took, 2),
+        "mean_running": round(_mean_running(done), 2),
+        # The cap's bound with the jobs' own measured run times (a loaded machine
+        # stretches each job past its 0.9 s of simulated latency): Σ run / cap.
+        "run_time_bound_s": round(
+            sum(_ts(j["finished_at"]) - _ts(j["started_at"]) for j in done) / cap_of(cap), 2
+        ),
+        "handoff_gap_p50_ms": round(statistics.median(gaps) * 1000, 1) if gaps else None,
+        "handoff_gap_p90_ms": round(sorted(gaps)[int(len(gaps) * 0.9)] * 1000, 1) if gaps else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=100)
+    parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--latency-ms", type=int, default=300)
+    parser.add_argument("--cap", type=int, default=8, help="the default cap (for its bound)")
+    parser.add_argument("--skip-uncapped", action="store_true")
+    parser.add_argument("--timeline", help="write the capped run's jobs (times) to this file")
+    args = parser.parse_args(argv)
+    import tempfile
+
+    serial = args.jobs * args.calls * args.latency_ms / 1000
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="leaflab-upconc-") as tmp:
+        runs.append(run_once(args, None, Path(tmp)))
+        if not args.skip_uncapped:
+            runs.append(run_once(args, 0, Path(tmp)))
+    load = os.getloadavg()[0]
+    print(f"{args.jobs} jobs x {args.calls} model calls at {args.latency_ms} ms, one user")
+    print(f"serial {serial:.1f} s; the default cap of {args.cap} implies {serial / args.cap:.1f} s")
+    for run in runs:
+        label = "defaults (cap 8)" if run["cap"] is None else "cap off        "
+        bound = serial / args.cap if run["cap"] is None else None
+        vs_bound = (
+            f", {run['makespan_s'] / bound:.2f}x the cap's bound "
+            f"({run['makespan_s'] / run['run_time_bound_s']:.2f}x the bound from the jobs' "
+            f"measured run times, {run['run_time_bound_s']} s)"
+            if bound
+            else ""
+        )
+        print(
+            f"{label}: {run['makespan_s']:6.2f} s = {serial / run['makespan_s']:5.1f}x faster "
+            f"than serial{vs_bound}; {run['mean_running']} jobs running on average; "
+            f"slot hand-off p50 {run['handoff_gap_p50_ms']} ms, "
+            f"p90 {run['handoff_gap_p90_ms']} ms"
+        )
+    print(json.dumps({"serial_s": serial, "load1": round(load, 1), "runs": runs}))
+
+
+if __name__ == "__main__":
+    main()
