@@ -31,6 +31,7 @@ from services.api.state import AppState
 from services.api.surveys.router import router as surveys_router
 from services.api.traces.router import router as traces_router
 from services.api.web.router import mount_web
+from services.api.webhooks.router import router as webhooks_router
 from services.common.celery_app import build_celery
 from services.common.db import build_engine, build_sessionmaker
 from services.common.metrics import register_platform_collectors
@@ -99,6 +100,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         health_router,
         admin_router,
         invites_router,
+        webhooks_router,
         sessions_router,
         jobs_router,
         artifacts_router,

@@ -86,6 +86,10 @@ COMMANDS = {
         "services.cli.jobs_cmd:watch",
         "Stream a job's progress live until it succeeds, fails or is cancelled.",
     ),
+    "webhooks": LazyCommand(
+        "services.cli.webhooks_cmd:webhooks",
+        "Signed webhooks when your jobs end (add, list, deliveries, rm).",
+    ),
 }
 
 

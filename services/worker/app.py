@@ -29,6 +29,8 @@ from services.worker.llm.client import client_from_settings
 from services.worker.llm.discovery import CapabilityBook
 from services.worker.llm.pricing import PriceBook
 from services.worker.llm.routing.setup import discovered_router
+from services.worker.notify.dispatcher import WebhookDispatcher
+from services.worker.notify.settings import WebhookSettings
 from services.worker.runtime.advance import advance
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.drain import start_draining
@@ -67,6 +69,7 @@ _deps_lock = threading.Lock()
 _sweeper: Sweeper | None = None
 _capabilities: CapabilityBook | None = None
 _model_wait: ModelWaitWatcher | None = None
+_webhooks: WebhookDispatcher | None = None
 
 
 def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
@@ -109,7 +112,7 @@ def get_deps() -> RuntimeDeps:
 
 @signals.worker_ready.connect
 def _start_sweeper(**_: Any) -> None:
-    global _sweeper, _model_wait
+    global _sweeper, _model_wait, _webhooks
     deps = get_deps()
     _sweeper = Sweeper(
         deps.factory,
@@ -130,6 +133,9 @@ def _start_sweeper(**_: Any) -> None:
         outage_max_s=settings.model_outage_max_s,
     )
     _model_wait.start()
+    # Signed webhooks from the jobs' outbox (services/worker/notify).
+    _webhooks = WebhookDispatcher(deps.factory, WebhookSettings())
+    _webhooks.start()
 
 
 @signals.worker_shutting_down.connect
@@ -144,6 +150,8 @@ def _stop_background(**_: Any) -> None:
         _sweeper.stop()
     if _model_wait is not None:
         _model_wait.stop()
+    if _webhooks is not None:
+        _webhooks.stop()
     if _deps is not None:
         _deps.keeper.stop()
     if _capabilities is not None:

@@ -466,6 +466,34 @@ MUTATIONS: tuple[Mutation, ...] = (
         "",
         ("tests/worker/test_fairness.py", "-k", "race"),
     ),
+    Mutation(
+        "webhook deliveries go out unsigned",
+        "services/worker/notify/delivery.py",
+        "        SIGNATURE_HEADER: signature(item.secret, body),",
+        '        SIGNATURE_HEADER: "",',
+        ("tests/api/test_webhooks.py", "-k", "signed_and_retried"),
+    ),
+    Mutation(
+        "a webhook delivery the receiver refused is recorded as delivered",
+        "services/worker/notify/delivery.py",
+        "            if error is None:\n",
+        "            if True:\n",
+        ("tests/api/test_webhooks.py", "-k", "signed_and_retried"),
+    ),
+    Mutation(
+        "the jobs' outbox notifies every user's webhooks",
+        "migrations/versions/20261203_webhooks.py",
+        "       AND ((w.project_id IS NULL AND w.user_id = NEW.user_id)",
+        "       AND ((w.project_id IS NULL)",
+        ("tests/api/test_webhooks.py", "-k", "signed_and_retried"),
+    ),
+    Mutation(
+        "webhook deliveries bypass the outbound address guard",
+        "services/worker/notify/delivery.py",
+        "        transport=GuardedTransport(guard),\n",
+        "",
+        ("tests/api/test_webhooks.py", "-k", "never_answers"),
+    ),
 )
 
 

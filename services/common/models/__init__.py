@@ -27,6 +27,12 @@ from services.common.models.memory import (
     MemoryDocument,
     MemoryProposal,
 )
+from services.common.models.notifications import (
+    DELIVERY_STATUSES,
+    WEBHOOK_EVENTS,
+    Webhook,
+    WebhookDelivery,
+)
 from services.common.models.sandbox import SandboxExecution
 from services.common.models.telemetry import SpanRecord
 from services.common.models.users import ApiKey, Invite, Project, ProjectMember, User
@@ -64,4 +70,8 @@ __all__ = [
     "SandboxExecution",
     "SpanRecord",
     "User",
+    "DELIVERY_STATUSES",
+    "WEBHOOK_EVENTS",
+    "Webhook",
+    "WebhookDelivery",
 ]

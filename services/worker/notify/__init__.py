@@ -1,0 +1,1 @@
+"""Notifications: webhook deliveries from the jobs' outbox (see dispatcher.py)."""
