@@ -43,7 +43,6 @@ class WebhookCreate(BaseModel):
     url: str = Field(
         min_length=1,
         max_length=MAX_URL,
-        pattern=r"^\s*[Hh][Tt][Tt][Pp][Ss]?://",
         description="http(s) URL to POST to",
     )
     secret: str | None = Field(
