@@ -51,12 +51,18 @@ class KindScopedStore(VectorStore):
     def delete_document(self, document_id: str) -> None:
         raise RuntimeError("a kind-scoped store is read-only")
 
-    def search_dense(self, vector: list[float], *, collections: list[str], limit: int) -> list[Hit]:
+    def search_dense(
+        self, vector: list[float], *, collections: list[str], limit: int, kind: str | None = None
+    ) -> list[Hit]:
+        if kind not in (None, self.kind):
+            return []  # two different kinds asked at once: nothing is both
         return self.inner.search_dense(vector, collections=collections, limit=limit, kind=self.kind)
 
     def search_sparse(
-        self, vector: SparseVector, *, collections: list[str], limit: int
+        self, vector: SparseVector, *, collections: list[str], limit: int, kind: str | None = None
     ) -> list[Hit]:
+        if kind not in (None, self.kind):
+            return []
         return self.inner.search_sparse(
             vector, collections=collections, limit=limit, kind=self.kind
         )

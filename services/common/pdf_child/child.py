@@ -10,7 +10,8 @@ refused by the memory cap). Tasks:
 - ``check``: open the file (cross-reference table and trailer; no page is
   interpreted) → ``{"pdf", "pages"}`` — the API's upload check;
 - ``text``: each page's text (ligatures folded, line-end hyphenation joined) up
-  to MAX_PAGES pages and MAX_CHARS characters → ``{"title", "pages", "page_count", "truncated"}`` — ``pdf_fetch``.
+  to MAX_PAGES pages and MAX_CHARS characters
+  → ``{"title", "pages", "page_count", "truncated"}`` — ``pdf_fetch``.
 """
 
 from __future__ import annotations

@@ -143,11 +143,13 @@ class _Walker:
 
     def feed(self, block: Block) -> None:
         if block.table is not None:  # a detected table, its caption first (tables.py)
-            caption = block.text.split("\n\n", 1)[0]
+            head = block.text.split("\n\n", 1)[0]
             self.structure["captions"].append(
-                {"label": block.table, "page": block.page, "text": caption[:300]}
+                {"label": block.table, "page": block.page, "text": head[:300]}
             )
-            self.out.append(ParsedBlock(block.page, "table", block.text, list(self.path), block.table))
+            self.out.append(
+                ParsedBlock(block.page, "table", block.text, list(self.path), block.table)
+            )
             return
         heading = _heading_level(block, self.body, appendix=self.seen_references)
         if heading is not None:
@@ -187,7 +189,10 @@ class _Walker:
         last = self.out[-1] if self.out else None
         # Row labels ("Bio", "NER") between number rows belong to the table too.
         cell = (
-            last is not None and last.kind == "table" and last.env is None and last.page == block.page
+            last is not None
+            and last.kind == "table"
+            and last.env is None
+            and last.page == block.page
         )
         if _is_table(block) or (cell and len(block.text) < 40):
             self.out.append(ParsedBlock(block.page, "table", block.text, list(self.path)))

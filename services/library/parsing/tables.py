@@ -135,9 +135,7 @@ def _cell_texts(table: Any, words: list[tuple[Any, ...]]) -> list[list[str | Non
                 continue
             x0, y0, x1, y1 = box
             inside = [
-                w
-                for w in words
-                if x0 <= (w[0] + w[2]) / 2 < x1 and y0 <= (w[1] + w[3]) / 2 < y1
+                w for w in words if x0 <= (w[0] + w[2]) / 2 < x1 and y0 <= (w[1] + w[3]) / 2 < y1
             ]
             inside.sort(key=lambda w: (w[5], w[6], w[7]))
             cells.append(" ".join(str(w[4]) for w in inside))

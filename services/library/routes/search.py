@@ -51,11 +51,7 @@ def search(
             }
         )
         retriever = scoped_retriever(runtime.retriever, kind)
-        hits = (
-            retriever.search(q, collections=collections, mode=mode, k=k)
-            if collections
-            else []
-        )
+        hits = retriever.search(q, collections=collections, mode=mode, k=k) if collections else []
         span.set_attribute("library.hits", len(hits))
     LIBRARY_SEARCH_DURATION.labels(mode).observe(time.perf_counter() - started)
     return {

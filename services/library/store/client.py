@@ -73,7 +73,9 @@ class ClientStore(VectorStore):
         if kind in SPECIAL_KINDS:
             must.append(qm.FieldCondition(key="kind", match=qm.MatchValue(value=kind)))
         elif kind is not None:  # text: everything that is not a table or a caption
-            must_not.append(qm.FieldCondition(key="kind", match=qm.MatchAny(any=list(SPECIAL_KINDS))))
+            must_not.append(
+                qm.FieldCondition(key="kind", match=qm.MatchAny(any=list(SPECIAL_KINDS)))
+            )
         return qm.Filter(must=must, must_not=must_not or None)
 
     def _query(

@@ -1,4 +1,4 @@
-"""`library_search(query, mode?, k?, kind?)`: search the lab library over HTTP, as the job's user."""
+"""`library_search(query, mode?, k?, kind?)`: search the lab library over HTTP as the job's user."""
 
 from __future__ import annotations
 
