@@ -149,8 +149,10 @@ def test_kind_search_through_the_real_services(
         tables = search(q="BC5CDR NER results", kind="table", k=20).json()["items"]
         assert tables and {h["kind"] for h in tables} == {"table"}
         assert {h["locator"].split(" | ")[-2] for h in tables} <= {"Table 5", "Table 6"}
-        top = tables[0]["text"]
-        assert top.startswith("Table 5:") and "| BC5CDR | Li et al. (2016) | NER |" in top
+        # Table 5 is split between rows (256-piece window): the caption leads its first piece.
+        assert any(h["text"].startswith("Table 5: S2ORC-SCIBERT") for h in tables)
+        assert any("| BC5CDR | Li et al. (2016) | NER |" in h["text"] for h in tables)
+        assert all("| --- |" in h["text"] or h["text"].startswith("Table") for h in tables)
 
         mixed = search(q="BC5CDR NER results", k=20).json()["items"]
         assert {h["kind"] for h in mixed} <= {"text", "table", "caption"}
