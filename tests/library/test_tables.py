@@ -12,15 +12,19 @@ from pathlib import Path
 
 import httpx
 import pymupdf
+import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.hyphenation import dehyphenate
 from services.library.chunking import chunk_blocks, estimate_tokens
 from services.library.parsing.pdf_structure import parse_pdf
+from services.worker.tools.base import ToolContext, ToolError
+from services.worker.tools.library_search import library_tools
+from services.worker.tools.ports import LibraryEndpoint
 from tests.conftest import Stack
 from tests.fixtures.library_services import library_services
 from tests.library.api_app import api_client, bearer, new_email, user_with_key
-from tests.library.conftest import PDF_DIR, wait_terminal
+from tests.library.conftest import PDF_DIR, TOKEN, wait_terminal
 
 S2ORC = PDF_DIR / "2020.acl-main.447.pdf"
 HYPHEN_TEXT = (
@@ -95,7 +99,9 @@ class TestParsing:
         assert split[0].text.startswith("Table 5:")  # the caption leads
         assert all(c.text.startswith("Table 5 (continued)") for c in with_rows[1:])
         assert all(estimate_tokens(c.text) <= 256 for c in split)
-        rows = [r for c in split for r in c.text.splitlines() if r.startswith("| ") and "---" not in r]
+        rows = [
+            r for c in split for r in c.text.splitlines() if r.startswith("| ") and "---" not in r
+        ]
         assert sum("| NER |" in r for r in rows) == 4  # every row once, no row lost
         assert {c.kind for c in whole} >= {"text", "caption", "table"}
 
@@ -177,3 +183,23 @@ def test_kind_search_through_the_real_services(
         assert hits and "zymographic assay is efficient" in hits[0]["text"]
         assert "state-of-the-art" in hits[0]["text"] and "BERT-base" in hits[0]["text"]
         assert search(q="efficient", mode="keyword", kind="text").json()["items"]
+
+        # The agent's tool narrows the same way, and says which passages are tables.
+        (tool,) = library_tools()
+        ctx = ToolContext(
+            job_id="j",
+            session_id=None,
+            user_id=str(user.id),
+            project_id=None,
+            workspace=tmp_path,
+            tool_call_id="c",
+            step_key="k",
+            emit=lambda *_: None,
+            library=LibraryEndpoint(url=library.url, internal_token=TOKEN),
+        )
+        result = tool.run(tool.parse({"query": "BC5CDR NER results", "kind": "table"}), ctx)
+        assert result.data["items"] and {h["kind"] for h in result.data["items"]} == {"table"}
+        assert "| Table 5 | p. 1 (table)" in result.content
+        with pytest.raises(ToolError) as info:
+            tool.parse({"query": "x", "kind": "figure"})
+        assert info.value.code == "invalid_arguments"

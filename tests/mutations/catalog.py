@@ -453,7 +453,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "tables flattened into text",
         "services/library/parsing/pdf_structure.py",
-        "            per_page.append(with_tables(doc[index], blocks, budget) if tables else blocks)",
+        "            per_page.append(with_tables(doc[index], blocks, budget)"
+        " if tables else blocks)",
         "            per_page.append(blocks)",
         ("tests/library/test_tables.py", "-k", "tables_become_markdown"),
     ),
@@ -491,6 +492,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         '    return str(payload_kind) if payload_kind in SPECIAL_KINDS else "text"',
         '    return "text"',
         ("tests/library/test_tables.py", "-k", "kind_search_through_the_real_services"),
+    ),
+    Mutation(
+        "the library page shows a table hit as flat text",
+        "services/api/web/static/library.js",
+        '      tableHit ? tableBody(h.text || "") :',
+        '      false ? tableBody(h.text || "") :',
+        ("tests/web/test_library_page.py", "-k", "TestTableHits"),
     ),
 )
 
