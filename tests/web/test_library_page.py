@@ -333,6 +333,9 @@ class TestTableHits:
         first = hits.first
         expect(first.get_by_test_id("hit-kind")).to_have_text("table")
         # The Markdown table is drawn as a table, through the sanitising renderer.
-        expect(first.locator("[data-testid=hit-table] table th").first).to_be_visible()
-        expect(page.locator("[data-testid=hit-table] td", has_text="BC5CDR").first).to_be_visible()
+        expect(first.locator("[data-testid=hit-table] table th").first).to_be_visible(
+            timeout=10_000
+        )
+        cell = page.locator("[data-testid=hit-table] td", has_text="BC5CDR").first
+        expect(cell).to_be_visible(timeout=10_000)
         assert page.evaluate("window.__xss") is None
