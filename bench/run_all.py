@@ -30,6 +30,7 @@ BENCHMARKS = [
     ["bench/library_latency.py"],
     ["bench/library_scifact.py"],
     ["bench/library_parsing.py"],
+    ["bench/library_tables.py"],
     ["bench/library_embedding.py"],
     ["bench/library_backends.py"],
     ["bench/library_ingest.py", "--pdfs", str(SHARED / "pdfs")],

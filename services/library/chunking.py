@@ -3,6 +3,12 @@
 Chunks never cross a page, section or environment boundary (so the locator is
 exact), stay under the embedding model's window, and keep display equations
 whole: an equation is never split, only moved whole to the next chunk.
+
+Kinds: ``text`` (body paragraphs), ``environment`` (theorems, proofs,
+equations), ``reference``, ``caption`` (a figure's caption) and ``table``. A
+detected table (a Markdown table after its caption) is one chunk where it fits
+the window; otherwise it is split between rows, each piece repeating the header
+row (and starting with the caption, or "Table 3 (continued)").
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ class Chunk:
     page: int
     section: str
     locator: str
-    kind: str  # para | environment | reference | caption | table
+    kind: str  # text | environment | reference | caption | table
     env: str | None = None
     ordinal: int = 0
     extras: dict[str, Any] = field(default_factory=dict)
@@ -112,6 +118,34 @@ class _EnvLabels:
         return self.seen[key]
 
 
+def split_table(text: str, label: str, max_tokens: int) -> list[str]:
+    """A caption + Markdown table as pieces under the window, split between rows."""
+    caption, _, table = text.partition("\n\n")
+    lines = table.splitlines()
+    if len(lines) < 3 or estimate_tokens(text) <= max_tokens:
+        return [text]
+    header = "\n".join(lines[:2])
+    head_n = _pieces(header)
+    pieces: list[str] = []
+    # The caption leads the first piece when it leaves room for rows, else goes alone.
+    lead = caption
+    if _pieces(caption) + head_n + 1 > max_tokens // 2:
+        pieces += [p for p, _ in _split_long(caption, max_tokens)]
+        lead = f"{label} (continued)"
+    rows: list[str] = []
+    rows_n = 0
+    for row in lines[2:]:
+        n = _pieces(row)
+        if rows and _pieces(lead) + head_n + rows_n + n + 1 > max_tokens:
+            pieces.append(f"{lead}\n\n{header}\n" + "\n".join(rows))
+            lead, rows, rows_n = f"{label} (continued)", [], 0
+        rows.append(row)
+        rows_n += n
+    if rows:
+        pieces.append(f"{lead}\n\n{header}\n" + "\n".join(rows))
+    return pieces
+
+
 def make_locator(paper: str, section: str, env: str | None, page: int) -> str:
     parts = [paper, section or None, env, f"p. {page}"]
     return " | ".join(p for p in parts if p)
@@ -141,8 +175,17 @@ def chunk_blocks(blocks: list[dict[str, Any]], *, paper: str, max_tokens: int) -
         if block["kind"] == "heading":
             continue
         section = " > ".join(block.get("section") or [])
-        kind = block["kind"] if block["kind"] in ("reference", "caption", "table") else "para"
+        kind = block["kind"] if block["kind"] in ("reference", "caption", "table") else "text"
         env = block.get("env")
+        if kind == "table" and env:
+            # A detected table (tables.py): whole, or split between rows.
+            flush()
+            key = None
+            page = int(block["page"])
+            locator = make_locator(paper, section, env, page)
+            for piece in split_table(block["text"].strip(), env, max_tokens):
+                chunks.append(Chunk(piece, page, section, locator, "table", env))
+            continue
         if block["kind"] in ("environment", "equation") and env:
             kind = "environment"
         block_key = (int(block["page"]), section, env, kind)

@@ -42,7 +42,10 @@ class SearchHit(BaseModel):
     locator: str | None
     page: int | None
     section: str | None
-    kind: str | None
+    kind: str = Field(description="text, table (a Markdown table after its caption) or caption")
+    block: str | None = Field(
+        None, description="the chunker's finer kind: text, environment, reference, caption, table"
+    )
     text: str | None
     score: float
 

@@ -89,7 +89,7 @@ class TestLayout:
         chunks = chunk_blocks(parsed["blocks"], paper="Flows", max_tokens=220)
         caption_chunks = [c for c in chunks if c.kind == "caption"]
         assert caption_chunks[1].locator == "Flows | Figure 2 | p. 2"
-        assert {c.kind for c in chunks} == {"para", "caption", "table"}
+        assert {c.kind for c in chunks} == {"text", "caption", "table"}
 
     def test_shared_paper_without_its_furniture(self) -> None:
         # CiteSee (ACM format): "Chang et al." / "CiteSee: ..." headers with page numbers.

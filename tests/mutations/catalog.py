@@ -494,6 +494,56 @@ MUTATIONS: tuple[Mutation, ...] = (
         "",
         ("tests/api/test_webhooks.py", "-k", "never_answers"),
     ),
+    Mutation(
+        "tables flattened into text",
+        "services/library/parsing/pdf_structure.py",
+        "            per_page.append(with_tables(doc[index], blocks, budget)"
+        " if tables else blocks)",
+        "            per_page.append(blocks)",
+        ("tests/library/test_tables.py", "-k", "tables_become_markdown"),
+    ),
+    Mutation(
+        "line-end hyphens kept",
+        "services/common/hyphenation.py",
+        "        return left[:-1] + right\n",
+        "        return left + right\n",
+        ("tests/library/test_tables.py", "-k", "line_end_hyphens"),
+    ),
+    Mutation(
+        "real compound hyphens dropped at a line end",
+        "services/common/hyphenation.py",
+        '    if "-" in word or "/" in word:\n',
+        "    if False:\n",
+        ("tests/library/test_tables.py", "-k", "line_end_hyphens"),
+    ),
+    Mutation(
+        "a table longer than the window stays one chunk",
+        "services/library/chunking.py",
+        "    if len(lines) < 3 or estimate_tokens(text) <= max_tokens:",
+        "    if True:",
+        ("tests/library/test_tables.py", "-k", "split_by_rows"),
+    ),
+    Mutation(
+        "the kind filter is ignored",
+        "services/library/kinds.py",
+        "    scoped.store = KindScopedStore(retriever.store, kind)",
+        "    scoped.store = retriever.store",
+        ("tests/library/test_tables.py", "-k", "kind_search_through_the_real_services"),
+    ),
+    Mutation(
+        "search hits lose their table kind",
+        "services/library/kinds.py",
+        '    return str(payload_kind) if payload_kind in SPECIAL_KINDS else "text"',
+        '    return "text"',
+        ("tests/library/test_tables.py", "-k", "kind_search_through_the_real_services"),
+    ),
+    Mutation(
+        "the library page shows a table hit as flat text",
+        "services/api/web/static/library.js",
+        '      tableHit ? tableBody(h.text || "") :',
+        '      false ? tableBody(h.text || "") :',
+        ("tests/web/test_library_page.py", "-k", "TestTableHits"),
+    ),
 )
 
 

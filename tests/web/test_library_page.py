@@ -8,6 +8,7 @@ import base64
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -299,3 +300,42 @@ class TestLabLibrary:
             )
             assert resp.status_code == 400, resp.text
             assert says in resp.json()["error"]["message"]
+
+
+class TestTableHits:
+    def test_kind_filter_shows_table_hits_with_a_badge_as_a_rendered_table(
+        self,
+        library_url: str,
+        context: BrowserContext,
+        session_factory: sessionmaker[Session],
+        tmp_path: Path,
+    ) -> None:
+        from tests.library.test_tables import s2orc_tables_page
+
+        user = make_user(session_factory)
+        page = login(context, library_url, user.key, next_path="/library")
+        pdf = s2orc_tables_page(tmp_path / "s2orc-p6.pdf").read_bytes()
+        page.set_input_files(
+            "[data-testid=library-file-input]",
+            [{"name": "s2orc-p6.pdf", "mimeType": "application/pdf", "buffer": pdf}],
+        )
+        rows = page.locator("#documents tr")
+        expect(rows.locator("xpath=self::*[@data-status='ready']")).to_have_count(
+            1, timeout=INGEST_TIMEOUT_MS
+        )
+        page.get_by_test_id("search-input").fill("BC5CDR JNLPBA NER")
+        page.get_by_test_id("search-kind").select_option("table")
+        with page.expect_request(lambda r: "kind=table" in r.url):
+            page.get_by_role("button", name="Search").click()
+        hits = page.get_by_test_id("search-hit")
+        expect(hits.first).to_be_visible()
+        assert hits.count() == page.locator("[data-testid=search-hit][data-kind=table]").count()
+        first = hits.first
+        expect(first.get_by_test_id("hit-kind")).to_have_text("table")
+        # The Markdown table is drawn as a table, through the sanitising renderer.
+        expect(first.locator("[data-testid=hit-table] table th").first).to_be_visible(
+            timeout=10_000
+        )
+        cell = page.locator("[data-testid=hit-table] td", has_text="BC5CDR").first
+        expect(cell).to_be_visible(timeout=10_000)
+        assert page.evaluate("window.__xss") is None

@@ -56,6 +56,8 @@ from services.common.telemetry import ainject_httpx_request
 
 # The library's search modes (services/library/retrieval.py), as the API promises them.
 SearchMode = Literal["survey", "derive", "write", "keyword", "vector", "mix"]
+# A chunk's public kind (services/library/kinds.py): body text, a table, a figure caption.
+ChunkKind = Literal["text", "table", "caption"]
 
 UPLOAD_BODY: dict[str, Any] = {
     "required": True,
@@ -311,9 +313,15 @@ async def search(
     mode: SearchMode = "mix",
     k: Annotated[int, Query(ge=1, le=100)] = 10,
     project: Annotated[str | None, Query(max_length=200, pattern=NO_NUL)] = None,
+    kind: Annotated[
+        ChunkKind | None, Query(description="only chunks of this kind: text, table or caption")
+    ] = None,
 ) -> Any:
-    """Search every collection the user may read, or only ``project``'s."""
+    """Search every collection the user may read, or only ``project``'s (``kind``:
+    only body text, only tables, or only figure captions)."""
     params: dict[str, Any] = {"q": q, "mode": mode, "k": k}
+    if kind is not None:
+        params["kind"] = kind
     if project:
         params["collection"] = access.collection_for(project)
     elif access.scope is not None:

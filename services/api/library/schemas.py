@@ -44,7 +44,8 @@ class LibrarySearchHit(BaseModel):
     locator: str | None = None
     page: int | None = None
     section: str | None = None
-    kind: str | None = None
+    kind: str | None = None  # text | table | caption
+    block: str | None = None  # the chunker's finer kind: text, environment, reference, …
     text: str | None = None
     score: float
 

@@ -9,7 +9,8 @@ refused by the memory cap). Tasks:
 
 - ``check``: open the file (cross-reference table and trailer; no page is
   interpreted) → ``{"pdf", "pages"}`` — the API's upload check;
-- ``text``: each page's text up to MAX_PAGES pages and MAX_CHARS characters
+- ``text``: each page's text (ligatures folded, line-end hyphenation joined) up
+  to MAX_PAGES pages and MAX_CHARS characters
   → ``{"title", "pages", "page_count", "truncated"}`` — ``pdf_fetch``.
 """
 
@@ -21,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from services.common.hyphenation import dehyphenate
 from services.common.ligatures import fold_ligatures
 from services.common.pdf_child.reasons import is_allocation_failure, memory_limit_reason
 
@@ -88,7 +90,7 @@ def text(path: str, memory_mb: int, max_pages: int, max_chars: int) -> dict[str,
         used = 0
         truncated = doc.page_count > max_pages
         for index in range(min(doc.page_count, max_pages)):
-            page_text = fold_ligatures(doc[index].get_text().strip())
+            page_text = dehyphenate(fold_ligatures(doc[index].get_text().strip()))
             if used + len(page_text) > max_chars:
                 pages.append(page_text[: max(0, max_chars - used)])
                 truncated = True

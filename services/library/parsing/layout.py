@@ -13,6 +13,7 @@ from typing import Any
 
 import pymupdf
 
+from services.common.hyphenation import join_broken_word
 from services.common.ligatures import fold_ligatures
 
 # TeX and Office math fonts; CMR (TeX roman) is body text, so it is not listed.
@@ -40,6 +41,7 @@ class Block:
     y1: float = 0.0
     page_height: float = 792.0
     lines: int = 1
+    table: str | None = None  # "Table 3" on a block that is a whole detected table (tables.py)
 
 
 @lru_cache(maxsize=4096)
@@ -48,13 +50,8 @@ def _font_traits(font: str) -> tuple[bool, bool]:
     return bool(BOLD_FONT.search(font)), bool(MATH_FONT.search(font))
 
 
-def join_hyphenated(left: str, right: str) -> str:
-    """Join two pieces of running text, undoing end-of-line hyphenation."""
-    if not left:
-        return right
-    if left.endswith("-") and left[-2:-1].isalpha() and right[:1].islower():
-        return left[:-1] + right
-    return f"{left} {right}"
+# Line-end hyphenation rules live next to the ligatures (shared with pdf_child).
+join_hyphenated = join_broken_word
 
 
 def _join_lines(lines: list[str]) -> str:

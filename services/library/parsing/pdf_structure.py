@@ -14,6 +14,7 @@ import pymupdf
 
 from services.library.parsing.furniture import strip_furniture
 from services.library.parsing.layout import Block, body_size, join_hyphenated, page_blocks
+from services.library.parsing.tables import TableBudget, with_tables
 
 
 class PdfRejected(Exception):
@@ -141,6 +142,15 @@ class _Walker:
         self._refs: list[Block] = []
 
     def feed(self, block: Block) -> None:
+        if block.table is not None:  # a detected table, its caption first (tables.py)
+            head = block.text.split("\n\n", 1)[0]
+            self.structure["captions"].append(
+                {"label": block.table, "page": block.page, "text": head[:300]}
+            )
+            self.out.append(
+                ParsedBlock(block.page, "table", block.text, list(self.path), block.table)
+            )
+            return
         heading = _heading_level(block, self.body, appendix=self.seen_references)
         if heading is not None:
             self._heading(block, *heading)
@@ -178,7 +188,12 @@ class _Walker:
             return
         last = self.out[-1] if self.out else None
         # Row labels ("Bio", "NER") between number rows belong to the table too.
-        cell = last is not None and last.kind == "table" and last.page == block.page
+        cell = (
+            last is not None
+            and last.kind == "table"
+            and last.env is None
+            and last.page == block.page
+        )
         if _is_table(block) or (cell and len(block.text) < 40):
             self.out.append(ParsedBlock(block.page, "table", block.text, list(self.path)))
             return
@@ -260,13 +275,18 @@ def open_pdf(path: str, *, max_pages: int) -> Any:
     return doc
 
 
-def parse_pdf(path: str, *, max_pages: int) -> dict[str, Any]:
-    """Parse a PDF into ``{title, pages, blocks, structure}`` (JSON-ready)."""
+def parse_pdf(path: str, *, max_pages: int, tables: bool = True) -> dict[str, Any]:
+    """Parse a PDF into ``{title, pages, blocks, structure}`` (JSON-ready).
+
+    ``tables=False`` skips table detection (``tables.py``; the bench's baseline).
+    """
     doc = open_pdf(path, max_pages=max_pages)
     per_page: list[list[Block]] = []
+    budget = TableBudget()
     for index in range(doc.page_count):
         try:
-            per_page.append(page_blocks(doc[index], index + 1))
+            blocks = page_blocks(doc[index], index + 1)
+            per_page.append(with_tables(doc[index], blocks, budget) if tables else blocks)
         except MemoryError:
             raise
         except Exception as exc:  # a damaged content stream or object

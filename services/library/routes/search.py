@@ -12,6 +12,7 @@ from services.common.metrics import LIBRARY_SEARCH_DURATION
 from services.common.telemetry.names import SPAN_LIBRARY_SEARCH, TRACER_LIBRARY
 from services.library.access import CallerDep, RuntimeDep
 from services.library.errors import LibraryError
+from services.library.kinds import KINDS, public_kind, scoped_retriever
 from services.library.retrieval import MODES
 from services.library.schemas import SearchResults
 
@@ -27,6 +28,7 @@ def search(
     mode: str = "mix",
     k: int = 10,
     collection: Annotated[list[str] | None, Query()] = None,
+    kind: str | None = None,
 ) -> dict[str, Any]:
     if not q.strip() or len(q) > 2000:
         raise LibraryError(400, "invalid_request", "q must be 1–2000 characters")
@@ -34,18 +36,22 @@ def search(
         raise LibraryError(400, "invalid_request", f"mode must be one of {', '.join(MODES)}")
     if not 1 <= k <= 100:
         raise LibraryError(400, "invalid_request", "k must be between 1 and 100")
+    if kind is not None and kind not in KINDS:
+        raise LibraryError(400, "invalid_request", f"kind must be one of {', '.join(KINDS)}")
     collections = who.narrowed(collection or [])
     started = time.perf_counter()
     # The query text stays out of the span: it may quote unpublished work.
     with tracer.start_as_current_span(SPAN_LIBRARY_SEARCH) as span:
         span.set_attributes(
-            {"library.mode": mode, "library.k": k, "library.collections": len(collections)}
+            {
+                "library.mode": mode,
+                "library.k": k,
+                "library.collections": len(collections),
+                "library.kind": kind or "any",
+            }
         )
-        hits = (
-            runtime.retriever.search(q, collections=collections, mode=mode, k=k)
-            if collections
-            else []
-        )
+        retriever = scoped_retriever(runtime.retriever, kind)
+        hits = retriever.search(q, collections=collections, mode=mode, k=k) if collections else []
         span.set_attribute("library.hits", len(hits))
     LIBRARY_SEARCH_DURATION.labels(mode).observe(time.perf_counter() - started)
     return {
@@ -57,7 +63,8 @@ def search(
                 "locator": h.payload.get("locator"),
                 "page": h.payload.get("page"),
                 "section": h.payload.get("section"),
-                "kind": h.payload.get("kind"),
+                "kind": public_kind(h.payload.get("kind")),
+                "block": h.payload.get("kind"),
                 "text": h.payload.get("text"),
                 "score": h.score,
             }

@@ -10,6 +10,8 @@ from services.library.lexical import SparseVector
 
 DENSE = "dense"
 SPARSE = "bm25"
+# Payload kinds that are their own public kind; every other chunk reads as "text".
+SPECIAL_KINDS = ("table", "caption")
 
 
 @dataclass
@@ -42,14 +44,16 @@ class VectorStore(ABC):
     @abstractmethod
     def delete_document(self, document_id: str) -> None: ...
 
+    # ``kind`` (text | table | caption, see services/library/kinds.py) narrows a
+    # search to chunks of that public kind; None searches every chunk.
     @abstractmethod
     def search_dense(
-        self, vector: list[float], *, collections: list[str], limit: int
+        self, vector: list[float], *, collections: list[str], limit: int, kind: str | None = None
     ) -> list[Hit]: ...
 
     @abstractmethod
     def search_sparse(
-        self, vector: SparseVector, *, collections: list[str], limit: int
+        self, vector: SparseVector, *, collections: list[str], limit: int, kind: str | None = None
     ) -> list[Hit]: ...
 
     @abstractmethod

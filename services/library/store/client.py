@@ -9,7 +9,14 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from services.library.lexical import SparseVector
-from services.library.store.base import DENSE, SPARSE, Hit, StoredChunk, VectorStore
+from services.library.store.base import (
+    DENSE,
+    SPARSE,
+    SPECIAL_KINDS,
+    Hit,
+    StoredChunk,
+    VectorStore,
+)
 
 
 class ClientStore(VectorStore):
@@ -31,7 +38,7 @@ class ClientStore(VectorStore):
                     },
                     sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
                 )
-                for field in ("collection", "document_id"):
+                for field in ("collection", "document_id", "kind"):
                     self.client.create_payload_index(
                         self.collection, field, qm.PayloadSchemaType.KEYWORD
                     )
@@ -58,34 +65,46 @@ class ClientStore(VectorStore):
         self.client.delete(self.collection, points_selector=qm.FilterSelector(filter=flt))
 
     @staticmethod
-    def _filter(collections: list[str]) -> qm.Filter:
-        return qm.Filter(
-            must=[qm.FieldCondition(key="collection", match=qm.MatchAny(any=list(collections)))]
-        )
+    def _filter(collections: list[str], kind: str | None = None) -> qm.Filter:
+        must: list[Any] = [
+            qm.FieldCondition(key="collection", match=qm.MatchAny(any=list(collections)))
+        ]
+        must_not: list[Any] = []
+        if kind in SPECIAL_KINDS:
+            must.append(qm.FieldCondition(key="kind", match=qm.MatchValue(value=kind)))
+        elif kind is not None:  # text: everything that is not a table or a caption
+            must_not.append(
+                qm.FieldCondition(key="kind", match=qm.MatchAny(any=list(SPECIAL_KINDS)))
+            )
+        return qm.Filter(must=must, must_not=must_not or None)
 
-    def _query(self, query: Any, using: str, collections: list[str], limit: int) -> list[Hit]:
+    def _query(
+        self, query: Any, using: str, collections: list[str], limit: int, kind: str | None = None
+    ) -> list[Hit]:
         if not collections:
             return []
         result = self.client.query_points(
             self.collection,
             query=query,
             using=using,
-            query_filter=self._filter(collections),
+            query_filter=self._filter(collections, kind),
             limit=limit,
             with_payload=True,
         )
         return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in result.points]
 
-    def search_dense(self, vector: list[float], *, collections: list[str], limit: int) -> list[Hit]:
-        return self._query(vector, DENSE, collections, limit)
+    def search_dense(
+        self, vector: list[float], *, collections: list[str], limit: int, kind: str | None = None
+    ) -> list[Hit]:
+        return self._query(vector, DENSE, collections, limit, kind)
 
     def search_sparse(
-        self, vector: SparseVector, *, collections: list[str], limit: int
+        self, vector: SparseVector, *, collections: list[str], limit: int, kind: str | None = None
     ) -> list[Hit]:
         if not vector.indices:
             return []
         query = qm.SparseVector(indices=vector.indices, values=vector.values)
-        return self._query(query, SPARSE, collections, limit)
+        return self._query(query, SPARSE, collections, limit, kind)
 
     def count(self, *, collections: list[str] | None = None) -> int:
         flt = self._filter(collections) if collections else None

@@ -25,7 +25,14 @@ import qdrant_edge as qe
 from services.library.lexical import SparseVector
 from services.library.store.ann import AnnParams, DenseAnn, Page
 from services.library.store.ann_saved import SavedDenseAnn
-from services.library.store.base import DENSE, SPARSE, Hit, StoredChunk, VectorStore
+from services.library.store.base import (
+    DENSE,
+    SPARSE,
+    SPECIAL_KINDS,
+    Hit,
+    StoredChunk,
+    VectorStore,
+)
 
 BACKFILL_PAGE = 1000
 
@@ -54,7 +61,7 @@ class EdgeStore(VectorStore):
             else:
                 self.path.mkdir(parents=True, exist_ok=True)
                 self._shard = qe.EdgeShard.create(str(self.path), config)
-                for field in ("collection", "document_id"):
+                for field in ("collection", "document_id", "kind"):
                     self._shard.update(
                         qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword)
                     )
@@ -147,34 +154,57 @@ class EdgeStore(VectorStore):
                 return found
 
     @staticmethod
-    def _filter(collections: list[str]) -> Any:
-        return qe.Filter(
-            must=[qe.FieldCondition(key="collection", match=qe.MatchAny(any=list(collections)))]
-        )
+    def _filter(collections: list[str], kind: str | None = None) -> Any:
+        must: list[Any] = [
+            qe.FieldCondition(key="collection", match=qe.MatchAny(any=list(collections)))
+        ]
+        if kind in SPECIAL_KINDS:
+            must.append(qe.FieldCondition(key="kind", match=qe.MatchValue(kind)))
+        elif kind is not None:  # text: whatever is not a table or a caption (or has no kind)
+            return qe.Filter(
+                must=must,
+                must_not=[
+                    qe.FieldCondition(key="kind", match=qe.MatchAny(any=list(SPECIAL_KINDS)))
+                ],
+            )
+        return qe.Filter(must=must)
 
-    def _query(self, query: Any, collections: list[str], limit: int) -> list[Hit]:
+    def _query(
+        self, query: Any, collections: list[str], limit: int, kind: str | None = None
+    ) -> list[Hit]:
         if not collections:
             return []
         request = qe.QueryRequest(
-            limit=limit, query=query, filter=self._filter(collections), with_payload=True
+            limit=limit, query=query, filter=self._filter(collections, kind), with_payload=True
         )
         with self._lock:
             points = self.shard.query(request)
         return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
-    def exact_dense(self, vector: list[float], *, collections: list[str], limit: int) -> list[Hit]:
+    def exact_dense(
+        self, vector: list[float], *, collections: list[str], limit: int, kind: str | None = None
+    ) -> list[Hit]:
         """Edge's exact filtered search (the fallback, and the bench's baseline)."""
-        return self._query(qe.Query.Nearest(vector, using=DENSE), collections, limit)
+        return self._query(qe.Query.Nearest(vector, using=DENSE), collections, limit, kind)
 
-    def search_dense(self, vector: list[float], *, collections: list[str], limit: int) -> list[Hit]:
-        if self.ann is None:
-            return self.exact_dense(vector, collections=collections, limit=limit)
+    def search_dense(
+        self, vector: list[float], *, collections: list[str], limit: int, kind: str | None = None
+    ) -> list[Hit]:
+        if self.ann is None or kind in SPECIAL_KINDS:
+            # Tables and captions are a few percent of the chunks: Edge's exact search
+            # over the kind-indexed subset beats an HNSW pass filtered afterwards.
+            return self.exact_dense(vector, collections=collections, limit=limit, kind=kind)
         exact = self.ann.plan(collections)
         indexed = [c for c in collections if c not in exact]
-        scored = self.ann.search(vector, collections=indexed, limit=limit) if indexed else []
+        # Text is nearly every chunk: the graph's list, tables and captions dropped,
+        # over-fetched by the share they could take.
+        fetch = limit if kind is None else limit + limit // 4 + 10
+        scored = self.ann.search(vector, collections=indexed, limit=fetch) if indexed else []
         hits = self._with_payloads(scored)
+        if kind is not None:
+            hits = [h for h in hits if h.payload.get("kind") not in SPECIAL_KINDS]
         if exact:
-            hits += self.exact_dense(vector, collections=exact, limit=limit)
+            hits += self.exact_dense(vector, collections=exact, limit=limit, kind=kind)
             hits.sort(key=lambda h: h.score, reverse=True)
         return hits[:limit]
 
@@ -188,12 +218,12 @@ class EdgeStore(VectorStore):
         return [Hit(i, s, payloads[i]) for i, s in scored if i in payloads]
 
     def search_sparse(
-        self, vector: SparseVector, *, collections: list[str], limit: int
+        self, vector: SparseVector, *, collections: list[str], limit: int, kind: str | None = None
     ) -> list[Hit]:
         if not vector.indices:
             return []
         sparse = qe.SparseVector(indices=vector.indices, values=vector.values)
-        return self._query(qe.Query.Nearest(sparse, using=SPARSE), collections, limit)
+        return self._query(qe.Query.Nearest(sparse, using=SPARSE), collections, limit, kind)
 
     def count(self, *, collections: list[str] | None = None) -> int:
         request = qe.CountRequest(

@@ -1,4 +1,4 @@
-"""`library_search(query, mode?, k?)`: search the lab library over HTTP, as the job's user."""
+"""`library_search(query, mode?, k?, kind?)`: search the lab library over HTTP as the job's user."""
 
 from __future__ import annotations
 
@@ -25,6 +25,11 @@ class LibrarySearchArgs(BaseModel):
         "write: formal, citable statements; keyword / vector / mix: raw retrieval",
     )
     k: int = Field(default=8, ge=1, le=30, description="how many passages")
+    kind: Literal["text", "table", "caption"] | None = Field(
+        default=None,
+        description="only body text, only tables (Markdown, caption first) or only figure "
+        "captions; omit for all",
+    )
 
 
 class LibrarySearchTool(Tool):
@@ -59,6 +64,8 @@ class LibrarySearchTool(Tool):
             "k": args.k,
             "collection": collections,
         }
+        if args.kind is not None:
+            params["kind"] = args.kind
         try:
             resp = httpx.get(f"{base}/search", headers=headers, params=params, timeout=30)
         except httpx.HTTPError as exc:
@@ -73,7 +80,10 @@ class LibrarySearchTool(Tool):
         items = resp.json()["items"]
         if not items:
             return ToolResult("No passages found in the library.", {"items": []})
-        lines = [f"[{i + 1}] {h['locator']}\n{h['text']}" for i, h in enumerate(items)]
+        lines = [
+            f"[{i + 1}] {h['locator']}{' (table)' if h.get('kind') == 'table' else ''}\n{h['text']}"
+            for i, h in enumerate(items)
+        ]
         return ToolResult("\n\n".join(lines), {"items": items})
 
 

@@ -1,7 +1,9 @@
 // The library page: upload PDFs (file input or drag and drop, several at once), follow each
 // document's ingestion live over its event stream (SSE; polling only if a stream fails),
-// search with a mode, open a hit's PDF at its page, delete a document (after a confirm).
-// Filenames, titles and snippets are the uploader's data: they only ever become text nodes.
+// search with a mode and a kind, open a hit's PDF at its page, delete a document (after a
+// confirm). Filenames, titles and snippets are the uploader's data: they only ever become
+// text nodes, except a table hit's Markdown, which goes through the sanitising renderer
+// (markdown.js: markdown-it without HTML, then DOMPurify) that chat and surveys use.
 "use strict";
 (() => {
   const { api, el } = Leaflab;
@@ -210,19 +212,30 @@
     // Section and page, or the locator when neither is known (never both: the locator
     // repeats them).
     const where = [h.section && `section ${h.section}`, h.page && `page ${h.page}`].filter(Boolean).join(" · ") || h.locator || "";
-    return el("li", { "data-testid": "search-hit", "data-document-id": h.document_id || "" },
+    const tableHit = h.kind === "table";
+    return el("li", { "data-testid": "search-hit", "data-document-id": h.document_id || "", "data-kind": h.kind || "text" },
+      tableHit ? el("span", { class: "badge kind-badge", "data-testid": "hit-kind", text: "table" }) : null,
       h.document_id
         ? el("a", { href: pdfLink(h.document_id, h.page), target: "_blank", rel: "noopener", class: "hit-title", text: title })
         : el("strong", { text: title }),
       el("div", { class: "where" }, el("span", { text: h.filename || "" }), where ? " — " : "",
         el("span", { "data-testid": "hit-where", text: where }), ` · score ${Number(h.score).toFixed(3)}`),
-      el("p", { class: "snippet", text: (h.text || "").slice(0, 600) }));
+      tableHit ? tableBody(h.text || "") : el("p", { class: "snippet", text: (h.text || "").slice(0, 600) }));
+  }
+
+  // A table chunk is its caption, a blank line, then a Markdown table: shown as a table.
+  function tableBody(text) {
+    const box = el("div", { class: "snippet table-hit", "data-testid": "hit-table" });
+    if (typeof LeaflabMarkdown === "undefined") box.textContent = text;
+    else LeaflabMarkdown.renderInto(box, text);
+    return box;
   }
 
   function wireSearch() {
     $("search-form").addEventListener("submit", async (ev) => {
       ev.preventDefault();
       const params = new URLSearchParams({ q: $("q").value, mode: $("mode").value, k: $("k").value || "10" });
+      if ($("kind").value) params.set("kind", $("kind").value);
       $("search-status").textContent = "searching…";
       try {
         const items = (await api("GET", "/v1/library/search?" + params)).items;
