@@ -16,7 +16,7 @@ import argparse
 import json
 import os
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +119,7 @@ def main() -> None:
             "index_s": round(index_s, 1),
             "search_s": round(search_s, 1),
             "bm25": settings.bm25_params().__dict__,
-            "fusion": fusion_config(settings).__dict__,
+            "fusion": asdict(fusion_config(settings)),
         }
         print(json.dumps({"info": info}), flush=True)
         for name, figures in head.items():

@@ -185,7 +185,9 @@ class Retriever:
             hits = [h for h in hits if h.payload.get("kind") != "reference"]
             for h in hits:
                 if h.payload.get("kind") in FORMAL_KINDS:
-                    h.score *= 1.3
+                    # ×1.3 for a positive score; fused z-scores can be negative,
+                    # and a boost must still raise them.
+                    h.score += 0.3 * abs(h.score)
             return sorted(hits, key=lambda h: h.score, reverse=True)
         if mode == "derive":
             return _derivation_chain(hits)
