@@ -16,10 +16,11 @@ import argparse
 import json
 import os
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from bench.scifact_levers import lever_rows
 from services.library.beir import (
     Candidates,
     collect_candidates,
@@ -48,7 +49,11 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--b", type=float, default=None, help="override bm25_b")
     ap.add_argument("--avg-len", type=float, default=None, help="override bm25_avg_len")
     ap.add_argument("--title-weight", type=float, default=None, help="override title weight")
+    ap.add_argument("--title-mode", choices=("repeat", "field"), default=None)
     ap.add_argument("--no-grid", action="store_true", help="only the three headline rows")
+    ap.add_argument(
+        "--levers", action="store_true", help="each retrieval lever, one at a time, same index"
+    )
     return ap.parse_args()
 
 
@@ -58,6 +63,7 @@ def _settings(args: argparse.Namespace) -> LibrarySettings:
         "bm25_b": args.b,
         "bm25_avg_len": args.avg_len,
         "bm25_title_weight": args.title_weight,
+        "bm25_title_mode": args.title_mode,
     }
     return LibrarySettings(qdrant_url=None, **{k: v for k, v in overrides.items() if v is not None})
 
@@ -113,11 +119,14 @@ def main() -> None:
             "index_s": round(index_s, 1),
             "search_s": round(search_s, 1),
             "bm25": settings.bm25_params().__dict__,
-            "fusion": fusion_config(settings).__dict__,
+            "fusion": asdict(fusion_config(settings)),
         }
         print(json.dumps({"info": info}), flush=True)
         for name, figures in head.items():
             print(json.dumps({"run": name, **figures}), flush=True)
+        if args.levers:
+            for row in lever_rows(retriever, data, mix):
+                print(json.dumps({"lever": row}), flush=True)
         if not args.no_grid:
             rows = _grid(retriever, data, mix)
             best = max(rows, key=lambda r: r["ndcg@10"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import Stemmer
@@ -35,6 +36,12 @@ class Bm25Params:
     b: float = 0.4
     avg_len: float = 80.0
     title_weight: float = 1.0
+    # "repeat": title terms are added to every chunk's own terms (one field);
+    # "field": the title is a field of its own (own term ids, own length
+    # normalisation over ``title_avg_len``), and a query term matches it with
+    # ``title_weight`` times its weight, beside its match in the chunk text.
+    title_mode: str = "repeat"
+    title_avg_len: float = 11.0
 
 
 class Bm25Encoder:
@@ -51,23 +58,50 @@ class Bm25Encoder:
     def term_id(term: str) -> int:
         return zlib.crc32(term.encode()) & 0x7FFFFFFF
 
-    def encode_document(self, text: str, *, title: str = "") -> SparseVector:
-        """BM25 document weights; title terms count ``title_weight`` times."""
+    @staticmethod
+    def title_term_id(term: str) -> int:
+        """The title field's id of ``term`` (a namespace apart from body terms)."""
+        return zlib.crc32(b"title\x00" + term.encode()) & 0x7FFFFFFF
+
+    def _saturate(
+        self, counts: Counter[str], avg_len: float, term_id: Callable[[str], int]
+    ) -> dict[int, float]:
         p = self.params
-        counts: Counter[str] = Counter(self.terms(text))
-        if title and p.title_weight > 0:
-            for term in self.terms(title):
-                counts[term] += p.title_weight  # type: ignore[assignment]
-        length = sum(counts.values())
-        norm = p.k1 * (1 - p.b + p.b * length / p.avg_len)
+        norm = p.k1 * (1 - p.b + p.b * sum(counts.values()) / avg_len)
         merged: dict[int, float] = {}
         for term, tf in counts.items():
-            tid = self.term_id(term)
+            tid = term_id(term)
             merged[tid] = merged.get(tid, 0.0) + tf * (p.k1 + 1) / (tf + norm)
+        return merged
+
+    def encode_document(self, text: str, *, title: str = "") -> SparseVector:
+        """BM25 document weights; the title per ``title_mode`` (see Bm25Params)."""
+        p = self.params
+        counts: Counter[str] = Counter(self.terms(text))
+        field = p.title_mode == "field"
+        if title and p.title_weight > 0 and not field:
+            for term in self.terms(title):
+                counts[term] += p.title_weight  # type: ignore[assignment]
+        merged = self._saturate(counts, p.avg_len, self.term_id)
+        if title and p.title_weight > 0 and field:
+            titled = self._saturate(Counter(self.terms(title)), p.title_avg_len, self.title_term_id)
+            for tid, value in titled.items():
+                merged[tid] = merged.get(tid, 0.0) + value
         indices = sorted(merged)
         return SparseVector(indices, [merged[i] for i in indices])
 
     def encode_query(self, text: str) -> SparseVector:
-        counts = Counter(self.term_id(t) for t in self.terms(text))
-        indices = sorted(counts)
-        return SparseVector(indices, [float(counts[i]) for i in indices])
+        return self.query_from_terms(Counter(self.terms(text)))
+
+    def query_from_terms(self, weights: Mapping[str, float]) -> SparseVector:
+        """A query vector from term weights (the title field's ids added in "field" mode)."""
+        p = self.params
+        merged: dict[int, float] = {}
+        for term, weight in weights.items():
+            tid = self.term_id(term)
+            merged[tid] = merged.get(tid, 0.0) + float(weight)
+            if p.title_mode == "field" and p.title_weight > 0:
+                tid = self.title_term_id(term)
+                merged[tid] = merged.get(tid, 0.0) + p.title_weight * float(weight)
+        indices = sorted(merged)
+        return SparseVector(indices, [merged[i] for i in indices])

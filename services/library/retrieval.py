@@ -1,4 +1,5 @@
-"""Hybrid retrieval: dense + BM25, weighted reciprocal-rank fusion, optional
+"""Hybrid retrieval: dense + BM25 (optionally RM3-expanded, ``prf.py``), fused
+by ``fusion.py`` (RRF or normalised scores, by chunk or by document), optional
 cross-encoder rerank, per-paper caps, and the modes of FEATURES.md "Library".
 
 No LLM call happens here: survey's extra queries come from the query text itself.
@@ -8,13 +9,14 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from services.library.embedding import Embedder
+from services.library.fusion import FusionConfig, SearchHit, fuse
 from services.library.lexical import Bm25Encoder
+from services.library.prf import PrfConfig, expand
 from services.library.settings import LibrarySettings
 from services.library.store.base import Hit, VectorStore
 
@@ -27,17 +29,6 @@ FORMAL_KINDS = ("environment", "equation")
 _LEXICAL_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="lexical-search")
 
 
-@dataclass
-class FusionConfig:
-    """Defaults mirror LibrarySettings (see its comments for why)."""
-
-    rrf_k: int = 10
-    dense_weight: float = 1.0
-    lexical_weight: float = 1.0
-    candidates: int = 200
-    per_paper_cap: int = 3
-
-
 def fusion_config(settings: LibrarySettings) -> FusionConfig:
     return FusionConfig(
         rrf_k=settings.rrf_k,
@@ -45,26 +36,17 @@ def fusion_config(settings: LibrarySettings) -> FusionConfig:
         lexical_weight=settings.lexical_weight,
         candidates=settings.fusion_candidates,
         per_paper_cap=settings.per_paper_cap,
+        method=settings.fusion_method,
+        unit=settings.fusion_unit,
+        doc_chunks=settings.fusion_doc_chunks,
+        doc_decay=settings.fusion_doc_decay,
+        prf=PrfConfig(docs=settings.prf_docs, terms=settings.prf_terms, weight=settings.prf_weight),
     )
 
 
-@dataclass
-class SearchHit:
-    id: str
-    score: float
-    payload: dict[str, Any]
-
-
 def rrf(ranked: list[tuple[list[Hit], float]], k: int) -> list[SearchHit]:
-    """Weighted reciprocal-rank fusion of several ranked lists."""
-    scores: dict[str, float] = {}
-    payloads: dict[str, dict[str, Any]] = {}
-    for hits, weight in ranked:
-        for rank, hit in enumerate(hits):
-            scores[hit.id] = scores.get(hit.id, 0.0) + weight / (k + rank + 1)
-            payloads.setdefault(hit.id, hit.payload)
-    order = sorted(scores, key=lambda i: scores[i], reverse=True)
-    return [SearchHit(i, scores[i], payloads[i]) for i in order]
+    """Weighted reciprocal-rank fusion of several ranked lists, chunk by chunk."""
+    return fuse(ranked, FusionConfig(rrf_k=k, method="rrf", unit="chunk"))
 
 
 def cap_per_paper(hits: list[SearchHit], cap: int) -> list[SearchHit]:
@@ -110,10 +92,7 @@ class Retriever:
         f = self.fusion
         lexical = None
         if mode != "vector":
-            sparse = self.encoder.encode_query(query)
-            lexical = _LEXICAL_POOL.submit(
-                self.store.search_sparse, sparse, collections=collections, limit=f.candidates
-            )
+            lexical = _LEXICAL_POOL.submit(self._lexical, query, collections)
         lists: list[tuple[list[Hit], float]] = []
         if mode != "keyword":
             dense = vector if vector is not None else self.embedder.encode_query(query)
@@ -124,6 +103,17 @@ class Retriever:
         if lexical is not None:
             lists.append((lexical.result(), f.lexical_weight))
         return lists
+
+    def _lexical(self, query: str, collections: list[str]) -> list[Hit]:
+        """The BM25 list; with feedback on, a second search with the RM3-expanded query."""
+        limit = self.fusion.candidates
+        hits = self.store.search_sparse(
+            self.encoder.encode_query(query), collections=collections, limit=limit
+        )
+        expanded = expand(self.encoder, query, hits, self.fusion.prf)
+        if expanded is None:
+            return hits
+        return self.store.search_sparse(expanded, collections=collections, limit=limit)
 
     def search(
         self,
@@ -168,7 +158,7 @@ class Retriever:
         if mode in ("keyword", "vector"):
             fused = [SearchHit(h.id, h.score, h.payload) for h in lists[0][0]]
         else:
-            fused = rrf(lists, self.fusion.rrf_k)
+            fused = fuse(lists, self.fusion)
         fused = self._rerank(query, fused)
         fused = self._shape(fused, mode)
         cap = per_paper_cap if per_paper_cap is not None else self._default_cap(mode)
@@ -195,7 +185,9 @@ class Retriever:
             hits = [h for h in hits if h.payload.get("kind") != "reference"]
             for h in hits:
                 if h.payload.get("kind") in FORMAL_KINDS:
-                    h.score *= 1.3
+                    # ×1.3 for a positive score; fused z-scores can be negative,
+                    # and a boost must still raise them.
+                    h.score += 0.3 * abs(h.score)
             return sorted(hits, key=lambda h: h.score, reverse=True)
         if mode == "derive":
             return _derivation_chain(hits)

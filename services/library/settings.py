@@ -71,6 +71,10 @@ class LibrarySettings(IntakeSettings):
     bm25_b: float = 0.4
     bm25_avg_len: float = 80.0
     bm25_title_weight: float = 1.0
+    # "repeat" (title terms counted in every chunk's text) or "field" (the title
+    # as its own BM25 field, own length normalisation over bm25_title_avg_len).
+    bm25_title_mode: Literal["repeat", "field"] = "repeat"
+    bm25_title_avg_len: float = 11.0
 
     # Retrieval fusion, chosen on SciFact train claims (bench/RESULTS.md, "Library"):
     # equal weights (no setting of the two favoured one retriever consistently);
@@ -84,6 +88,23 @@ class LibrarySettings(IntakeSettings):
     # depth 200 still covers ~100 distinct papers per list.
     fusion_candidates: int = 200
     per_paper_cap: int = 3
+    # How the lists are fused (services/library/fusion.py): "rrf", or "minmax" /
+    # "zscore" (scores normalised per list, then a weighted sum); by "chunk" or
+    # by "document" (each list collapsed to papers first: best chunk + decay ×
+    # the next ones, up to fusion_doc_chunks). z-scores by document (best
+    # chunk) beat RRF k 10 by chunk by +0.017 nDCG@10 on SciFact train claims,
+    # and held on a split (bench/RESULTS.md, "Retrieval levers"); summing a
+    # paper's further chunks, BM25 feedback and a title field all lost.
+    fusion_method: Literal["rrf", "minmax", "zscore"] = "zscore"
+    fusion_unit: Literal["chunk", "document"] = "document"
+    fusion_doc_chunks: int = 1
+    fusion_doc_decay: float = 0.0
+    # RM3 pseudo-relevance feedback on the BM25 list (services/library/prf.py):
+    # prf_docs papers of a first search (0 = off), prf_terms added terms, the
+    # original query keeping prf_weight of the expanded one.
+    prf_docs: int = 0
+    prf_terms: int = 10
+    prf_weight: float = 0.5
 
     def bm25_params(self) -> Bm25Params:
         return Bm25Params(
@@ -91,6 +112,8 @@ class LibrarySettings(IntakeSettings):
             b=self.bm25_b,
             avg_len=self.bm25_avg_len,
             title_weight=self.bm25_title_weight,
+            title_mode=self.bm25_title_mode,
+            title_avg_len=self.bm25_title_avg_len,
         )
 
     # Ingestion limits: parsing runs in a child process under these limits.

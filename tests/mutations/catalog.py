@@ -544,6 +544,34 @@ MUTATIONS: tuple[Mutation, ...] = (
         '      false ? tableBody(h.text || "") :',
         ("tests/web/test_library_page.py", "-k", "TestTableHits"),
     ),
+    Mutation(
+        "library fusion by document off: a paper ranks at its best chunk alone",
+        "services/library/fusion.py",
+        '    if config.unit == "document":\n',
+        "    if False:\n",
+        ("tests/library/test_retrieval_levers.py", "-k", "all_its_passages"),
+    ),
+    Mutation(
+        "library score fusion by rank only: z-scores ignored",
+        "services/library/fusion.py",
+        '    if config.method == "rrf":\n        for scores, weight in scored:',
+        "    if True:\n        for scores, weight in scored:",
+        ("tests/library/test_retrieval_levers.py", "-k", "wide_score_margin"),
+    ),
+    Mutation(
+        "library RM3 feedback never expands the BM25 query",
+        "services/library/retrieval.py",
+        "        expanded = expand(self.encoder, query, hits, self.fusion.prf)",
+        "        expanded = None",
+        ("tests/library/test_retrieval_levers.py", "-k", "rm3_feedback"),
+    ),
+    Mutation(
+        "library BM25 title field: queries never match the title's own terms",
+        "services/library/lexical.py",
+        '            if p.title_mode == "field" and p.title_weight > 0:\n',
+        "            if False:\n",
+        ("tests/library/test_retrieval_levers.py", "-k", "title_field"),
+    ),
 )
 
 
