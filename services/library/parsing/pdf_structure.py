@@ -12,6 +12,7 @@ from typing import Any
 
 import pymupdf
 
+from services.library.metadata.extract import extract_metadata
 from services.library.parsing.furniture import strip_furniture
 from services.library.parsing.layout import Block, body_size, join_hyphenated, page_blocks
 
@@ -261,7 +262,7 @@ def open_pdf(path: str, *, max_pages: int) -> Any:
 
 
 def parse_pdf(path: str, *, max_pages: int) -> dict[str, Any]:
-    """Parse a PDF into ``{title, pages, blocks, structure}`` (JSON-ready)."""
+    """Parse a PDF into ``{title, pages, blocks, structure, metadata}`` (JSON-ready)."""
     doc = open_pdf(path, max_pages=max_pages)
     per_page: list[list[Block]] = []
     for index in range(doc.page_count):
@@ -285,4 +286,6 @@ def parse_pdf(path: str, *, max_pages: int) -> dict[str, Any]:
         "pages": doc.page_count,
         "blocks": [vars(b) for b in walker.out],  # flat dataclasses: asdict's deep copy is slow
         "structure": walker.structure,
+        # Authors, year, venue, identifiers, each with its source (services/library/metadata).
+        "metadata": extract_metadata(doc, per_page[0]),
     }
