@@ -39,7 +39,7 @@ LIST_COLUMNS = [
 
 
 def authors_text(authors: list[str], most: int = 3) -> str:
-    """"A, B, C" or "A, B, C et al." (the first ``most`` names)."""
+    """The first ``most`` names: "A, B, C" or "A, B, C et al."."""
     if not authors:
         return ""
     shown = ", ".join(authors[:most])

@@ -494,14 +494,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/survey/test_reference_entries.py",),
     ),
     Mutation(
-        "metadata: survey gather ignores the document's authors",
+        "metadata e2e: survey gather ignores the document's authors",
         "services/worker/survey/gather.py",
         '"authors": [str(a) for a in doc.authors or []],',
         '"authors": [],',
         ("tests/survey/test_pipeline.py", "-k", "references_carry"),
     ),
     Mutation(
-        "metadata: the library page hides authors",
+        "metadata e2e: the library page hides authors",
         "services/api/web/static/library.js",
         'line.append(el("span", { "data-testid": "doc-authors", text: shown }));',
         "void shown;",

@@ -58,7 +58,7 @@ def render_markdown(
 
 
 def reference_line(paper: dict[str, Any]) -> str:
-    """"Authors. *Title*. Venue. Year. doi:… ." — a part that is unknown is left out
+    """The line "Authors. *Title*. Venue. Year. doi:…." — a part that is unknown is left out
     (never "Unknown authors"), and no part ends in a doubled period."""
     parts = []
     if paper.get("authors"):
