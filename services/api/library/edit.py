@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -136,7 +135,9 @@ def document_json(doc: Document, access: LibraryAccess) -> LibraryDocument:
 def _apply(
     db: Any, access: LibraryAccess, document_id: str, changes: dict[str, Any]
 ) -> LibraryDocument:
-    doc = removable_document(db, access, document_id)
+    doc = removable_document(db, access, document_id)  # first: a stranger learns nothing
+    if not changes:
+        raise ApiError(400, "invalid_request", f"give at least one of: {', '.join(EDITABLE)}")
     locked = db.get(Document, doc.id, with_for_update=True)  # against an ingest writing now
     sources = dict(locked.metadata_source or {})
     for field, value in changes.items():
@@ -163,10 +164,4 @@ async def patch_document(
 ) -> LibraryDocument:
     """Correct title, authors, year, venue, DOI or arXiv id; corrected fields become "manual"."""
     changes = {k: getattr(body, k) for k in EDITABLE if k in body.model_fields_set}
-    if not changes:
-        raise ApiError(400, "invalid_request", f"give at least one of: {', '.join(EDITABLE)}")
-    try:
-        uuid.UUID(document_id)
-    except ValueError:
-        raise ApiError(404, "not_found", "document not found (a document id is a UUID)") from None
     return await asyncio.to_thread(_apply, db, access, document_id, changes)
