@@ -34,9 +34,17 @@ EDITABLE = ("title", "authors", "year", "venue", "doi", "arxiv_id")
 MAX_AUTHORS = 100
 
 
-def _text(value: str | None, what: str, limit: int) -> str | None:
-    if value is None:
-        return None
+# What the OpenAPI schema states (positive data is always accepted); the
+# validators below run first, with messages that say what a value should be.
+TEXT = r"^[^\x00-\x1f\x7f]*\S[^\x00-\x1f\x7f]*$"
+DOI_PATTERN = r"^(https?://(dx\.)?doi\.org/|doi:)?10\.\d{4,9}/\S{1,250}$"
+ARXIV_PATTERN = r"^(arXiv:)?(\d{4}\.\d{4,5}|[a-z][a-z\-]*(\.[A-Z]{2})?/\d{7})(v\d+)?$"
+YEARS = (1500, 2100)
+
+
+def _text(value: Any, what: str, limit: int) -> Any:
+    if not isinstance(value, str):
+        return value  # null, or a wrong type the field's own check names
     value = " ".join(value.split())
     if not value:
         raise ValueError(f"{what} must not be blank (send null to clear it)")
@@ -46,61 +54,60 @@ def _text(value: str | None, what: str, limit: int) -> str | None:
 
 
 class MetadataPatch(RequestBody):
-    """Any of the fields; null clears one (it stays manual, so extraction leaves it empty)."""
+    """Any of the fields; null clears one (it stays manual, so extraction leaves it
+    empty). A document keeps a title: ``title`` may be changed, not cleared."""
 
-    title: Annotated[str | None, Field(max_length=2000)] = None
+    title: Annotated[str, Field(max_length=500, pattern=TEXT)] = None  # type: ignore[assignment]
     authors: Annotated[
-        list[Annotated[str, Field(max_length=2000)]] | None, Field(max_length=1000)
+        list[Annotated[str, Field(max_length=200, pattern=TEXT)]] | None,
+        Field(max_length=MAX_AUTHORS),
     ] = None
-    year: int | None = None
-    venue: Annotated[str | None, Field(max_length=2000)] = None
-    doi: Annotated[str | None, Field(max_length=2000)] = None
-    arxiv_id: Annotated[str | None, Field(max_length=200)] = None
+    year: Annotated[int | None, Field(ge=YEARS[0], le=YEARS[1])] = None
+    venue: Annotated[str | None, Field(max_length=300, pattern=TEXT)] = None
+    doi: Annotated[str | None, Field(max_length=300, pattern=DOI_PATTERN)] = None
+    arxiv_id: Annotated[str | None, Field(max_length=60, pattern=ARXIV_PATTERN)] = None
 
-    @field_validator("title")
+    @field_validator("title", mode="before")
     @classmethod
-    def _title(cls, v: str | None) -> str | None:
+    def _title(cls, v: Any) -> Any:
         return _text(v, "title", 500)
 
-    @field_validator("venue")
+    @field_validator("venue", mode="before")
     @classmethod
-    def _venue(cls, v: str | None) -> str | None:
+    def _venue(cls, v: Any) -> Any:
         return _text(v, "venue", 300)
 
-    @field_validator("authors")
+    @field_validator("authors", mode="before")
     @classmethod
-    def _authors(cls, v: list[str] | None) -> list[str] | None:
-        if v is None:
-            return None
+    def _authors(cls, v: Any) -> Any:
+        if not isinstance(v, list):
+            return v
         if len(v) > MAX_AUTHORS:
             raise ValueError(f"at most {MAX_AUTHORS} authors")
-        return [str(_text(name, "an author's name", 200)) for name in v]
+        return [_text(name, "an author's name", 200) for name in v]
 
-    @field_validator("year")
+    @field_validator("year", mode="before")
     @classmethod
-    def _year(cls, v: int | None) -> int | None:
-        latest = datetime.now(UTC).year + 1
-        if v is not None and not 1500 <= v <= latest:
-            raise ValueError(f"year must be between 1500 and {latest}")
+    def _year(cls, v: Any) -> Any:
+        if isinstance(v, int) and not isinstance(v, bool) and not YEARS[0] <= v <= YEARS[1]:
+            raise ValueError(f"year must be between {YEARS[0]} and {YEARS[1]}")
         return v
 
-    @field_validator("doi")
+    @field_validator("doi", mode="before")
     @classmethod
-    def _doi(cls, v: str | None) -> str | None:
-        if v is None:
-            return None
+    def _doi(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
         v = re.sub(r"^(https?://(dx\.)?doi\.org/|doi:)", "", v.strip(), flags=re.I)
         if not DOI_SHAPE.match(v):
-            raise ValueError(
-                'a DOI looks like "10.1234/abc.5678" (prefix 10.NNNN, a slash, a suffix)'
-            )
+            raise ValueError('a DOI looks like "10.1234/abc.5678" (10.NNNN, a slash, a suffix)')
         return v.lower()
 
-    @field_validator("arxiv_id")
+    @field_validator("arxiv_id", mode="before")
     @classmethod
-    def _arxiv(cls, v: str | None) -> str | None:
-        if v is None:
-            return None
+    def _arxiv(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
         v = re.sub(r"^arxiv:", "", v.strip(), flags=re.I)
         m = ARXIV_SHAPE.match(v)
         if not m:
