@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import Field, field_validator
 
-from services.api.bodies import RequestBody
+from services.api.bodies import NOT_BLANK, RequestBody
 from services.api.deps import DbSession
 from services.api.errors import ApiError, error_responses
 from services.api.library.access import AccessDep, LibraryAccess, removable_document
@@ -36,7 +36,7 @@ MAX_AUTHORS = 100
 
 # What the OpenAPI schema states (positive data is always accepted); the
 # validators below run first, with messages that say what a value should be.
-TEXT = r"^[^\x00-\x1f\x7f]*\S[^\x00-\x1f\x7f]*$"
+TEXT = NOT_BLANK
 DOI_PATTERN = r"^(https?://(dx\.)?doi\.org/|doi:)?10\.\d{4,9}/\S{1,250}$"
 ARXIV_PATTERN = r"^(arXiv:)?(\d{4}\.\d{4,5}|[a-z][a-z\-]*(\.[A-Z]{2})?/\d{7})(v\d+)?$"
 YEARS = (1500, 2100)
@@ -48,9 +48,10 @@ def _text(value: Any, what: str, limit: int) -> Any:
     value = " ".join(value.split())
     if not value:
         raise ValueError(f"{what} must not be blank (send null to clear it)")
-    if CONTROL.search(value) or len(value) > limit:
-        raise ValueError(f"{what} must be at most {limit} characters, without control characters")
-    return value
+    if len(value) > limit:
+        raise ValueError(f"{what} must be at most {limit} characters")
+    # Control characters a page or a .bib must not carry are shown as U+FFFD.
+    return CONTROL.sub("\ufffd", value)
 
 
 class MetadataPatch(RequestBody):
