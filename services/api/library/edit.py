@@ -165,7 +165,7 @@ def _apply(
 @router.patch(
     "/documents/{document_id}",
     response_model=LibraryDocument,
-    responses=error_responses(400, 403, 404),
+    responses=error_responses(400, 403, 404, 413),
 )
 async def patch_document(
     document_id: str, body: MetadataPatch, access: AccessDep, db: DbSession
