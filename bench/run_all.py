@@ -35,6 +35,7 @@ BENCHMARKS = [
     ["bench/library_backends.py"],
     ["bench/library_ingest.py", "--pdfs", str(SHARED / "pdfs")],
     ["bench/library_scale.py"],
+    ["bench/metadata_completeness.py", "--pdfs", str(SHARED / "pdfs")],
     ["bench/context_compression.py"],
     ["bench/accounts_overhead.py"],
     ["bench/budget_reservation.py"],

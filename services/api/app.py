@@ -15,6 +15,7 @@ from services.api.health.router import router as health_router
 from services.api.invites.router import router as invites_router
 from services.api.jobs.artifacts import router as artifacts_router
 from services.api.jobs.router import router as jobs_router
+from services.api.library.edit import router as library_edit_router
 from services.api.library.events import router as library_events_router
 from services.api.library.pdf import router as library_pdf_router
 from services.api.library.router import UPLOAD_PATH
@@ -108,6 +109,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         events_router,
         traces_router,
         library_router,
+        library_edit_router,
         surveys_router,
         library_events_router,
         library_pdf_router,

@@ -1,4 +1,4 @@
-"""`leaflab library ingest|search|delete|eval`: clients of the public API, plus a local
+"""`leaflab library ingest|list|search|delete|eval`: clients of the public API, plus a local
 eval through the library's operator entry point (services/library/operator.py)."""
 
 from __future__ import annotations
@@ -28,6 +28,22 @@ SEARCH_COLUMNS = [
     Column("TEXT", flex=3, wrap=True),
 ]
 SNIPPET_CHARS = 300
+LIST_COLUMNS = [
+    Column("ID"),
+    Column("TITLE", flex=3, wrap=True),
+    Column("AUTHORS", flex=2, wrap=True),
+    Column("YEAR", justify="right"),
+    Column("STATUS"),
+    Column("COLLECTION", drop=1),
+]
+
+
+def authors_text(authors: list[str], most: int = 3) -> str:
+    """The first ``most`` names: "A, B, C" or "A, B, C et al."."""
+    if not authors:
+        return ""
+    shown = ", ".join(authors[:most])
+    return shown + (" et al." if len(authors) > most else "")
 
 
 def _api() -> tuple[str, dict[str, str]]:
@@ -173,6 +189,32 @@ def hit_section(hit: dict[str, object]) -> str:
     title = str(hit.get("title") or "").strip()
     kept = [p for p in parts if p and p != title and not re.fullmatch(r"p\. ?\d+", p)]
     return " | ".join(kept)
+
+
+@library.command("list")
+@json_option
+def list_cmd(as_json: bool) -> None:
+    """The documents you may read: id, title, authors, year, status, collection."""
+    url, headers = _api()
+    resp = httpx.get(f"{url}/v1/library/documents", headers=headers, timeout=60)
+    if resp.status_code != 200:
+        raise click.ClickException(literal(_error_message(resp)))
+    if as_json:
+        print_json(resp.json())
+        return
+    rows = [
+        [
+            str(d["id"])[:8],
+            (d.get("title") or d.get("filename") or "")
+            + (" (duplicate)" if d.get("duplicate_of") else ""),
+            authors_text([str(a) for a in d.get("authors") or []]),
+            "" if d.get("year") is None else d["year"],
+            d.get("status") or "",
+            d.get("collection_name") or d.get("collection") or "",
+        ]
+        for d in resp.json()["items"]
+    ]
+    print_table(LIST_COLUMNS, rows)
 
 
 @library.command()

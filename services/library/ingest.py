@@ -23,6 +23,7 @@ from services.library.chunking import chunk_blocks
 from services.library.fetch import fetch_document
 from services.library.indexing import BatchProgress, index_chunks
 from services.library.lease import Claim, LeaseKeeper, LeaseLost, claim, fenced_set
+from services.library.metadata.apply import metadata_values
 from services.library.parsing.isolated import ParseFailed, parse_isolated
 from services.library.progress import DocumentProgress
 from services.library.references import record_references
@@ -90,9 +91,21 @@ def _run(runtime: LibraryRuntime, lease: Claim) -> str:
         fenced_set(runtime.session_factory, lease, status="failed", error=str(exc))
         events.publish("document.failed", {"reason": str(exc)})
         return "failed"
-    title = parsed.get("title") or lease.filename or "untitled"
+    extracted = parsed.get("metadata") or {}
     structure = {k: v for k, v in parsed["structure"].items() if k != "references"}
     structure["references"] = parsed["structure"]["references"][:500]
+    for extra in ("abstract", "pmid"):
+        if extracted.get(extra):
+            structure[extra] = extracted[extra]
+    # Authors, year, venue, identifiers; manual corrections kept; duplicates marked.
+    meta = metadata_values(
+        runtime.session_factory,
+        lease.document_id,
+        extracted,
+        parsed_title=parsed.get("title"),
+        filename=lease.filename,
+    )
+    title = meta.pop("title", None) or parsed.get("title") or lease.filename or "untitled"
     fenced_set(
         runtime.session_factory,
         lease,
@@ -100,6 +113,7 @@ def _run(runtime: LibraryRuntime, lease: Claim) -> str:
         title=title,
         pages=parsed["pages"],
         structure=structure,
+        **meta,
     )
     # Title and DOI are stored: link references both ways (services/library/references.py).
     record_references(

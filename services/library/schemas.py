@@ -25,6 +25,14 @@ class DocumentView(BaseModel):
     source_url: str | None
     attempts: int
     created_at: str | None
+    authors: list[str] = []
+    year: int | None = None
+    venue: str | None = None
+    doi: str | None = None
+    arxiv_id: str | None = None
+    # field -> "pdf" | "layout" | "text" | "filename" | "openalex" | "manual"
+    metadata_source: dict[str, str] = {}
+    duplicate_of: str | None = None
 
 
 class DocumentDetail(DocumentView):

@@ -22,7 +22,7 @@ from tests.cli.conftest import HOSTILE, run_cli, visible
 from tests.conftest import Stack
 from tests.fixtures.builders import make_user
 from tests.fixtures.processes import Services
-from tests.library.conftest import TOKEN, LibraryService
+from tests.library.conftest import PDF_DIR, TOKEN, LibraryService
 from tests.library.hostile_pdfs import text_pdf
 
 TITLE = HOSTILE + " on Quasi-Convex Flows"
@@ -130,3 +130,24 @@ def test_delete_removes_the_paper_from_search_and_says_so(
     bad = run_cli(library_api, key, "library", "delete", "not-a-uuid", ok=False)
     assert bad.exit_code == 1 and "a document id is a UUID" in bad.output
     assert "Traceback" not in again.output + bad.output
+
+
+def test_list_shows_each_papers_authors_and_year(
+    library_api: str, session_factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    """`leaflab library list`: a shared paper's first authors and year in its row, the
+    full lists with --json; a hostile title prints escaped."""
+    key = make_user(session_factory).key
+    pdf = tmp_path / "citesee.pdf"
+    pdf.write_bytes((PDF_DIR / "2302.07302v1.pdf").read_bytes())
+    added = json.loads(run_cli(library_api, key, "library", "ingest", "--json", str(pdf)).stdout)
+    assert added["items"][0]["status"] == "ready", added
+    listed = json.loads(run_cli(library_api, key, "library", "list", "--json").stdout)["items"]
+    (doc,) = listed
+    assert doc["authors"][0] == "Joseph Chee Chang" and doc["year"] == 2023
+    lines = run_cli(library_api, key, "library", "list").stdout.splitlines()
+    assert lines[0].split() == ["ID", "TITLE", "AUTHORS", "YEAR", "STATUS", "COLLECTION"]
+    row = "\n".join(lines[1:])
+    assert "Joseph Chee Chang, Amy X. Zhang, Jonathan Bragg et al." in row
+    assert "2023" in row and "ready" in row
+    assert "\x1b" not in row

@@ -572,6 +572,63 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            if False:\n",
         ("tests/library/test_retrieval_levers.py", "-k", "title_field"),
     ),
+    Mutation(
+        "metadata ingest: a manual correction overwritten by extraction",
+        "services/library/metadata/apply.py",
+        "            continue  # a person's correction outranks every extraction",
+        "            pass",
+        ("tests/library/test_metadata.py", "-k", "manual_correction_survives"),
+    ),
+    Mutation(
+        "metadata ingest: PATCH ignores ownership",
+        "services/api/library/edit.py",
+        "    doc = removable_document(db, access, document_id)",
+        "    from services.api.library.access import visible_document\n"
+        "    doc = visible_document(db, access, document_id)",
+        ("tests/library/test_metadata.py", "-k", "patch_corrects"),
+    ),
+    Mutation(
+        "metadata ingest: duplicates not marked",
+        "services/library/metadata/apply.py",
+        'values["duplicate_of"] = find_original(db, doc, doi=doi, arxiv_id=arxiv)',
+        'values["duplicate_of"] = None',
+        ("tests/library/test_metadata.py", "-k", "same_doi"),
+    ),
+    Mutation(
+        "metadata ingest: layout authors not read",
+        "services/library/metadata/extract.py",
+        "        authors = _layout_authors(page, first_page)",
+        "        authors = []",
+        ("tests/library/test_metadata.py", "-k", "shared_pdfs"),
+    ),
+    Mutation(
+        "metadata: references.bib drops authors",
+        "services/worker/survey/latex.py",
+        '"author": " and ".join(escape(a) for a in paper.get("authors") or []),',
+        '"author": "",',
+        ("tests/survey/test_reference_entries.py",),
+    ),
+    Mutation(
+        "metadata: a reference line doubles the period after n.d.",
+        "services/worker/survey/markdown.py",
+        'return ". ".join(p.rstrip(".") for p in parts) + "."',
+        'return ". ".join(parts) + "."',
+        ("tests/survey/test_reference_entries.py",),
+    ),
+    Mutation(
+        "metadata e2e: survey gather ignores the document's authors",
+        "services/worker/survey/gather.py",
+        '"authors": [str(a) for a in doc.authors or []],',
+        '"authors": [],',
+        ("tests/survey/test_pipeline.py", "-k", "references_carry"),
+    ),
+    Mutation(
+        "metadata e2e: the library page hides authors",
+        "services/api/web/static/library.js",
+        'line.append(el("span", { "data-testid": "doc-authors", text: shown }));',
+        "void shown;",
+        ("tests/web/test_library_page.py", "-k", "authors_year_venue"),
+    ),
 )
 
 

@@ -65,7 +65,8 @@ def _ingest(client: httpx.Client) -> list[dict[str, Any]]:
         assert "failed" not in states, docs
         if states.count("ready") == len(ids):
             return [
-                {"id": i, "title": docs[i]["title"], "filename": docs[i]["filename"]} for i in ids
+                {k: docs[i][k] for k in ("id", "title", "filename", "authors", "year", "doi")}
+                for i in ids
             ]
         time.sleep(1)
     raise AssertionError("the shared PDFs were not ingested in time")

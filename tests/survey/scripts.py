@@ -20,14 +20,15 @@ FABRICATED_CLAIM = "Quantum annealing answers every literature question"
 
 
 def expected_keys(documents: list[dict[str, Any]]) -> list[str]:
-    """The keys gather gives the three documents (titles in order, years from file names)."""
+    """The keys gather gives the documents (titles in order; authors and year from the
+    document's metadata, the year from the file name when it has none)."""
     taken: set[str] = set()
     ordered = sorted(documents, key=lambda d: (d["title"] or d["filename"]).strip().lower())
     return [
         make_key(
             title=(d["title"] or d["filename"]).strip(),
-            authors=[],
-            year=guess_year(d["filename"]),
+            authors=list(d.get("authors") or []),
+            year=d.get("year") or guess_year(d["filename"]),
             taken=taken,
         )
         for d in ordered

@@ -51,6 +51,23 @@ class TestSurveyEndToEnd:
             for locator in paper["locators"]:
                 assert locator["document_id"] == paper["document_id"]
 
+    def test_references_carry_each_library_documents_metadata(
+        self, baseline: Survey, survey_stack: SurveyStack
+    ) -> None:
+        """references.bib and the report's list use the authors, year and arXiv id
+        ingestion extracted: full entries, no "Unknown authors", no "n.d.."."""
+        bib = baseline.files["references.bib"]
+        references = baseline.files["report.md"].partition("## References")[2]
+        with_authors = [d for d in survey_stack.documents if d["authors"]]
+        assert len(with_authors) >= 2, survey_stack.documents
+        for doc in with_authors:
+            assert " and ".join(doc["authors"][:2]) in bib, (doc, bib)
+            assert ", ".join(doc["authors"][:2]) in references
+            assert str(doc["year"]) in references
+        assert "eprint = {2203.00130}" in bib and "archivePrefix = {arXiv}" in bib
+        assert "Unknown" not in bib and "Unknown authors" not in references
+        assert "n.d.." not in references and ".." not in references.replace("...", "")
+
     def test_a_fabricated_citation_and_an_unsupported_claim_are_moved_to_needs_checking(
         self, baseline: Survey
     ) -> None:

@@ -33,7 +33,7 @@ class SurveyWebStack:
     url: str
     sim: Simulator
     member: TestUser
-    document: dict[str, Any]  # {id, title, filename}
+    document: dict[str, Any]  # {id, title, filename, authors, year, doi}
 
 
 def ingest_one(client: httpx.Client, name: str) -> dict[str, Any]:
@@ -46,7 +46,8 @@ def ingest_one(client: httpx.Client, name: str) -> dict[str, Any]:
         doc = client.get(f"/v1/library/documents/{doc_id}").json()
         assert doc["status"] != "failed", doc
         if doc["status"] == "ready":
-            return {"id": doc_id, "title": doc["title"], "filename": name}
+            keep = ("title", "authors", "year", "doi")
+            return {"id": doc_id, "filename": name, **{k: doc.get(k) for k in keep}}
         time.sleep(1)
     raise AssertionError(f"{name} was not ingested in time")
 

@@ -165,6 +165,50 @@ class TestLibraryPage:
         assert page.evaluate("window.__xss") is None
 
 
+class TestMetadataShown:
+    def test_each_row_shows_authors_year_venue_and_doi_and_a_correction(
+        self, library_url: str, context: BrowserContext, session_factory: sessionmaker[Session]
+    ) -> None:
+        """CiteSee's authors, year, venue and DOI (a doi.org link) under its title; a
+        corrected author list (hostile text) is shown as text after a reload."""
+        user = make_user(session_factory)
+        page = login(context, library_url, user.key, next_path="/library")
+        page.set_input_files(
+            "[data-testid=library-file-input]",
+            [
+                {
+                    "name": "citesee.pdf",
+                    "mimeType": "application/pdf",
+                    "buffer": _pdf("2302.07302v1.pdf"),
+                }
+            ],
+        )
+        row = page.locator("#documents tr").first
+        expect(row).to_have_attribute("data-status", "ready", timeout=INGEST_TIMEOUT_MS)
+        expect(row.get_by_test_id("doc-authors")).to_have_text(
+            "Joseph Chee Chang, Amy X. Zhang, Jonathan Bragg, Andrew Head et al."
+        )
+        expect(row.get_by_test_id("doc-year")).to_have_text("2023")
+        expect(row.get_by_test_id("doc-venue")).to_contain_text("CHI Conference")
+        doi = row.get_by_test_id("doc-doi")
+        expect(doi).to_have_text("doi:10.1145/3544548.3580847")
+        expect(doi).to_have_attribute("href", "https://doi.org/10.1145/3544548.3580847")
+        doc_id = row.get_attribute("data-document-id")
+        hostile = "<img src=x onerror=window.__xss=1>"
+        resp = httpx.patch(
+            f"{library_url}/v1/library/documents/{doc_id}",
+            headers={"Authorization": f"Bearer {user.key}"},
+            json={"authors": [hostile, "Amy X. Zhang"]},
+            timeout=30,
+        )
+        assert resp.status_code == 200, resp.text
+        page.reload()
+        expect(page.locator("#documents tr").first.get_by_test_id("doc-authors")).to_have_text(
+            f"{hostile}, Amy X. Zhang"
+        )
+        assert page.evaluate("window.__xss") is None
+
+
 class TestDeleteButton:
     def test_delete_asks_first_then_the_row_and_its_hits_are_gone(
         self, library_url: str, context: BrowserContext, session_factory: sessionmaker[Session]

@@ -27,6 +27,16 @@ class LibraryDocument(BaseModel):
     source_url: str | None = None
     attempts: int = 0
     created_at: str | None = None
+    authors: list[str] = []
+    year: int | None = None
+    venue: str | None = None
+    doi: str | None = None
+    arxiv_id: str | None = None
+    # Where each field came from: "pdf", "layout", "text", "filename", "openalex" or
+    # "manual" (a PATCH; never overwritten by extraction).
+    metadata_source: dict[str, str] = {}
+    # The earlier document with the same DOI or arXiv id, when this one repeats it.
+    duplicate_of: str | None = None
 
 
 class LibraryDocumentDetail(LibraryDocument):

@@ -55,6 +55,20 @@ class Document(Timestamped, Base):
     pages: Mapped[int | None] = mapped_column(Integer)
     chunks: Mapped[int | None] = mapped_column(Integer)
     structure: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # Bibliographic metadata (services/library/metadata): each field's origin in
+    # metadata_source ("pdf", "layout", "text", "filename", "openalex", "manual");
+    # a "manual" field is never overwritten by extraction.
+    authors: Mapped[list[str] | None] = mapped_column(JSONB)
+    year: Mapped[int | None] = mapped_column(Integer)
+    venue: Mapped[str | None] = mapped_column(Text)
+    doi: Mapped[str | None] = mapped_column(String(300), index=True)
+    arxiv_id: Mapped[str | None] = mapped_column(String(50), index=True)
+    metadata_source: Mapped[dict[str, str] | None] = mapped_column(JSONB)
+    # The earlier document with the same DOI or arXiv id among the uploader's
+    # readable collections; this one stays, shown as a duplicate.
+    duplicate_of: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("documents.id", ondelete="SET NULL")
+    )
     # The ingest lease: who is working on the document and until when. A
     # worker that dies leaves an expired lease, which the library's sweeper
     # retries (attempts counts claims) or, after too many, fails with a reason.

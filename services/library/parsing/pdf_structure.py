@@ -12,6 +12,7 @@ from typing import Any
 
 import pymupdf
 
+from services.library.metadata.extract import extract_metadata
 from services.library.parsing.furniture import strip_furniture
 from services.library.parsing.layout import Block, body_size, join_hyphenated, page_blocks
 from services.library.parsing.tables import TableBudget, with_tables
@@ -276,7 +277,7 @@ def open_pdf(path: str, *, max_pages: int) -> Any:
 
 
 def parse_pdf(path: str, *, max_pages: int, tables: bool = True) -> dict[str, Any]:
-    """Parse a PDF into ``{title, pages, blocks, structure}`` (JSON-ready).
+    """Parse a PDF into ``{title, pages, blocks, structure, metadata}`` (JSON-ready).
 
     ``tables=False`` skips table detection (``tables.py``; the bench's baseline).
     """
@@ -305,4 +306,6 @@ def parse_pdf(path: str, *, max_pages: int, tables: bool = True) -> dict[str, An
         "pages": doc.page_count,
         "blocks": [vars(b) for b in walker.out],  # flat dataclasses: asdict's deep copy is slow
         "structure": walker.structure,
+        # Authors, year, venue, identifiers, each with its source (services/library/metadata).
+        "metadata": extract_metadata(doc, per_page[0]),
     }

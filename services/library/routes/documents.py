@@ -54,6 +54,13 @@ def document_view(doc: Document) -> dict[str, Any]:
         "source_url": doc.source_url,
         "attempts": doc.attempts,
         "created_at": doc.created_at.isoformat() if doc.created_at else None,
+        "authors": list(doc.authors or []),
+        "year": doc.year,
+        "venue": doc.venue,
+        "doi": doc.doi,
+        "arxiv_id": doc.arxiv_id,
+        "metadata_source": dict(doc.metadata_source or {}),
+        "duplicate_of": str(doc.duplicate_of) if doc.duplicate_of else None,
     }
 
 

@@ -126,12 +126,16 @@ def _library_papers(ctx: SurveyContext, found: dict[str, dict[str, Any]]) -> lis
             chunk["chunk_id"] = f"c{index}"
         structure = doc.structure or {}
         title = (doc.title or doc.filename or "Untitled").strip()
+        # The document's own metadata (extracted at ingest or corrected by hand,
+        # services/library/metadata); the file name's year only when it has none.
         papers.append(
             {
                 "title": title,
-                "authors": [str(a) for a in structure.get("authors") or []],
-                "year": guess_year(doc.filename),
-                "doi": structure.get("doi"),
+                "authors": [str(a) for a in doc.authors or []],
+                "year": doc.year or guess_year(doc.filename),
+                "doi": doc.doi or structure.get("doi"),
+                "venue": doc.venue,
+                "arxiv_id": doc.arxiv_id,
                 "document_id": str(doc.id),
                 "openalex_id": None,
                 "filename": doc.filename,

@@ -73,18 +73,38 @@ def render_tex(
 
 
 def render_bib(papers: list[dict[str, Any]]) -> str:
+    """One full entry per paper: author, title, year, and booktitle (a proceedings),
+    journal (another venue) or eprint + archivePrefix (an arXiv preprint), doi."""
     entries = []
     for paper in papers:
-        fields = {
-            "title": "{" + escape(paper["title"]) + "}",
-            "author": " and ".join(escape(a) for a in paper["authors"]) or "{Unknown}",
-            "year": str(paper["year"]) if paper["year"] else "",
-            "doi": escape(paper.get("doi") or ""),
-            "note": escape(_note(paper)),
-        }
+        kind, fields = bib_fields(paper)
         body = ",\n".join(f"  {k} = {{{v}}}" for k, v in fields.items() if v)
-        entries.append(f"@misc{{{_bib_key(paper['key'])},\n{body}\n}}")
+        entries.append(f"@{kind}{{{_bib_key(paper['key'])},\n{body}\n}}")
     return "\n\n".join(entries) + "\n"
+
+
+PROCEEDINGS = re.compile(r"proceedings|conference|workshop|symposium|meeting", re.I)
+
+
+def bib_fields(paper: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    """The entry type and its fields (empty ones are left out of the entry)."""
+    venue = escape(paper.get("venue") or "")
+    arxiv = escape(paper.get("arxiv_id") or "")
+    fields = {
+        "author": " and ".join(escape(a) for a in paper.get("authors") or []),
+        "title": "{" + escape(paper["title"]) + "}",
+        "year": str(paper["year"]) if paper.get("year") else "",
+    }
+    kind = "misc"
+    if venue and PROCEEDINGS.search(venue):
+        kind, fields["booktitle"] = "inproceedings", venue
+    elif venue:
+        kind, fields["journal"] = "article", venue
+    if arxiv:
+        fields["eprint"], fields["archivePrefix"] = arxiv, "arXiv"
+    fields["doi"] = escape(paper.get("doi") or "")
+    fields["note"] = escape(_note(paper))
+    return kind, fields
 
 
 def _note(paper: dict[str, Any]) -> str:

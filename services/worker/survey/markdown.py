@@ -58,12 +58,21 @@ def render_markdown(
 
 
 def reference_line(paper: dict[str, Any]) -> str:
-    authors = ", ".join(paper["authors"]) or "Unknown authors"
-    parts = [authors, f"*{paper['title']}*", str(paper["year"] or "n.d.")]
+    """The line "Authors. *Title*. Venue. Year. doi:…." — a part that is unknown is left out
+    (never "Unknown authors"), and no part ends in a doubled period."""
+    parts = []
+    if paper.get("authors"):
+        parts.append(", ".join(paper["authors"]))
+    parts.append(f"*{paper['title']}*")
+    if paper.get("venue"):
+        parts.append(str(paper["venue"]))
+    parts.append(str(paper["year"]) if paper.get("year") else "n.d.")
+    if paper.get("arxiv_id"):
+        parts.append(f"arXiv:{paper['arxiv_id']}")
     if paper.get("doi"):
         parts.append(f"doi:{paper['doi']}")
     if paper.get("document_id"):
         parts.append(f"library document {paper['document_id']}")
     if paper.get("openalex_id"):
         parts.append(f"OpenAlex {paper['openalex_id']}")
-    return ". ".join(parts) + "."
+    return ". ".join(p.rstrip(".") for p in parts) + "."

@@ -52,6 +52,8 @@ def as_paper(work: Work, *, score: float) -> dict[str, Any]:
         "authors": list(work.authors),
         "year": work.year,
         "doi": work.doi,
+        "venue": work.venue,
+        "arxiv_id": None,
         "document_id": None,
         "openalex_id": work.openalex_id,
         "filename": None,

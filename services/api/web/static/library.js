@@ -98,9 +98,30 @@
     return polled.has(d.id) ? "waiting (polling)" : "waiting";
   }
 
+  // Authors · year · venue · DOI under the title; every value is text (uploader's data).
+  function metaLine(d) {
+    const line = el("div", { class: "doc-meta", "data-testid": "doc-meta" });
+    const authors = d.authors || [];
+    if (authors.length) {
+      const shown = authors.slice(0, 4).join(", ") + (authors.length > 4 ? " et al." : "");
+      line.append(el("span", { "data-testid": "doc-authors", text: shown }));
+    }
+    if (d.year) line.append(" · ", el("span", { "data-testid": "doc-year", text: String(d.year) }));
+    if (d.venue) line.append(" · ", el("span", { "data-testid": "doc-venue", text: d.venue }));
+    if (d.doi) {
+      line.append(" · ", el("a", { "data-testid": "doc-doi", href: "https://doi.org/" + encodeURI(d.doi),
+        target: "_blank", rel: "noopener", text: "doi:" + d.doi }));
+    } else if (d.arxiv_id) {
+      line.append(" · ", el("a", { "data-testid": "doc-arxiv", href: "https://arxiv.org/abs/" + encodeURI(d.arxiv_id),
+        target: "_blank", rel: "noopener", text: "arXiv:" + d.arxiv_id }));
+    }
+    if (d.duplicate_of) line.append(" ", el("span", { class: "badge", "data-testid": "doc-duplicate", text: "duplicate" }));
+    return line;
+  }
+
   function row(d) {
     return el("tr", { "data-document-id": d.id, "data-status": d.status },
-      el("td", { text: d.title || "(untitled)" }),
+      el("td", {}, el("div", { text: d.title || "(untitled)" }), metaLine(d)),
       el("td", { text: d.filename || d.source_url || "" }),
       el("td", { "data-testid": "doc-collection", text: d.collection_name || d.collection }),
       el("td", {}, el("span", { class: "badge status-" + d.status, text: d.status }),

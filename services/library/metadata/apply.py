@@ -1,0 +1,118 @@
+"""Merge extracted metadata into a document row, and mark DOI / arXiv duplicates.
+
+Guarantees:
+- a field whose source is "manual" (a PATCH) is never overwritten, whatever a
+  later extraction or lookup finds;
+- a document whose DOI or arXiv id matches an earlier document in the
+  uploader's readable collections (their own, their projects', the lab's) gets
+  ``duplicate_of`` = that document (the earliest one not itself a duplicate);
+  it stays and is searchable, only marked.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from services.common.documents.collections import (
+    LAB_COLLECTION,
+    member_projects,
+    personal_collection,
+    project_collection,
+)
+from services.common.models import Document
+from services.library.metadata.identifiers import arxiv_from_filename, arxiv_year
+
+FIELDS = ("title", "authors", "year", "venue", "doi", "arxiv_id")
+MANUAL = "manual"
+
+
+def merged_fields(
+    doc: Document, extracted: dict[str, Any], *, parsed_title: str | None, filename: str | None
+) -> dict[str, Any]:
+    """The column values to write: extraction's, except where a field is manual."""
+    found = {k: extracted[k] for k in FIELDS if extracted.get(k) not in (None, "", [])}
+    sources = dict(extracted.get("source") or {})
+    if "title" not in found and parsed_title:
+        found["title"] = parsed_title
+    if "arxiv_id" not in found and arxiv_from_filename(filename):
+        found["arxiv_id"] = arxiv_from_filename(filename)
+        sources["arxiv_id"] = "filename"
+        if "year" not in found or sources.get("year") == "pdf":
+            year = arxiv_year(found["arxiv_id"])
+            if year:
+                found["year"], sources["year"] = year, "filename"
+    kept = dict(doc.metadata_source or {})
+    values: dict[str, Any] = {}
+    for field in FIELDS:
+        if kept.get(field) == MANUAL:
+            continue  # a person's correction outranks every extraction
+        if field in found:
+            values[field] = found[field]
+            kept[field] = sources.get(field, "layout")
+        elif field != "title":
+            values[field] = None
+            kept.pop(field, None)
+    values["metadata_source"] = kept
+    return values
+
+
+def readable_collections(db: Session, user_id: uuid.UUID) -> list[str]:
+    projects = member_projects(db, user_id).values()
+    return [
+        personal_collection(user_id),
+        *{project_collection(p) for p in projects},
+        LAB_COLLECTION,
+    ]
+
+
+def find_original(
+    db: Session, doc: Document, *, doi: str | None, arxiv_id: str | None
+) -> uuid.UUID | None:
+    """The earlier document this one duplicates (same DOI or arXiv id), if any."""
+    match = []
+    if doi:
+        match.append(Document.doi == doi.lower())
+    if arxiv_id:
+        match.append(Document.arxiv_id == arxiv_id)
+    if not match:
+        return None
+    row = db.scalars(
+        select(Document.id)
+        .where(
+            or_(*match),
+            Document.id != doc.id,
+            Document.collection.in_(readable_collections(db, doc.owner_id)),
+            Document.duplicate_of.is_(None),
+            Document.status != "failed",
+            Document.created_at <= doc.created_at,
+        )
+        .order_by(Document.created_at, Document.id)
+        .limit(1)
+    ).first()
+    return row
+
+
+def metadata_values(
+    factory: Any,
+    document_id: uuid.UUID,
+    extracted: dict[str, Any],
+    *,
+    parsed_title: str | None,
+    filename: str | None,
+) -> dict[str, Any]:
+    """Everything to write on the row after parsing: merged fields and ``duplicate_of``."""
+    with factory() as db:
+        doc = db.get(Document, document_id)
+        if doc is None:
+            return {}
+        values = merged_fields(doc, extracted, parsed_title=parsed_title, filename=filename)
+        if (doc.metadata_source or {}).get("title") == MANUAL:
+            values["title"] = doc.title  # else the caller would fall back to the parsed title
+        doi = values["doi"] if "doi" in values else doc.doi
+        arxiv = values["arxiv_id"] if "arxiv_id" in values else doc.arxiv_id
+        values["duplicate_of"] = find_original(db, doc, doi=doi, arxiv_id=arxiv)
+        return values
