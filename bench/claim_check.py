@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import time
 from collections import defaultdict
@@ -37,7 +38,20 @@ from services.common.claims import check_claims
 from services.common.claims.embedding import Encoder
 from services.common.claims.words import content_stems
 
-DATA = Path(__file__).resolve().parents[1] / ".." / ".." / "shared" / "data" / "scifact"
+ROOT = Path(__file__).resolve().parents[1]
+# The shared data sit beside the checkout (/work/main → /work/shared) or beside
+# the worktrees' folder (/work/wt/claims → /work/shared); LEAFLAB_SHARED_DATA wins.
+DATA = next(
+    (
+        d / "scifact"
+        for d in (
+            Path(os.environ.get("LEAFLAB_SHARED_DATA", ROOT.parent / "shared" / "data")),
+            ROOT.parent.parent / "shared" / "data",
+        )
+        if (d / "scifact").is_dir()
+    ),
+    ROOT.parent / "shared" / "data" / "scifact",
+)
 SEED = 28
 CHECKERS = ("lexical", "numbers", "terms", "embedding", "combined", "model")
 

@@ -25,6 +25,7 @@ from tests.survey.scripts import (
 from tests.survey.survey_run import (
     Survey,
     bib_keys,
+    block,
     cited_keys,
     events,
     step_keys,
@@ -91,11 +92,15 @@ class TestSurveyEndToEnd:
         checks = rest.partition("## References")[0]
         assert SUPPORTED_CLAIM in body.partition("## Needs checking")[0]
         assert "Written by leaflab-sim; verified by leaflab-sim" in checks
-        (kept,) = [ln for ln in checks.splitlines() if SUPPORTED_CLAIM[:40] in ln]
-        assert ": supported, score" in kept and "lexical ✓" in kept and "model ✓" in kept
-        unrelated = [ln for ln in checks.splitlines() if UNRELATED_CLAIM in ln]
-        assert len(unrelated) == 2  # one line per cited key
-        assert all("not supported" in ln and "lexical ✗" in ln for ln in unrelated)
+        # The library answered: the embedding check ran (no lexical-only fallback).
+        assert "embedding similarity" in checks and "lexical-only" not in checks
+        head, kept = block(checks, SUPPORTED_CLAIM)
+        assert ": cited, score" in head
+        assert ": supports it, score" in kept
+        assert "lexical ✓" in kept and "embedding ✓" in kept and "model ✓" in kept
+        head, *unrelated = block(checks, UNRELATED_CLAIM)
+        assert ": needs checking" in head and len(unrelated) == 2  # one line per cited key
+        assert all("does not support it alone" in ln and "lexical ✗" in ln for ln in unrelated)
 
     def test_notes_carry_locators(self, baseline: Survey, survey_stack: SurveyStack) -> None:
         notes = json.loads(baseline.files["notes.json"])

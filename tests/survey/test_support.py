@@ -20,6 +20,7 @@ from services.worker.survey.structured import Ask, Spent
 from services.worker.survey.support import NO_PASSAGE, ClaimChecker, check_section
 from services.worker.survey.verify import _verify_section
 from services.worker.tools.ports import LibraryEndpoint
+from tests.survey.survey_run import block
 
 PASSAGE = (
     "We assess the importance of an in-domain scientific vocabulary by repeating the "
@@ -117,8 +118,10 @@ class TestVerifySection:
         assert GONE not in body
         (line,) = [ln for ln in needs_checking.splitlines() if GONE in ln]
         assert "does not resolve" in line and "its library document no longer exists" in line
-        (check,) = [ln for ln in checks.splitlines() if "`gone2020`" in ln]
-        assert "not supported" in check and "resolves ✗" in check
+        head, check = block(checks, GONE)
+        assert head.endswith(": needs checking, score 0.00")
+        assert check.startswith("  - `gone2020`: not checked")
+        assert "resolves ✗ (its library document no longer exists)" in check
 
     def test_the_report_names_the_models_and_says_the_checks_ran_lexical_only(
         self, session_factory: sessionmaker[Session]
@@ -126,11 +129,12 @@ class TestVerifySection:
         checks = _report(_verified(session_factory)).partition("## Citation checks")[2]
         assert "Written by writer-model; verified by judge-model" in checks
         assert "no embedding similarity, because the library service is not configured" in checks
-        (kept,) = [ln for ln in checks.splitlines() if SUPPORTED[:40] in ln]
-        assert ": supported, score" in kept
+        head, kept = block(checks, SUPPORTED)
+        assert ": cited, score" in head and kept.startswith("  - `kept2019`: supports it")
         assert "lexical ✓" in kept and "numbers ✓" in kept and "model ✓" in kept
-        (unrelated,) = [ln for ln in checks.splitlines() if UNRELATED in ln]
-        assert "not supported" in unrelated and "lexical ✗" in unrelated
+        head, unrelated = block(checks, UNRELATED)
+        assert ": needs checking, score" in head
+        assert "does not support it alone" in unrelated and "lexical ✗" in unrelated
 
     def test_an_unreachable_library_falls_back_to_lexical_only_and_says_so(
         self, session_factory: sessionmaker[Session]

@@ -111,21 +111,28 @@ def provenance(sections: list[dict[str, Any]]) -> list[str]:
     )
     out.append("")
     for section in sections:
-        for item in [*section["paragraphs"], *section["needs_checking"]]:
+        kept = [(item, True) for item in section["paragraphs"]]
+        for item, stays in [*kept, *((m, False) for m in section["needs_checking"])]:
             support = item.get("support")
             if not support:
                 continue
-            claim = strip_citations(item["text"])[:80]
+            outcome = "cited" if stays else "needs checking"
+            out.append(
+                f'- ({section["title"]}) "{strip_citations(item["text"])[:80]}": {outcome}, '
+                f"score {support['score']:.2f}"
+            )
             for key, check in support["citations"].items():
-                verdict = "supported" if check["supported"] else "not supported"
+                verdict = "supports it" if check["supported"] else "does not support it alone"
+                if "resolves" in check["checks"]:
+                    verdict = "not checked"
                 why = (
                     f" ({check['reason']})"
                     if check.get("reason") and not check["supported"]
                     else ""
                 )
                 out.append(
-                    f'- ({section["title"]}) `{key}` for "{claim}": {verdict}, score '
-                    f"{check['score']:.2f}; {_passed(check['checks'])}{why}"
+                    f"  - `{key}`: {verdict}, score {check['score']:.2f}; "
+                    f"{_passed(check['checks'])}{why}"
                 )
     out.append("")
     return out
