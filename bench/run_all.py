@@ -41,6 +41,7 @@ BENCHMARKS = [
     ["bench/budget_reservation.py"],
     ["bench/approvals_subagents.py"],
     ["bench/survey_pipeline.py"],
+    ["bench/claim_check.py", "--limit", "200"],
     ["bench/cli_watch_render.py"],
     ["bench/cli_startup.py"],
     ["bench/web_paint.py"],

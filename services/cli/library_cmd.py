@@ -1,5 +1,6 @@
-"""`leaflab library ingest|list|search|delete|eval`: clients of the public API, plus a local
-eval through the library's operator entry point (services/library/operator.py)."""
+"""`leaflab library ingest|list|search|delete|eval|check-claims`: clients of the public
+API, plus a local eval and claim check through the library's operator entry point
+(services/library/operator.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from urllib.parse import quote
 import click
 import httpx
 
+from services.cli.check_claims_cmd import check_claims_cmd
 from services.cli.client import LeaflabClient
 from services.cli.ingest_progress import Upload, follow, local_pages
 from services.cli.term.literal import literal, shorten
@@ -74,6 +76,9 @@ def _pdfs(paths: tuple[str, ...]) -> list[Path]:
 @click.group("library")
 def library() -> None:
     """The lab's paper library."""
+
+
+library.add_command(check_claims_cmd)
 
 
 @library.command()

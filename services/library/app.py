@@ -24,6 +24,7 @@ from services.common.telemetry import (
 )
 from services.common.telemetry.names import SERVICE_LIBRARY
 from services.library.errors import install_error_handlers
+from services.library.routes.claims import router as claims_router
 from services.library.routes.documents import router as documents_router
 from services.library.routes.health import router as health_router
 from services.library.routes.search import router as search_router
@@ -67,7 +68,7 @@ def create_app(settings: LibrarySettings | None = None) -> FastAPI:
 
     app = FastAPI(title="Leaflab library", lifespan=lifespan)
     install_error_handlers(app)
-    for router in (health_router, documents_router, search_router):
+    for router in (health_router, documents_router, search_router, claims_router):
         app.include_router(router)
     mount_metrics(app)
     # Only callers holding the internal token (the API, the worker) continue

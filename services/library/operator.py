@@ -1,6 +1,9 @@
 """What the library offers operators outside the HTTP service (the `leaflab`
 CLI calls these instead of reaching into the library's internals).
 
+``claim_encoder`` hands the library's embedder to `leaflab library check-claims`
+(the checker itself is services.common.claims).
+
 ``run_eval`` scores retrieval on a BEIR folder in a throw-away local index. It
 is a local computation over files on the operator's machine, not a request to
 a running service: it must not touch the lab's library, so there is no HTTP
@@ -33,3 +36,20 @@ def run_eval(
         limit_queries=limit_queries,
         cache_dir=embedding_cache,
     )
+
+
+def claim_encoder() -> Any | None:
+    """The library's configured embedder (LEAFLAB_EMBEDDING_* settings, the packaged
+    MiniLM by default) as the claim checker's ``encode(texts)``, or None when its
+    model or runtime cannot be loaded here: the checker then runs lexical-only and
+    its verdicts say so. Nothing is downloaded."""
+    import logging
+
+    try:
+        from services.library.embedding import embedder_from_settings
+        from services.library.settings import LibrarySettings
+
+        return embedder_from_settings(LibrarySettings(qdrant_url=None))
+    except Exception as exc:  # noqa: BLE001 - any load failure means "run without it"
+        logging.getLogger(__name__).warning("claim check runs without embeddings: %s", exc)
+        return None

@@ -629,6 +629,57 @@ MUTATIONS: tuple[Mutation, ...] = (
         "void shown;",
         ("tests/web/test_library_page.py", "-k", "authors_year_venue"),
     ),
+    Mutation(
+        "claims: the checker's verdict is ignored (the model's verdict is final)",
+        "services/worker/survey/verify.py",
+        '            if not support["supported"]:',
+        '            if verdict["verdict"] == "unsupported":',
+        ("tests/survey/test_support.py", "-k", "keeps_only_what_the_checks_support"),
+    ),
+    Mutation(
+        "claims: a claim with no content overlap passes",
+        "services/common/claims/combine.py",
+        '    if by_name["lexical"].value <= 0.0:\n'
+        '        reasons.append("the claim shares no content word with its passage")\n'
+        "    elif",
+        "    if False:\n        pass\n    elif",
+        ("tests/claims/test_checker.py", "-k", "embedding_calls_it_similar"),
+    ),
+    Mutation(
+        "claims: an unrelated second citation beside a good one passes",
+        "services/worker/survey/support.py",
+        "            unrelated.append(key)",
+        "            pass",
+        ("tests/survey/test_support.py", "-k", "unrelated_second_citation"),
+    ),
+    Mutation(
+        "claims: a number the passage does not state passes",
+        "services/common/claims/combine.py",
+        '    elif not by_name["numbers"].passed:',
+        "    elif False:",
+        ("tests/cli/test_check_claims.py", "-k", "wrong_number"),
+    ),
+    Mutation(
+        "claims: a deleted document's citation passes",
+        "services/worker/survey/citations.py",
+        'why[key] = "its library document no longer exists" if gone else None',
+        "why[key] = None",
+        ("tests/survey/test_support.py", "-k", "deleted_documents_citation"),
+    ),
+    Mutation(
+        "check-claims: malformed lines are reported but the run goes on",
+        "services/cli/check_claims_cmd.py",
+        "        sys.exit(2)",
+        "        pass",
+        ("tests/cli/test_check_claims.py", "-k", "nothing_is_checked"),
+    ),
+    Mutation(
+        "claims route: a streamed body is not bounded",
+        "services/library/routes/claims.py",
+        "        if len(body) > MAX_BODY_BYTES:",
+        "        if False:",
+        ("tests/library/test_claims_route.py", "-k", "oversized"),
+    ),
 )
 
 

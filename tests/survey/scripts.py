@@ -3,7 +3,9 @@
 Until the simulator's auto mode lands these stand in for it: one script per
 conversation key the worker uses (``<session>:survey:<stage>[:<item>]``).
 They include a plan reply that needs the repair retry, a claim the verifier
-judges unsupported, and a fabricated citation (``smith2099quantum``).
+judges unsupported, a fabricated citation (``smith2099quantum``), a claim taken
+from its cited passage (SciBERT's vocabulary result) and a claim the model calls
+supported whose cited passages (reference lists) share no word with it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from services.worker.survey.keys import conversation
 FABRICATED = "smith2099quantum"
 UNSUPPORTED_CLAIM = "Every scientific language model is trained on chemistry patents"
 FABRICATED_CLAIM = "Quantum annealing answers every literature question"
+# The model says "supported"; its passages are two papers' reference lists.
+UNRELATED_CLAIM = "Retrieval grounds answers in passages"
+SUPPORTED_CLAIM = "An in-domain scientific vocabulary adds +0.60 F1 averaged across datasets"
 
 
 def expected_keys(documents: list[dict[str, Any]]) -> list[str]:
@@ -86,11 +91,14 @@ def survey_scripts(
     sections = [
         [
             # LaTeX specials in model prose: the .tex must still compile.
-            {"text": f"A domain corpus adds 10% F1 on x_1 & #2 tasks [@{k0}].", "keys": [k0]},
+            {
+                "text": f"{SUPPORTED_CLAIM} for SCIBERT_base & #vocab finetuning [@{k0}].",
+                "keys": [k0],
+            },
             {"text": f"{UNSUPPORTED_CLAIM} [@{k1}].", "keys": [k1]},
         ],
         [
-            {"text": f"Retrieval grounds answers in passages [@{k1}; @{k2}].", "keys": [k1, k2]},
+            {"text": f"{UNRELATED_CLAIM} [@{k1}; @{k2}].", "keys": [k1, k2]},
             {"text": f"{FABRICATED_CLAIM} [@{FABRICATED}].", "keys": []},
         ],
     ]

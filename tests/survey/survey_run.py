@@ -84,3 +84,13 @@ def step_keys(factory: sessionmaker[Session], job_id: str) -> dict[str, JobStep]
     with factory() as db:
         rows = db.scalars(select(JobStep).where(JobStep.job_id == uuid.UUID(job_id))).all()
         return {r.step_key: r for r in rows}
+
+
+def block(checks: str, claim: str) -> list[str]:
+    """The "Citation checks" lines of one claim: its own line, then one per key."""
+    lines = checks.splitlines()
+    (start,) = [i for i, ln in enumerate(lines) if ln.startswith("- (") and claim[:40] in ln]
+    end = start + 1
+    while end < len(lines) and lines[end].startswith("  - "):
+        end += 1
+    return lines[start:end]

@@ -102,7 +102,12 @@ class TestSurveyCommand:
                 if j["session_id"] == session_id
             ]
             assert job["input"]["years"] == "2019-2026"
-            assert cited_keys(artifacts(client, job["id"])["report.md"]) == set(keys)
+            # Only claims the model-independent checks support keep their citations (the
+            # script cites two papers over their reference lists: those need checking).
+            report_md = artifacts(client, job["id"])["report.md"]
+            cited = cited_keys(report_md)
+            assert cited and cited < set(keys), cited
+            assert "Needs checking" in report_md
             # The watch ends saying where the report is, and the files download.
             assert f"report: {survey_stack.url}/surveys/{job['id']}" in result.output
             assert re.search(rf"  report\.md: {re.escape(survey_stack.url)}/v1/\S+", result.output)

@@ -15,10 +15,17 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.worker.survey.keys import STAGES, conversation, item_key, stage_key
 from tests.survey.conftest import SurveyStack
-from tests.survey.scripts import FABRICATED, FABRICATED_CLAIM, UNSUPPORTED_CLAIM
+from tests.survey.scripts import (
+    FABRICATED,
+    FABRICATED_CLAIM,
+    SUPPORTED_CLAIM,
+    UNRELATED_CLAIM,
+    UNSUPPORTED_CLAIM,
+)
 from tests.survey.survey_run import (
     Survey,
     bib_keys,
+    block,
     cited_keys,
     events,
     step_keys,
@@ -32,8 +39,10 @@ class TestSurveyEndToEnd:
         assert baseline.job["status"] == "succeeded", baseline.job
         assert set(baseline.files) == ARTIFACTS
         result = baseline.job["result"]
-        assert result["papers_found"] == 3 and result["papers_cited"] == 3
-        assert result["needs_checking"] == 2
+        # Only the claim drawn from its passage survives: the one the model calls
+        # supported over two reference lists does not (test below).
+        assert result["papers_found"] == 3 and result["papers_cited"] == 1
+        assert result["needs_checking"] == 3
         assert baseline.job["cost_usd"] > 0 and baseline.job["usage"]["input_tokens"] > 0
 
     def test_every_citation_resolves_to_a_library_document(
@@ -80,6 +89,35 @@ class TestSurveyEndToEnd:
         assert FABRICATED_CLAIM in needs_checking and f"`{FABRICATED}`" in needs_checking
         assert "does not resolve" in needs_checking
         assert UNSUPPORTED_CLAIM in needs_checking and "not supported" in needs_checking
+
+    def test_a_claim_the_model_calls_supported_over_unrelated_passages_needs_checking(
+        self, baseline: Survey
+    ) -> None:
+        report = baseline.files["report.md"]
+        body, _, rest = report.partition("## Needs checking")
+        needs_checking = rest.partition("## Citation checks")[0]
+        assert UNRELATED_CLAIM not in body
+        (line,) = [ln for ln in needs_checking.splitlines() if UNRELATED_CLAIM in ln]
+        assert "shares no content word with its passage" in line
+        assert "the model judged it" not in line  # the model said supported
+
+    def test_the_report_says_which_checks_each_citation_passed_and_which_model(
+        self, baseline: Survey
+    ) -> None:
+        report = baseline.files["report.md"]
+        body, _, rest = report.partition("## Citation checks")
+        checks = rest.partition("## References")[0]
+        assert SUPPORTED_CLAIM in body.partition("## Needs checking")[0]
+        assert "Written by leaflab-sim; verified by leaflab-sim" in checks
+        # The library answered: the embedding check ran (no lexical-only fallback).
+        assert "embedding similarity" in checks and "lexical-only" not in checks
+        head, kept = block(checks, SUPPORTED_CLAIM)
+        assert ": cited, score" in head
+        assert ": supports it, score" in kept
+        assert "lexical ✓" in kept and "embedding ✓" in kept and "model ✓" in kept
+        head, *unrelated = block(checks, UNRELATED_CLAIM)
+        assert ": needs checking" in head and len(unrelated) == 2  # one line per cited key
+        assert all("does not support it alone" in ln and "lexical ✗" in ln for ln in unrelated)
 
     def test_notes_carry_locators(self, baseline: Survey, survey_stack: SurveyStack) -> None:
         notes = json.loads(baseline.files["notes.json"])
@@ -145,4 +183,5 @@ class TestSurveyEndToEnd:
         log = (tmp_path / "report.log").read_text(errors="replace")
         assert "undefined" not in log.lower(), log[-2000:]
         assert (tmp_path / "report.pdf").stat().st_size > 1000
-        assert len((tmp_path / "report.bbl").read_text().split("\\bibitem")) == 4
+        # One entry per cited paper (one survives verify, see the first test).
+        assert len((tmp_path / "report.bbl").read_text().split("\\bibitem")) == 2

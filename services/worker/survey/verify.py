@@ -1,10 +1,14 @@
 """Stage verify: every cited claim checked, per section, in parallel.
 
 A paragraph that cites is a claim. First each key must resolve (citations.py):
-a key that does not fails the claim at once, without asking the model. Claims
-whose keys all resolve go to the model with the source passages their notes
-point at; an ``unsupported`` verdict moves the claim out of the text. Moved
-claims are listed under "Needs checking" with the reason — never cited silently.
+a key that does not (a deleted document, a paper never gathered) fails the claim
+at once, without asking the model. Claims whose keys all resolve go to the model
+with the source passages their notes point at, and through the model-independent
+checks (support.py): a claim stays in the text only when those checks support
+it, the model's verdict being one input — a model that calls an unrelated
+passage "supported" does not keep the claim. Moved claims are listed under
+"Needs checking" with the reason — never cited silently — and every claim
+records, per citation, which checks passed (the report's "Citation checks").
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from services.worker.survey.keys import conversation, item_key, stage_key
 from services.worker.survey.parallel import run_bounded
 from services.worker.survey.schemas import verify_schema
 from services.worker.survey.structured import Ask, Spent
+from services.worker.survey.support import ClaimChecker, check_section
 
 VERIFY_PARALLELISM = 4
 SOURCE_CHARS = 1200
@@ -72,12 +77,14 @@ def _verify_section(
         bad = [k for k in para["keys"] if why.get(k)]
         if bad:
             reasons = "; ".join(f"{k}: {why[k]}" for k in bad)
-            moved.append(_moved(section, para, f"citation does not resolve ({reasons})", bad))
+            item = _moved(section, para, f"citation does not resolve ({reasons})", bad)
+            moved.append({**item, "support": _unresolved_support(para, why)})
             kept[n] = None
         elif para["keys"]:
             claims[f"c{len(claims) + 1}"] = n
     spent = Spent()
     verdicts: dict[str, Any] = {}
+    checks: dict[str, Any] = {}
     if claims:
         ask = Ask(
             name="survey_verify",
@@ -88,19 +95,63 @@ def _verify_section(
         )
         data, spent = ctx.caller.ask(ask)
         verdicts = data["verdicts"]
-        for cid, n in claims.items():
-            verdict = verdicts[cid]
-            if verdict["verdict"] == "unsupported":
-                reason = f"not supported by its source ({verdict['reason']})"
-                moved.append(_moved(section, paragraphs[n], reason, []))
+        checker = ClaimChecker(ctx.deps.library, str(ctx.job.user_id))
+        supports = check_section(
+            [
+                (
+                    paragraphs[n]["text"],
+                    {
+                        k: [s["text"] for s in source_passages(k, papers, notes)]
+                        for k in paragraphs[n]["keys"]
+                    },
+                    verdicts[cid]["verdict"],
+                )
+                for cid, n in claims.items()
+            ],
+            checker,
+        )
+        for (cid, n), support in zip(claims.items(), supports, strict=True):
+            verdict, para = verdicts[cid], paragraphs[n]
+            checks[cid] = support
+            if not support["supported"]:
+                reason = f"not supported by its source ({support['reason']})"
+                if verdict["verdict"] == "unsupported" and verdict.get("reason"):
+                    reason += f"; the model: {verdict['reason']}"
+                moved.append({**_moved(section, para, reason, []), "support": support})
                 kept[n] = None
+            else:
+                kept[n] = {**para, "support": support}
     result = {
         "title": section["title"],
+        "written_by": section.get("written_by", []),
         "paragraphs": [p for p in kept if p is not None],
         "needs_checking": moved,
         "verdicts": verdicts,
+        "checks": checks,
+        "verified_by": sorted(set(spent.models)),
     }
     return result, spent
+
+
+def _unresolved_support(para: dict[str, Any], why: dict[str, str | None]) -> dict[str, Any]:
+    """The support record of a claim whose keys do not all resolve: never checked
+    against text, each unresolved key failing with why (a deleted document ...)."""
+    return {
+        "supported": False,
+        "score": 0.0,
+        "reason": "citation does not resolve",
+        "mode": "not checked",
+        "fallback": None,
+        "citations": {
+            k: {
+                "supported": False,
+                "score": 0.0,
+                "checks": {"resolves": False} if why.get(k) else {"resolves": True},
+                "reason": why.get(k) or "",
+            }
+            for k in para["keys"]
+        },
+    }
 
 
 def _moved(

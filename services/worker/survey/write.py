@@ -73,7 +73,11 @@ def run_write(
             cited = list(dict.fromkeys([*(str(k) for k in para["keys"]), *keys_in(text)]))
             if text:
                 paragraphs.append({"text": text, "keys": cited})
-        result = {"title": section["title"], "paragraphs": paragraphs}
+        result = {
+            "title": section["title"],
+            "paragraphs": paragraphs,
+            "written_by": sorted(set(spent.models)),
+        }
         ctx.done(item_key("write", str(index)), stage="write", result=result, spent=spent)
         ctx.bump("sections_written")
 
