@@ -24,7 +24,13 @@ def test_a_survey_completes_with_no_script(survey_stack: SurveyStack) -> None:
     assert cited == {p["key"] for p in papers}
     assert cited <= bib_keys(survey.files["references.bib"])
     library = {d["id"] for d in survey_stack.documents}
-    assert cited and all(p["document_id"] in library for p in papers)
+    assert all(p["document_id"] in library for p in papers)
+    # The auto mode's sentences are not built from the passage of the key they cite
+    # (its numbers come from other papers' notes), so the model-independent checks
+    # keep some or all of them out of the text: never silently, always listed.
+    if len(cited) < len(survey_stack.documents):
+        assert "## Needs checking" in survey.files["report.md"]
+        assert "## Citation checks" in survey.files["report.md"]
     for note in json.loads(survey.files["notes.json"]):
         assert note["locators"] and note["locators"][0]["document_id"] in library
     # Sections are built from the papers' passages and notes, never from a stage's prompt.
