@@ -153,13 +153,20 @@ class TestSurveyPages:
         questions = report.locator("h3", has_text=re.compile(r"^\s*Research questions\s*$"))
         expect(questions).to_have_count(1)
         citations = report.get_by_test_id("survey-citation")
-        expect(citations.first).to_be_visible()
         doc_id = survey_web.document["id"]
+        # The simulator's auto-mode sentences are not built from the passage they
+        # cite, so the model-independent checks may move every one of them to "Needs
+        # checking" (listed, never linked); whatever stays cited links the PDF page.
+        if citations.count() == 0:
+            expect(report).to_contain_text("Needs checking")
+            expect(report).to_contain_text("Citation checks")
+        pdf_path = f"/v1/library/documents/{doc_id}/pdf"
         for link in citations.all():
             href = link.get_attribute("href") or ""
-            assert href.startswith(f"/v1/library/documents/{doc_id}/pdf"), href
+            assert href.startswith(pdf_path), href
             assert link.get_attribute("data-document-id") == doc_id
-        pdf = page.request.get(survey_web.url + (citations.first.get_attribute("href") or ""))
+            pdf_path = href
+        pdf = page.request.get(survey_web.url + pdf_path)
         assert pdf.status == 200 and pdf.body()[:5] == b"%PDF-"
         downloads = page.get_by_test_id("survey-artifact")
         names = set(downloads.all_inner_texts())
