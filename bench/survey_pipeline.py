@@ -62,7 +62,9 @@ def _ingest(client: httpx.Client, names: list[str]) -> list[dict[str, Any]]:
         docs = {d["id"]: d for d in client.get("/v1/library/documents").json()["items"]}
         ready = [docs[i] for i in ids if i in docs and docs[i]["status"] == "ready"]
         if len(ready) == len(ids):
-            return [{"id": d["id"], "title": d["title"], "filename": d["filename"]} for d in ready]
+            # The keys gather gives depend on each document's extracted metadata.
+            fields = ("id", "title", "filename", "authors", "year", "doi", "arxiv_id")
+            return [{k: d.get(k) for k in fields} for d in ready]
         if any(docs.get(i, {}).get("status") == "failed" for i in ids):
             raise SystemExit(f"ingest failed: {docs}")
         time.sleep(1)

@@ -116,6 +116,7 @@ def world(
             "approval_id": approval_id,
             "proposal_id": proposal_id,
             "document_id": _upload(client, project, f"{marker}.pdf"),
+            "webhook_id": _webhook(client, project),
         }
         personal = _personal(client, marker)
         personal_ids = {**ids, **personal}
@@ -131,6 +132,15 @@ def _personal(client: httpx.Client, marker: str) -> dict[str, str]:
     ]
     trace_id = client.get(f"/v1/jobs/{job_id}").json()["trace_id"]
     return {"session_id": session["id"], "job_id": job_id, "trace_id": trace_id}
+
+
+def _webhook(client: httpx.Client, project: str) -> str:
+    """Alice's webhook for her project's jobs: members see it, only she removes it."""
+    resp = client.post(
+        "/v1/webhooks", json={"url": "https://hooks.example.org/lab", "project": project}
+    )
+    assert resp.status_code == 201, resp.text
+    return str(resp.json()["id"])
 
 
 def _upload(client: httpx.Client, project: str, filename: str) -> str:

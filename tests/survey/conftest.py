@@ -65,7 +65,10 @@ def _ingest(client: httpx.Client) -> list[dict[str, Any]]:
         assert "failed" not in states, docs
         if states.count("ready") == len(ids):
             return [
-                {k: docs[i][k] for k in ("id", "title", "filename", "authors", "year", "doi")}
+                {
+                    k: docs[i][k]
+                    for k in ("id", "title", "filename", "authors", "year", "doi", "arxiv_id")
+                }
                 for i in ids
             ]
         time.sleep(1)
