@@ -525,9 +525,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "the kind filter is ignored",
-        "services/library/kinds.py",
-        "    scoped.store = KindScopedStore(retriever.store, kind)",
-        "    scoped.store = retriever.store",
+        "services/library/scope.py",
+        "        return (kind or self.kind, wanted)",
+        "        return (kind, wanted)",
         ("tests/library/test_tables.py", "-k", "kind_search_through_the_real_services"),
     ),
     Mutation(
@@ -672,6 +672,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if hook is None or (not user.is_admin and hook not in _visible(db, user)):",
         "    if hook is None:",
         ("tests/api/test_authz_matrix.py", "-k", "another_users"),
+    ),
+    Mutation(
+        "a search narrowed to documents returns other documents' passages",
+        "services/library/scope.py",
+        "        wanted = self.documents\n",
+        "        wanted = None\n",
+        ("tests/library/test_document_scoped_search.py",),
+    ),
+    Mutation(
+        "the Edge store ignores the document filter",
+        "services/library/store/edge.py",
+        "            must.append(qe.FieldCondition(key=\"document_id\", match=qe.MatchAny(any=documents)))",
+        "            pass",
+        ("tests/library/test_document_scoped_search.py",),
     ),
 )
 

@@ -316,12 +316,19 @@ async def search(
     kind: Annotated[
         ChunkKind | None, Query(description="only chunks of this kind: text, table or caption")
     ] = None,
+    document: Annotated[
+        list[uuid.UUID] | None,
+        Query(max_length=50, description="only passages of these documents (repeatable)"),
+    ] = None,
 ) -> Any:
     """Search every collection the user may read, or only ``project``'s (``kind``:
-    only body text, only tables, or only figure captions)."""
+    only body text, only tables, or only figure captions; ``document``: only those
+    documents' passages, among what the user may read)."""
     params: dict[str, Any] = {"q": q, "mode": mode, "k": k}
     if kind is not None:
         params["kind"] = kind
+    if document:
+        params["document"] = [str(d) for d in document]
     if project:
         params["collection"] = access.collection_for(project)
     elif access.scope is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -12,11 +13,14 @@ from services.common.metrics import LIBRARY_SEARCH_DURATION
 from services.common.telemetry.names import SPAN_LIBRARY_SEARCH, TRACER_LIBRARY
 from services.library.access import CallerDep, RuntimeDep
 from services.library.errors import LibraryError
-from services.library.kinds import KINDS, public_kind, scoped_retriever
+from services.library.kinds import KINDS, public_kind
 from services.library.retrieval import MODES
 from services.library.schemas import SearchResults
+from services.library.scope import scoped_retriever
 
 router = APIRouter(tags=["search"])
+# A search narrowed to documents names a handful (a survey's fetched papers).
+MAX_DOCUMENTS = 50
 tracer = trace.get_tracer(TRACER_LIBRARY)
 
 
@@ -29,6 +33,7 @@ def search(
     k: int = 10,
     collection: Annotated[list[str] | None, Query()] = None,
     kind: str | None = None,
+    document: Annotated[list[str] | None, Query()] = None,
 ) -> dict[str, Any]:
     if not q.strip() or len(q) > 2000:
         raise LibraryError(400, "invalid_request", "q must be 1–2000 characters")
@@ -38,6 +43,7 @@ def search(
         raise LibraryError(400, "invalid_request", "k must be between 1 and 100")
     if kind is not None and kind not in KINDS:
         raise LibraryError(400, "invalid_request", f"kind must be one of {', '.join(KINDS)}")
+    documents = _document_ids(document)
     collections = who.narrowed(collection or [])
     started = time.perf_counter()
     # The query text stays out of the span: it may quote unpublished work.
@@ -48,9 +54,10 @@ def search(
                 "library.k": k,
                 "library.collections": len(collections),
                 "library.kind": kind or "any",
+                "library.documents": len(documents or []),
             }
         )
-        retriever = scoped_retriever(runtime.retriever, kind)
+        retriever = scoped_retriever(runtime.retriever, kind, documents)
         hits = retriever.search(q, collections=collections, mode=mode, k=k) if collections else []
         span.set_attribute("library.hits", len(hits))
     LIBRARY_SEARCH_DURATION.labels(mode).observe(time.perf_counter() - started)
@@ -71,3 +78,18 @@ def search(
             for h in hits
         ]
     }
+
+
+def _document_ids(given: list[str] | None) -> list[str] | None:
+    """``document=`` ids, checked: the filter narrows what the caller may read, never widens."""
+    if given is None:
+        return None
+    if len(given) > MAX_DOCUMENTS:
+        raise LibraryError(400, "invalid_request", f"at most {MAX_DOCUMENTS} document ids")
+    ids = []
+    for raw in given:
+        try:
+            ids.append(str(uuid.UUID(raw)))
+        except ValueError:
+            raise LibraryError(400, "invalid_request", f"not a document id: {raw[:60]!r}") from None
+    return ids

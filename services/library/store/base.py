@@ -45,15 +45,28 @@ class VectorStore(ABC):
     def delete_document(self, document_id: str) -> None: ...
 
     # ``kind`` (text | table | caption, see services/library/kinds.py) narrows a
-    # search to chunks of that public kind; None searches every chunk.
+    # search to chunks of that public kind; ``documents`` to chunks of those
+    # documents (services/library/scope.py); None searches every chunk.
     @abstractmethod
     def search_dense(
-        self, vector: list[float], *, collections: list[str], limit: int, kind: str | None = None
+        self,
+        vector: list[float],
+        *,
+        collections: list[str],
+        limit: int,
+        kind: str | None = None,
+        documents: list[str] | None = None,
     ) -> list[Hit]: ...
 
     @abstractmethod
     def search_sparse(
-        self, vector: SparseVector, *, collections: list[str], limit: int, kind: str | None = None
+        self,
+        vector: SparseVector,
+        *,
+        collections: list[str],
+        limit: int,
+        kind: str | None = None,
+        documents: list[str] | None = None,
     ) -> list[Hit]: ...
 
     @abstractmethod

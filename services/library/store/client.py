@@ -65,10 +65,14 @@ class ClientStore(VectorStore):
         self.client.delete(self.collection, points_selector=qm.FilterSelector(filter=flt))
 
     @staticmethod
-    def _filter(collections: list[str], kind: str | None = None) -> qm.Filter:
+    def _filter(
+        collections: list[str], kind: str | None = None, documents: list[str] | None = None
+    ) -> qm.Filter:
         must: list[Any] = [
             qm.FieldCondition(key="collection", match=qm.MatchAny(any=list(collections)))
         ]
+        if documents is not None:
+            must.append(qm.FieldCondition(key="document_id", match=qm.MatchAny(any=documents)))
         must_not: list[Any] = []
         if kind in SPECIAL_KINDS:
             must.append(qm.FieldCondition(key="kind", match=qm.MatchValue(value=kind)))
@@ -79,32 +83,50 @@ class ClientStore(VectorStore):
         return qm.Filter(must=must, must_not=must_not or None)
 
     def _query(
-        self, query: Any, using: str, collections: list[str], limit: int, kind: str | None = None
+        self,
+        query: Any,
+        using: str,
+        collections: list[str],
+        limit: int,
+        kind: str | None = None,
+        documents: list[str] | None = None,
     ) -> list[Hit]:
-        if not collections:
+        if not collections or documents == []:
             return []
         result = self.client.query_points(
             self.collection,
             query=query,
             using=using,
-            query_filter=self._filter(collections, kind),
+            query_filter=self._filter(collections, kind, documents),
             limit=limit,
             with_payload=True,
         )
         return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in result.points]
 
     def search_dense(
-        self, vector: list[float], *, collections: list[str], limit: int, kind: str | None = None
+        self,
+        vector: list[float],
+        *,
+        collections: list[str],
+        limit: int,
+        kind: str | None = None,
+        documents: list[str] | None = None,
     ) -> list[Hit]:
-        return self._query(vector, DENSE, collections, limit, kind)
+        return self._query(vector, DENSE, collections, limit, kind, documents)
 
     def search_sparse(
-        self, vector: SparseVector, *, collections: list[str], limit: int, kind: str | None = None
+        self,
+        vector: SparseVector,
+        *,
+        collections: list[str],
+        limit: int,
+        kind: str | None = None,
+        documents: list[str] | None = None,
     ) -> list[Hit]:
         if not vector.indices:
             return []
         query = qm.SparseVector(indices=vector.indices, values=vector.values)
-        return self._query(query, SPARSE, collections, limit, kind)
+        return self._query(query, SPARSE, collections, limit, kind, documents)
 
     def count(self, *, collections: list[str] | None = None) -> int:
         flt = self._filter(collections) if collections else None

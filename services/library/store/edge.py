@@ -154,10 +154,14 @@ class EdgeStore(VectorStore):
                 return found
 
     @staticmethod
-    def _filter(collections: list[str], kind: str | None = None) -> Any:
+    def _filter(
+        collections: list[str], kind: str | None = None, documents: list[str] | None = None
+    ) -> Any:
         must: list[Any] = [
             qe.FieldCondition(key="collection", match=qe.MatchAny(any=list(collections)))
         ]
+        if documents is not None:
+            must.append(qe.FieldCondition(key="document_id", match=qe.MatchAny(any=documents)))
         if kind in SPECIAL_KINDS:
             must.append(qe.FieldCondition(key="kind", match=qe.MatchValue(kind)))
         elif kind is not None:  # text: whatever is not a table or a caption (or has no kind)
@@ -170,30 +174,50 @@ class EdgeStore(VectorStore):
         return qe.Filter(must=must)
 
     def _query(
-        self, query: Any, collections: list[str], limit: int, kind: str | None = None
+        self,
+        query: Any,
+        collections: list[str],
+        limit: int,
+        kind: str | None = None,
+        documents: list[str] | None = None,
     ) -> list[Hit]:
-        if not collections:
+        if not collections or documents == []:
             return []
-        request = qe.QueryRequest(
-            limit=limit, query=query, filter=self._filter(collections, kind), with_payload=True
-        )
+        flt = self._filter(collections, kind, documents)
+        request = qe.QueryRequest(limit=limit, query=query, filter=flt, with_payload=True)
         with self._lock:
             points = self.shard.query(request)
         return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
     def exact_dense(
-        self, vector: list[float], *, collections: list[str], limit: int, kind: str | None = None
+        self,
+        vector: list[float],
+        *,
+        collections: list[str],
+        limit: int,
+        kind: str | None = None,
+        documents: list[str] | None = None,
     ) -> list[Hit]:
         """Edge's exact filtered search (the fallback, and the bench's baseline)."""
-        return self._query(qe.Query.Nearest(vector, using=DENSE), collections, limit, kind)
+        nearest = qe.Query.Nearest(vector, using=DENSE)
+        return self._query(nearest, collections, limit, kind, documents)
 
     def search_dense(
-        self, vector: list[float], *, collections: list[str], limit: int, kind: str | None = None
+        self,
+        vector: list[float],
+        *,
+        collections: list[str],
+        limit: int,
+        kind: str | None = None,
+        documents: list[str] | None = None,
     ) -> list[Hit]:
-        if self.ann is None or kind in SPECIAL_KINDS:
-            # Tables and captions are a few percent of the chunks: Edge's exact search
-            # over the kind-indexed subset beats an HNSW pass filtered afterwards.
-            return self.exact_dense(vector, collections=collections, limit=limit, kind=kind)
+        if self.ann is None or kind in SPECIAL_KINDS or documents is not None:
+            # Tables, captions and a few named documents are a small share of the
+            # chunks: Edge's exact search over the indexed subset beats an HNSW pass
+            # filtered afterwards.
+            return self.exact_dense(
+                vector, collections=collections, limit=limit, kind=kind, documents=documents
+            )
         exact = self.ann.plan(collections)
         indexed = [c for c in collections if c not in exact]
         # Text is nearly every chunk: the graph's list, tables and captions dropped,
@@ -218,12 +242,20 @@ class EdgeStore(VectorStore):
         return [Hit(i, s, payloads[i]) for i, s in scored if i in payloads]
 
     def search_sparse(
-        self, vector: SparseVector, *, collections: list[str], limit: int, kind: str | None = None
+        self,
+        vector: SparseVector,
+        *,
+        collections: list[str],
+        limit: int,
+        kind: str | None = None,
+        documents: list[str] | None = None,
     ) -> list[Hit]:
         if not vector.indices:
             return []
-        sparse = qe.SparseVector(indices=vector.indices, values=vector.values)
-        return self._query(qe.Query.Nearest(sparse, using=SPARSE), collections, limit, kind)
+        sparse = qe.Query.Nearest(
+            qe.SparseVector(indices=vector.indices, values=vector.values), using=SPARSE
+        )
+        return self._query(sparse, collections, limit, kind, documents)
 
     def count(self, *, collections: list[str] | None = None) -> int:
         request = qe.CountRequest(
