@@ -683,7 +683,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "the Edge store ignores the document filter",
         "services/library/store/edge.py",
-        "            must.append(qe.FieldCondition(key=\"document_id\", "
+        '            must.append(qe.FieldCondition(key="document_id", '
         "match=qe.MatchAny(any=documents)))",
         "            pass",
         ("tests/library/test_document_scoped_search.py",),
