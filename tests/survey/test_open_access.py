@@ -121,12 +121,18 @@ def test_open_access_pdfs_join_the_project_library_once_across_a_kill(
     assert web.hits[SERVED_PDF] - hits_before[SERVED_PDF] == 1
     assert web.hits[BROKEN_PDF] - hits_before[BROKEN_PDF] == 2
     assert "error" in step_keys(session_factory, job_id)[fetch_key(BROKEN)].result
-    # The fetched paper is a document of the project's library, read from its pages.
+    # The fetched paper is a document of the project's library, read from the
+    # library's own passages once ingested (gather waited for it): their locators
+    # name the paper's section and page, not just the first pages' "p1".
     assert doc["collection"].startswith("project:") and doc["status"] == "ready", doc
     served = papers[SERVED]
-    assert served["chunks"][0]["locator"] == "p1" and "SCIBERT" in served["chunks"][0]["text"]
+    assert served["passages"] == "library", served.get("passages_note")
+    assert all(" | " in c["locator"] and c["page"] for c in served["chunks"]), served["chunks"]
+    assert "SCIBERT" in " ".join(c["text"] for c in served["chunks"]).upper()
     note = next(n for n in json.loads(files["notes.json"]) if n["key"] == served["key"])
-    assert {(loc["document_id"], loc["page"]) for loc in note["locators"]} == {(document_id, 1)}
+    pages = {c["page"] for c in served["chunks"]}
+    assert note["locators"] and {loc["document_id"] for loc in note["locators"]} == {document_id}
+    assert {loc["page"] for loc in note["locators"]} <= pages
     # The other stays an OpenAlex record (cited by its OpenAlex id). (Whether the
     # closed one is taken depends on whether the rerun's library search already found
     # the fetched document: the library's papers come first.)
@@ -136,18 +142,35 @@ def test_open_access_pdfs_join_the_project_library_once_across_a_kill(
     assert [p["document_id"] for p in gathered.values()].count(document_id) == 1
 
 
-def test_venues_narrow_the_openalex_search(
+def test_venues_narrow_the_openalex_search_and_unfinished_ingestion_reads_first_pages(
     survey_stack: SurveyStack, session_factory: sessionmaker[Session]
 ) -> None:
-    _ensure_worker(survey_stack)
+    # No wait for ingestion: the fetched paper is read from its first pages, and says so.
+    impatient = _sole_worker(
+        survey_stack, "worker-impatient", {"LEAFLAB_SURVEY_INGEST_WAIT_S": "0"}
+    )
     project = make_project(session_factory, survey_stack.member)
     searches_before = len(survey_stack.web.requests)
-    with survey_stack.client() as client:
-        # One ISSN (filtered by OpenAlex) and one venue name (matched on the records).
-        job_id = _submit(client, project, venues=["1234-5679", "closed research letters"])
-        job = wait_job(client, job_id, timeout_s=300)
+    try:
+        with survey_stack.client() as client:
+            # One ISSN (filtered by OpenAlex) and one venue name (matched on the records).
+            job_id = _submit(client, project, venues=["1234-5679", "closed research letters"])
+            job = wait_job(client, job_id, timeout_s=300)
+            files = artifacts(client, job_id)
+    finally:
+        impatient.stop()
+        _ensure_worker(survey_stack)
     assert job["status"] == "succeeded", job.get("error")
-    assert set(_gathered(session_factory, job_id)) == {SERVED, CLOSED}
+    gathered = _gathered(session_factory, job_id)
+    assert set(gathered) == {SERVED, CLOSED}
+    served = gathered[SERVED]
+    assert served["document_id"], served  # fetched into the new project's library
+    assert served["passages"] == "first_pages", served
+    assert served["chunks"][0]["locator"] == "p1" and "SCIBERT" in served["chunks"][0]["text"]
+    assert "had not finished ingesting it within 0 s" in served["passages_note"]
+    cited = [p for p in json.loads(files["papers.json"]) if p["key"] == served["key"]]
+    if cited:
+        assert "(read from its first pages:" in files["report.md"]
     filters = [
         q.get("filter", [""])[0]
         for path, q, _ in survey_stack.web.requests[searches_before:]

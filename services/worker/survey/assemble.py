@@ -32,7 +32,15 @@ def cited_papers(
             "year": paper["year"],
             "locators": (notes.get(key) or {}).get("locators", []),
         }
-        for optional in ("doi", "venue", "arxiv_id", "document_id", "openalex_id"):
+        for optional in (
+            "doi",
+            "venue",
+            "arxiv_id",
+            "document_id",
+            "openalex_id",
+            "passages",
+            "passages_note",
+        ):
             if paper.get(optional):
                 entry[optional] = paper[optional]
         entries.append(entry)

@@ -1,7 +1,8 @@
 """Stage gather: the project's library first (the agent's own library_search tool),
 then the seed DOIs and, when the library holds too few papers, an OpenAlex
 search (openalex_source.py); the chosen OpenAlex papers' open-access PDFs are
-then fetched into the project library (oa_fetch.py).
+then fetched into the project library (oa_fetch.py) and, once the library has
+ingested them, read from its passages (library_passages.py).
 
 The result is the survey's paper set, each with its key, metadata and the
 passages found (which the read stage notes and the verify stage checks
@@ -24,7 +25,8 @@ from services.common.surveys import CHUNK_CHARS, CHUNKS_PER_PAPER
 from services.worker.survey.citations import guess_year, make_key
 from services.worker.survey.context import SurveyContext
 from services.worker.survey.keys import stage_key
-from services.worker.survey.oa_fetch import fetch_open_access
+from services.worker.survey.library_passages import read_from_library
+from services.worker.survey.oa_fetch import SurveyFetchSettings, fetch_open_access
 from services.worker.survey.openalex_source import add_seeds, search_ahead, search_openalex
 from services.worker.tools.base import ToolError
 from services.worker.tools.library_search import LibrarySearchArgs, LibrarySearchTool
@@ -58,6 +60,8 @@ def run_gather(
     chosen = fetch_open_access(
         ctx, sorted(ranked[: ctx.job.papers_wanted], key=lambda p: p["title"].lower())
     )
+    wait_s = SurveyFetchSettings().survey_ingest_wait_s
+    read_from_library(ctx, chosen, plan["search_queries"], wait_s)
     taken: set[str] = set()
     by_key: dict[str, dict[str, Any]] = {}
     for paper in chosen:

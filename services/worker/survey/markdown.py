@@ -56,7 +56,11 @@ def render_markdown(
     out += provenance(sections)
     out += ["## References", ""]
     for paper in papers:
-        out.append(f"- **{paper['key']}**: {reference_line(paper)}")
+        line = f"- **{paper['key']}**: {reference_line(paper)}"
+        if paper.get("passages_note"):
+            # Read from the fetched PDF's first pages, not the library's passages.
+            line += f" (read from its first pages: {paper['passages_note']})"
+        out.append(line)
     return "\n".join(out).rstrip() + "\n"
 
 

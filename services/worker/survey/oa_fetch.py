@@ -35,6 +35,9 @@ class SurveyFetchSettings(ResearchToolSettings):
     # A survey is unattended: it may not pull an unbounded number of files.
     survey_max_fetches: int = 5
     survey_fetch_max_bytes: int = 20_000_000
+    # How long gather waits for the library to ingest what it fetched before it
+    # reads a paper from its first pages instead (library_passages.py).
+    survey_ingest_wait_s: float = 180.0
 
 
 def fetch_key(openalex_id: str) -> str:

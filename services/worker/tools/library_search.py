@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Literal
+from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, Field
@@ -44,40 +44,7 @@ class LibrarySearchTool(Tool):
 
     def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, LibrarySearchArgs)
-        if ctx.library is None:
-            raise ToolError("library_unconfigured", "the library service is not configured")
-        # The library re-derives what this user may read; the job's own library
-        # and project only narrow that set. The trace context makes the
-        # library's spans part of this job's trace.
-        base, token = ctx.library.url, ctx.library.internal_token
-        collections = [personal_collection(uuid.UUID(ctx.user_id)), LAB_COLLECTION]
-        if ctx.project_id:
-            collections.append(project_collection(uuid.UUID(ctx.project_id)))
-        headers = {
-            "X-Leaflab-Internal": str(token),
-            "X-Leaflab-User": ctx.user_id,
-            **inject_carrier(),
-        }
-        params: dict[str, str | int | list[str]] = {
-            "q": args.query,
-            "mode": args.mode,
-            "k": args.k,
-            "collection": collections,
-        }
-        if args.kind is not None:
-            params["kind"] = args.kind
-        try:
-            resp = httpx.get(f"{base}/search", headers=headers, params=params, timeout=30)
-        except httpx.HTTPError as exc:
-            raise ToolError(
-                "library_unavailable", f"library unreachable: {exc}", retryable=True
-            ) from None
-        if resp.status_code >= 500:
-            raise ToolError("library_error", f"library answered {resp.status_code}", retryable=True)
-        if resp.status_code != 200:
-            message = resp.json().get("error", {}).get("message", resp.text[:300])
-            raise ToolError("library_rejected", message, category="validation")
-        items = resp.json()["items"]
+        items = search_library(ctx, args.query, mode=args.mode, k=args.k, kind=args.kind)
         if not items:
             return ToolResult("No passages found in the library.", {"items": []})
         lines = [
@@ -85,6 +52,55 @@ class LibrarySearchTool(Tool):
             for i, h in enumerate(items)
         ]
         return ToolResult("\n\n".join(lines), {"items": items})
+
+
+def search_library(
+    ctx: ToolContext,
+    query: str,
+    *,
+    mode: str = "mix",
+    k: int = 8,
+    kind: str | None = None,
+    documents: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The library's hits for ``query`` as the job's user (``documents``: only theirs)."""
+    if ctx.library is None:
+        raise ToolError("library_unconfigured", "the library service is not configured")
+    # The library re-derives what this user may read; the job's own library
+    # and project only narrow that set. The trace context makes the
+    # library's spans part of this job's trace.
+    base, token = ctx.library.url, ctx.library.internal_token
+    collections = [personal_collection(uuid.UUID(ctx.user_id)), LAB_COLLECTION]
+    if ctx.project_id:
+        collections.append(project_collection(uuid.UUID(ctx.project_id)))
+    headers = {
+        "X-Leaflab-Internal": str(token),
+        "X-Leaflab-User": ctx.user_id,
+        **inject_carrier(),
+    }
+    params: dict[str, str | int | list[str]] = {
+        "q": query,
+        "mode": mode,
+        "k": k,
+        "collection": collections,
+    }
+    if kind is not None:
+        params["kind"] = kind
+    if documents is not None:
+        params["document"] = documents
+    try:
+        resp = httpx.get(f"{base}/search", headers=headers, params=params, timeout=30)
+    except httpx.HTTPError as exc:
+        raise ToolError(
+            "library_unavailable", f"library unreachable: {exc}", retryable=True
+        ) from None
+    if resp.status_code >= 500:
+        raise ToolError("library_error", f"library answered {resp.status_code}", retryable=True)
+    if resp.status_code != 200:
+        message = resp.json().get("error", {}).get("message", resp.text[:300])
+        raise ToolError("library_rejected", message, category="validation")
+    items: list[dict[str, Any]] = resp.json()["items"]
+    return items
 
 
 def library_tools() -> list[Tool]:
