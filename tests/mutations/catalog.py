@@ -691,7 +691,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "the survey reads fetched papers from their first pages, never the library's passages",
         "services/worker/survey/gather.py",
-        "    read_from_library(ctx, chosen, plan[\"search_queries\"], wait_s)\n",
+        '    read_from_library(ctx, chosen, plan["search_queries"], wait_s)\n',
         "",
         ("tests/survey/test_open_access.py", "-k", "join_the_project_library"),
     ),
