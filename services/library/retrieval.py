@@ -180,7 +180,10 @@ class Retriever:
 
     @staticmethod
     def _shape(hits: list[SearchHit], mode: str) -> list[SearchHit]:
-        """Mode-specific weighting: formal statements first for derive/write."""
+        """Mode-specific weighting: formal statements first for derive/write; a survey
+        reads what papers say, not their bibliographies (reference lists dropped)."""
+        if mode == "survey":
+            return [h for h in hits if h.payload.get("kind") != "reference"]
         if mode == "write":
             hits = [h for h in hits if h.payload.get("kind") != "reference"]
             for h in hits:

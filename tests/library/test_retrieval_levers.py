@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from services.library.fusion import SearchHit
 from services.library.lexical import Bm25Encoder, Bm25Params
 from services.library.prf import PrfConfig
 from services.library.retrieval import FusionConfig, Retriever, fusion_config
@@ -164,3 +165,14 @@ def test_title_field_matches_query_terms_in_the_title(store: EdgeStore) -> None:
     # Without the field the title is invisible to BM25 (title weight 0).
     plain = Bm25Encoder(Bm25Params(title_mode="field", title_weight=0.0))
     assert plain.encode_query("melatonin").indices == [plain.term_id("melatonin")]
+
+
+def test_survey_and_write_modes_leave_out_reference_lists() -> None:
+    """A survey note or a citable statement never rests on a paper's bibliography."""
+    hits = [
+        SearchHit("1", 2.0, {"kind": "reference", "text": "[39] Yao Lu et al. 2020."}),
+        SearchHit("2", 1.0, {"kind": "text", "text": "Multi-LexSum summaries are expert-written."}),
+    ]
+    for mode in ("survey", "write"):
+        assert [h.id for h in Retriever._shape(list(hits), mode)] == ["2"], mode
+    assert [h.id for h in Retriever._shape(list(hits), "mix")] == ["1", "2"]

@@ -33,9 +33,11 @@ _LABEL = re.compile(r"^[A-Za-z_][\w ]{0,24}:\s+")
 # asking, not the content, so it is quoted only when nothing else is there.
 _IMPERATIVE = frozenset(
     "give write answer return list cite use reply respond output include make name "
-    "keep say take note summarise summarize explain describe outline check".split()
+    "keep say take note summarise summarize explain describe outline check propose "
+    "suggest choose pick".split()
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# "et al." and "e.g." end no sentence.
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<! al\.)(?<!e\.g\.)(?<!i\.e\.)\s+|\n+")
 # Flat JSON objects in a prompt (a chunk's locator, a search hit): one record each.
 _FLAT_OBJECT = re.compile(r"\{[^{}]*\}")
 # Leading words of a request that are not its topic ("Please summarize X" is about X).
@@ -50,6 +52,14 @@ STOPWORDS = frozenset(
     "us was we what when where which who why will with you your about give tell write "
     "short answer json object schema return".split()
 )
+# A line that opens a marked block: ``[@key] …`` (a paper's note) or ``[c1] …`` (a
+# passage). The block runs to the next such line; its sentences are what a reply
+# that names the marker (cites the key, points at the chunk) should say.
+# A marker has a letter: ``[39]`` opening a reference entry inside a passage is no block.
+_BLOCK_START = re.compile(r"^\[@?((?=[\w:.\-/]*[A-Za-z])[\w][\w:.\-/]*)\]", re.MULTILINE)
+# Numeric citations inside a passage's sentence ("… datasets [33, 40].").
+_NUMERIC_CITE = re.compile(r"\s*\[\d+(?:\s*[,;–-]\s*\d+)*\]")
+MAX_BLOCKS = 400
 # Cap on what is scanned: a long prompt does not make each reply slower.
 MAX_SCAN_CHARS = 200_000
 
@@ -66,6 +76,8 @@ class Candidates:
     sentences: tuple[str, ...] = ()  # from the last user message first, then the rest
     words: tuple[str, ...] = ()  # content words, same order
     topic: str = ""
+    # Marker (citation key or chunk id) → the sentences of its block in the prompt.
+    blocks: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # The record chosen for the object being filled: its values come first, so
     # one citation's document_id, chunk_id and page belong together.
     preferred: dict[str, Any] = field(default_factory=dict)
@@ -136,8 +148,9 @@ def _is_content(sentence: str, line_labels: bool) -> bool:
     return not line_labels or sentence[:1].isupper()
 
 
-def _ranked(texts: list[str]) -> list[str]:
-    """Sentences of ``texts`` in order, statements first, instructions and labels last."""
+def _ranked(texts: list[str], *, content_only: bool = False) -> list[str]:
+    """Sentences of ``texts`` in order, statements first, instructions and labels last
+    (or left out, ``content_only``)."""
     content: list[str] = []
     rest: list[str] = []
     for text in texts:
@@ -145,8 +158,28 @@ def _ranked(texts: list[str]) -> list[str]:
             flat = " ".join(part.split()).strip(" -*#>`")
             labelled = _LABEL.match(flat) is not None
             for sentence in _sentences(flat):
-                (content if _is_content(sentence, labelled) else rest).append(sentence)
+                # A block's labelled lines ("method: …") are its content whatever their case.
+                keep = _is_content(sentence, labelled and not content_only)
+                (content if keep else rest).append(sentence)
     return content + rest
+
+
+def _blocks(texts: list[str]) -> dict[str, tuple[str, ...]]:
+    """Each message's marked blocks (a block never runs on into the next message)."""
+    found: dict[str, list[str]] = {}
+    for text in texts:
+        starts = list(_BLOCK_START.finditer(text[:MAX_SCAN_CHARS]))[:MAX_BLOCKS]
+        for i, match in enumerate(starts):
+            end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+            # The marker's own line names the block (a title, a locator): not its content.
+            line_end = text.find("\n", match.end(), end)
+            body = _NUMERIC_CITE.sub("", text[line_end if line_end >= 0 else end : end])
+            # Statements only: the prompt's asking after the last block is not its content.
+            sentences = [s for s in _ranked([body], content_only=True) if len(s) <= 400]
+            # A marker whose block has no sentence (a table) is kept: naming it still
+            # focuses a reply, on the other blocks' sentences.
+            found.setdefault(match.group(1), []).extend(sentences)
+    return {marker: _unique(sentences) for marker, sentences in found.items()}
 
 
 def topic_of(text: str, max_words: int = 12) -> str:
@@ -183,4 +216,5 @@ def harvest(messages: list[dict[str, Any]]) -> Candidates:
         sentences=_unique(s for s in prose if len(s) <= 400)[:200],
         words=_unique(words)[:500],
         topic=topic_of(last_user or everything),
+        blocks=_blocks(sources.texts()),
     )

@@ -23,6 +23,7 @@ from services.model_sim.auto.schema_refs import AutoError, Resolver
 from services.model_sim.auto.schema_scalars import (
     boolean_for_field,
     is_id_field,
+    is_key_field,
     number_value,
     string_value,
 )
@@ -45,6 +46,10 @@ class SchemaFiller:
         # Id fields already filled in the enclosing objects (``document_id`` of the
         # note whose locators are being filled), as (name, JSON value) pairs.
         self.context: set[tuple[str, str]] = set()
+        # Markers (citation keys, chunk ids) chosen inside the object being filled:
+        # its prose then says what the prompt says under them, so a paragraph that
+        # cites a key is written from that paper's note, a note from its passages.
+        self.chosen: list[str] = []
 
     def fill(self) -> Any:
         return self.value(self.root, name="", index=0, depth=0)
@@ -62,7 +67,7 @@ class SchemaFiller:
         if "const" in schema:
             return copy.deepcopy(schema["const"])
         if isinstance(schema.get("enum"), list) and schema["enum"]:
-            return copy.deepcopy(self._enum(schema["enum"], name, index))
+            return self._choose(copy.deepcopy(self._enum(schema["enum"], name, index)))
         for combinator in ("anyOf", "oneOf"):
             branches = schema.get(combinator)
             if isinstance(branches, list) and branches:
@@ -81,7 +86,24 @@ class SchemaFiller:
             return given[0] if given else boolean_for_field(name)
         if kind == "null":
             return None
-        return string_value(schema, name, self.cands, self.rng, index)
+        if _is_prose(schema, name):
+            return string_value(schema, name, self._focused(), self.rng, index)
+        return self._choose(string_value(schema, name, self.cands, self.rng, index))
+
+    def _choose(self, value: Any) -> Any:
+        """``value``, noted as chosen when it names a marked block of the prompt."""
+        if isinstance(value, str) and value in self.cands.blocks and value not in self.chosen:
+            self.chosen.append(value)
+        return value
+
+    def _focused(self) -> Candidates:
+        """The candidates with the chosen markers' sentences as the only prose (when they
+        have none, every marked block's: the passages, never the prompt's asking)."""
+        chosen = [self.cands.blocks.get(m, ()) for m in self.chosen]
+        sentences = _interleaved(chosen) or _interleaved(list(self.cands.blocks.values()))
+        if not self.chosen or not sentences:
+            return self.cands
+        return replace(self.cands, sentences=tuple(dict.fromkeys(sentences)))
 
     def _enum(self, values: list[Any], name: str, index: int) -> Any:
         # The chosen record's value wins; otherwise the index picks, so the items
@@ -89,7 +111,11 @@ class SchemaFiller:
         for given in self.cands.preferred_for(name):
             if given in values:
                 return given
-        return values[index % len(values)]
+        # Among markers of the prompt's blocks (chunk ids, keys), those with something
+        # to say: a note points at a passage with sentences, not at a bare table.
+        telling = [v for v in values if isinstance(v, str) and self.cands.blocks.get(v)]
+        pool = telling if telling and len(telling) < len(values) else values
+        return pool[index % len(pool)]
 
     def _branch(self, branches: list[Any]) -> Any:
         """The first branch that is not only ``null`` (a plausible reply fills the field)."""
@@ -150,10 +176,14 @@ class SchemaFiller:
         extra = schema.get("additionalProperties", True)
         shallow = depth > SHALLOW_DEPTH
         order = [*required, *(p for p in props if p not in required and not shallow)]
+        # Prose last: it is written from the markers the other fields chose.
+        order = sorted(dict.fromkeys(order), key=lambda p: _is_prose(self._prop(props, p), p))
         out: dict[str, Any] = {}
         outer_context = set(self.context)
+        outer_chosen = self.chosen
+        self.chosen = []
         try:
-            for prop in dict.fromkeys(order):
+            for prop in order:
                 sub = props.get(prop, extra if isinstance(extra, dict) else {})
                 if self.resolver.resolve(sub) is False:
                     continue
@@ -162,6 +192,9 @@ class SchemaFiller:
                     self.context.add((prop.lower(), json.dumps(out[prop])))
         finally:
             self.context = outer_context
+            outer_chosen += [m for m in self.chosen if m not in outer_chosen]
+            self.chosen = outer_chosen
+        out = {p: out[p] for p in [*props, *out] if p in out}  # the schema's order
         minimum = int(schema.get("minProperties", 0))
         extra_schema = extra if isinstance(extra, dict) else {}
         while len(out) < minimum and extra is not False:
@@ -173,6 +206,9 @@ class SchemaFiller:
                     break
                 del out[prop]
         return out
+
+    def _prop(self, props: dict[str, Any], name: str) -> Any:
+        return self.resolver.resolve(props.get(name, {}))
 
     def _array(self, schema: dict[str, Any], name: str, depth: int) -> list[Any]:
         items = schema.get("items")
@@ -205,6 +241,25 @@ class SchemaFiller:
             seen.add(marker)
             out.append(value)
         return out
+
+
+def _interleaved(blocks: list[tuple[str, ...]]) -> list[str]:
+    """Sentence 1 of each block, then sentence 2 of each…: a paragraph citing three
+    papers says something of each."""
+    # Shortest first: three of them fit a paragraph, one from each paper.
+    blocks = [tuple(sorted(b, key=len)) for b in blocks]
+    depth = max((len(b) for b in blocks), default=0)
+    return [b[i] for i in range(depth) for b in blocks if i < len(b)]
+
+
+def _is_prose(schema: Any, name: str) -> bool:
+    """A free string (no enum, const or format, not named like an id or a key): text a
+    reply writes, not a value it picks."""
+    if not isinstance(schema, dict) or is_id_field(name) or is_key_field(name):
+        return False
+    kind = schema.get("type")
+    picks = ("enum", "const", "format", "pattern", "$ref", "anyOf", "oneOf", "allOf")
+    return kind == "string" and not any(k in schema for k in picks)
 
 
 def fill_schema(schema: Any, cands: Candidates, rng: random.Random) -> Any:

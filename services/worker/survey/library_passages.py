@@ -94,6 +94,8 @@ def _best_passages(
         for hit in hits:
             if hit.get("document_id") != document_id or not hit.get("text"):
                 continue  # the library narrowed the search; a stray hit is not this paper's
+            if hit.get("block") == "reference":
+                continue  # its bibliography is not what the paper says
             locator = str(hit.get("locator") or f"p{hit.get('page')}")
             chunks.setdefault(
                 locator,
