@@ -25,10 +25,10 @@ from services.api.log_privacy import install_log_filters
 from services.api.memory.router import router as memory_router
 from services.api.metrics_access import mount_api_metrics
 from services.api.outages import install_outage_handlers
-from services.api.sessions.commands import router as session_commands_router
-from services.api.sessions.router import router as sessions_router
 from services.api.schedules.loop import ScheduleLoop
 from services.api.schedules.router import router as schedules_router
+from services.api.sessions.commands import router as session_commands_router
+from services.api.sessions.router import router as sessions_router
 from services.api.settings import ApiSettings
 from services.api.state import AppState
 from services.api.surveys.router import router as surveys_router

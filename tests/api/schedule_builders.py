@@ -66,9 +66,14 @@ def schedule_row(factory: sessionmaker[Session], schedule_id: uuid.UUID) -> Sche
 
 @pytest.fixture(autouse=True)
 def no_schedules_left(session_factory: sessionmaker[Session]) -> Iterator[None]:
-    """Each test starts and ends with no schedules; its runs are cancelled so that no
-    later test's worker runs them."""
+    """Each test starts and ends with no schedules (another module's left over would be
+    fired by this test's clock); runs are cancelled so that no later worker runs them."""
+    _clear(session_factory)
     yield
+    _clear(session_factory)
+
+
+def _clear(session_factory: sessionmaker[Session]) -> None:
     with session_factory() as db, db.begin():
         db.execute(
             update(Job)

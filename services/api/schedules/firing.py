@@ -27,7 +27,7 @@ from typing import Any
 
 from celery import Celery
 from opentelemetry import trace
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.api.admin.budgets.remaining import remaining_budget
@@ -63,16 +63,18 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def _due(now: datetime) -> tuple[ColumnElement[bool], ...]:
+    """A schedule whose slot has come: not paused, its next slot at or before ``now``."""
+    return (Schedule.paused.is_(False), Schedule.next_slot <= now)
+
+
 def fire_due(
     factory: sessionmaker[Session], *, settings: ApiSettings, celery: Celery, now: datetime
 ) -> list[Fired]:
     """Run every slot due at ``now`` that no other process is running."""
     with factory() as db:
         due = db.scalars(
-            select(Schedule.id)
-            .where(Schedule.paused.is_(False), Schedule.next_slot <= now)
-            .order_by(Schedule.next_slot)
-            .limit(BATCH)
+            select(Schedule.id).where(*_due(now)).order_by(Schedule.next_slot).limit(BATCH)
         ).all()
     fired: list[Fired] = []
     for schedule_id in due:
@@ -121,9 +123,7 @@ def _claim_and_run(
     db: Session, *, settings: ApiSettings, celery: Celery, sid: uuid.UUID, now: datetime
 ) -> Fired | None:
     schedule = db.scalar(
-        select(Schedule)
-        .where(Schedule.id == sid, Schedule.paused.is_(False), Schedule.next_slot <= now)
-        .with_for_update(skip_locked=True)
+        select(Schedule).where(Schedule.id == sid, *_due(now)).with_for_update(skip_locked=True)
     )
     if schedule is None:
         return None
@@ -174,12 +174,18 @@ def _refusal(db: Session, schedule: Schedule) -> str | None:
     if owner is None or owner.disabled:
         return "the schedule's owner is disabled"
     left = remaining_budget(db, user_id=schedule.user_id, project_id=schedule.project_id)
-    if left is not None and (left.usd_remaining <= 0 or left.tokens_remaining == 0):
+    if left is not None and _exhausted(left.usd_remaining, left.tokens_remaining):
         return (
             f"budget exhausted at {utc_now():%Y-%m-%d %H:%M} UTC "
-            f"(${left.usd_remaining:.2f} left); no job was created for this slot"
+            f"(${left.usd_remaining or 0:.2f}, {left.tokens_remaining} tokens left); "
+            "no job was created for this slot"
         )
     return None
+
+
+def _exhausted(usd: float | None, tokens: int | None) -> bool:
+    """Nothing left: the run's first model call would be refused, so none is made."""
+    return (usd is not None and usd <= 0) or tokens == 0
 
 
 def _record_error(factory: sessionmaker[Session], schedule_id: uuid.UUID, message: str) -> None:
