@@ -25,6 +25,8 @@ from services.api.log_privacy import install_log_filters
 from services.api.memory.router import router as memory_router
 from services.api.metrics_access import mount_api_metrics
 from services.api.outages import install_outage_handlers
+from services.api.schedules.loop import ScheduleLoop
+from services.api.schedules.router import router as schedules_router
 from services.api.sessions.commands import router as session_commands_router
 from services.api.sessions.router import router as sessions_router
 from services.api.settings import ApiSettings
@@ -77,9 +79,13 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         instrument_celery(state.celery)
         register_platform_collectors(engine=state.engine, redis_client=state.redis)
         app.state.leaflab = state
+        # Due schedule slots become jobs (services/api/schedules/firing.py).
+        schedules = ScheduleLoop(state.session_factory, settings=cfg, celery=state.celery)
+        schedules.start()
         try:
             yield
         finally:
+            schedules.stop()
             shutdown_tracing()
             await state.aredis.aclose()
             state.redis.close()
@@ -102,6 +108,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         admin_router,
         invites_router,
         webhooks_router,
+        schedules_router,
         sessions_router,
         jobs_router,
         artifacts_router,

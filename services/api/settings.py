@@ -43,3 +43,8 @@ class ApiSettings(CommonSettings):
     # The model is Leaflab's simulator (`leaflab up` sets it when it serves one): the chat
     # page says its answers are simulated and how to connect a real model.
     model_simulated: bool = False
+    # Schedules (services/api/schedules): how often each API process looks for a due
+    # slot (a slot runs within about this long of its time), and the shortest time
+    # allowed between two slots of one schedule (a cron firing more often is refused).
+    schedule_poll_s: float = Field(default=15.0, gt=0)
+    schedule_min_interval_s: int = Field(default=300, ge=60)

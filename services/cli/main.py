@@ -78,6 +78,10 @@ COMMANDS = {
         "services.cli.trace_cmd:trace_cmd",
         "Show the trace of JOB_ID: every span with duration, tokens and cost.",
     ),
+    "schedule": LazyCommand(
+        "services.cli.schedule_cmd:schedule",
+        "Recurring jobs on a cron schedule (add, list, runs, pause, resume, rm).",
+    ),
     "up": LazyCommand(
         "services.cli.up.command:up",
         "Start Leaflab here: database, Redis, API, workers (embedded services when no URLs).",

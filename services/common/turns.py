@@ -32,6 +32,10 @@ class JobOrigin:
     parent_job_id: uuid.UUID | None = None
     trace_id: str | None = None
     trace_context: dict[str, str] | None = None
+    # A run of a schedule: the schedule and the slot (UTC) it runs for; the pair is
+    # unique among jobs (migration ``schedules``).
+    schedule_id: uuid.UUID | None = None
+    schedule_slot: datetime | None = None
 
 
 def open_session(db: Session, *, origin: JobOrigin, title: str) -> ChatSession:
@@ -69,6 +73,8 @@ def create_queued_job(
         enqueued_at=datetime.now(UTC),
         trace_id=origin.trace_id,
         trace_context=origin.trace_context,
+        schedule_id=origin.schedule_id,
+        schedule_slot=origin.schedule_slot,
     )
     db.add(job)
     db.flush()

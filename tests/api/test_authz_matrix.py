@@ -117,6 +117,7 @@ def world(
             "proposal_id": proposal_id,
             "document_id": _upload(client, project, f"{marker}.pdf"),
             "webhook_id": _webhook(client, project),
+            "schedule_id": _schedule(client, project, marker),
         }
         personal = _personal(client, marker)
         personal_ids = {**ids, **personal}
@@ -138,6 +139,21 @@ def _webhook(client: httpx.Client, project: str) -> str:
     """Alice's webhook for her project's jobs: members see it, only she removes it."""
     resp = client.post(
         "/v1/webhooks", json={"url": "https://hooks.example.org/lab", "project": project}
+    )
+    assert resp.status_code == 201, resp.text
+    return str(resp.json()["id"])
+
+
+def _schedule(client: httpx.Client, project: str, marker: str) -> str:
+    """Alice's yearly schedule in her project: members see it, only she (or a project
+    owner, an admin) pauses, resumes or removes it."""
+    resp = client.post(
+        "/v1/schedules",
+        json={
+            "cron": "0 0 1 1 *",
+            "job": {"kind": "turn", "input": {"content": marker}},
+            "project": project,
+        },
     )
     assert resp.status_code == 201, resp.text
     return str(resp.json()["id"])

@@ -24,8 +24,9 @@ EXAMPLES_PER_OPERATION = 8
 # Operations whose schema-valid input may still be refused for what a schema
 # cannot say: any bytes are a valid "binary" file, but only a PDF is accepted
 # (415); a webhook URL of the right form may name a host the outbound guard
-# refuses (422). Every other check still applies to them.
-CONTENT_CHECKED = {"POST /v1/library/documents", "POST /v1/webhooks"}
+# refuses (422); a schedule's cron string must name real slots, its timezone a
+# real zone (422). Every other check still applies to them.
+CONTENT_CHECKED = {"POST /v1/library/documents", "POST /v1/webhooks", "POST /v1/schedules"}
 
 
 @pytest.fixture(scope="module")

@@ -695,6 +695,56 @@ MUTATIONS: tuple[Mutation, ...] = (
         "",
         ("tests/survey/test_open_access.py", "-k", "join_the_project_library"),
     ),
+    Mutation(
+        "schedules: a slot may hold a second job (no unique constraint)",
+        "migrations/versions/20261204_schedules.py",
+        '    op.create_unique_constraint("uq_jobs_schedule_slot", "jobs", '
+        '["schedule_id", "schedule_slot"])',
+        "    pass",
+        ("tests/api/test_schedule_firing.py", "-k", "never_hold_a_second_job"),
+    ),
+    Mutation(
+        "schedules: two firing loops claim the same slot (no row lock)",
+        "services/api/schedules/firing.py",
+        ".with_for_update(skip_locked=True)",
+        "",
+        ("tests/api/test_schedule_firing.py", "-k", "two_firing_loops_racing"),
+    ),
+    Mutation(
+        "schedules: after downtime the earliest missed slot runs, not the latest",
+        "services/api/schedules/firing.py",
+        "    slot = max(cron.latest_at_or_before(now), schedule.next_slot)",
+        "    slot = schedule.next_slot",
+        ("tests/api/test_schedule_firing.py", "-k", "downtime"),
+    ),
+    Mutation(
+        "schedules: a paused schedule fires",
+        "services/api/schedules/firing.py",
+        "    return (Schedule.paused.is_(False), Schedule.next_slot <= now)",
+        "    return (Schedule.next_slot <= now,)",
+        ("tests/api/test_schedule_firing.py", "-k", "paused"),
+    ),
+    Mutation(
+        "schedules: an exhausted budget is not checked at a run",
+        "services/api/schedules/firing.py",
+        "    if left is not None and _exhausted(left.usd_remaining, left.tokens_remaining):",
+        "    if False:",
+        ("tests/api/test_schedule_firing.py", "-k", "refused_for_budget"),
+    ),
+    Mutation(
+        "schedules: any user reads and removes any schedule",
+        "services/api/schedules/router.py",
+        "    if schedule is None or not may_read(",
+        "    if schedule is None or False and not may_read(",
+        ("tests/api/test_schedules.py", "-k", "nobody_else"),
+    ),
+    Mutation(
+        "schedules: a survey's next run is not limited to what is new",
+        "services/api/schedules/firing.py",
+        '        body["input"]["since"] = schedule.last_run_at.isoformat()',
+        "        pass",
+        ("tests/api/test_schedule_firing.py", "-k", "added_since"),
+    ),
 )
 
 

@@ -18,9 +18,6 @@ from services.api.access import (
     key_scope,
     member_or_personal,
     member_project,
-    owned_session,
-    require_text,
-    target_project,
     visible_job,
 )
 from services.api.admin.budgets.remaining import remaining_budget
@@ -39,6 +36,7 @@ from services.api.jobs.schemas import (
     StepList,
     StepOut,
 )
+from services.api.jobs.submission import submit
 from services.api.jobs.usage import job_usage
 from services.api.surveys.estimate import survey_figures
 from services.common.models import Job, JobStep, User
@@ -51,21 +49,8 @@ def submit_job(
     body: Annotated[JobCreate, Body()], db: DbSession, user: CurrentUser, state: StateDep
 ) -> JobAccepted:
     """Queue a turn, survey or batch job. ``project`` and ``session_id`` must be the caller's."""
-    job_input = body.input.model_dump()
-    for text_value in _texts(body.kind, job_input):
-        require_text(text_value, limit=state.settings.max_message_chars, what="content")
-    project = target_project(db, user, body.project)
-    session = owned_session(db, user, body.session_id, lock=True) if body.session_id else None
-    job = service.submit_job(
-        db,
-        celery=state.celery,
-        user=user,
-        kind=body.kind,
-        job_input=job_input,
-        session=session,
-        project=project,
-        max_turns=body.max_turns or state.settings.max_turns_default,
-    )
+    job = submit(db, settings=state.settings, celery=state.celery, user=user, body=body)
+    job_input = job.input
     return JobAccepted(
         id=job.id,
         status="queued",
@@ -87,14 +72,6 @@ def _survey_estimate(db: Session, job: Job, job_input: dict[str, Any]) -> CostEs
     return CostEstimate(
         model_calls=calls.count, tokens=calls.input_tokens + calls.output_tokens, cost_usd=cost
     )
-
-
-def _texts(kind: str, job_input: dict[str, Any]) -> list[str]:
-    if kind == "turn":
-        return [job_input["content"]]
-    if kind == "batch":
-        return [t["content"] for t in job_input["tasks"]]
-    return []
 
 
 @router.get("", response_model=JobList, responses=error_responses(403, 404))

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from services.api.admin.budgets.schemas import BudgetRemaining, CostEstimate
 from services.api.bodies import NOT_BLANK, RequestBody
@@ -37,6 +37,11 @@ class SurveyInput(RequestBody):
     )
     length: Literal["short", "medium", "long"] = "medium"
     formats: list[SurveyFormat] = Field(default_factory=lambda: list(SURVEY_FORMATS), min_length=1)
+    since: AwareDatetime | None = Field(
+        default=None,
+        description="Only library papers added at or after this time (no OpenAlex fill); "
+        "a schedule's runs set it to the previous run's time",
+    )
 
     @model_validator(mode="after")
     def _years_in_order(self) -> SurveyInput:

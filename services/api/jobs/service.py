@@ -9,6 +9,8 @@ that commit succeeded; if sending fails, the sweeper sends them later.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from celery import Celery
@@ -34,14 +36,25 @@ from services.common.turns import JobOrigin, create_queued_job, next_queued_turn
 SESSION_TITLE_CHARS = 60
 
 
-def _origin(user: User, project: Project | None) -> JobOrigin:
+@dataclass(frozen=True)
+class ScheduleRun:
+    """The schedule slot a submission runs for (services/api/schedules/firing.py)."""
+
+    schedule_id: uuid.UUID
+    slot: datetime
+
+
+def _origin(user: User, project: Project | None, run: ScheduleRun | None = None) -> JobOrigin:
     # The API request span's trace (always a fresh, server-made one: see
-    # TracingMiddleware) becomes the job's, so every later span joins it.
+    # TracingMiddleware; a schedule's run: its firing span) becomes the job's, so
+    # every later span joins it.
     return JobOrigin(
         user_id=user.id,
         project_id=project.id if project else None,
         trace_id=current_trace_id_hex(),
         trace_context=inject_carrier() or None,
+        schedule_id=run.schedule_id if run else None,
+        schedule_slot=run.slot if run else None,
     )
 
 
@@ -65,6 +78,7 @@ def submit_job(
     session: ChatSession | None,
     project: Project | None,
     max_turns: int,
+    run: ScheduleRun | None = None,
 ) -> Job:
     """A queued job of any kind, sent to the agent queue after commit.
 
@@ -81,7 +95,7 @@ def submit_job(
         session.title = session_title(str(job_input["content"])) or DEFAULT_TITLE
     job = create_queued_job(
         db,
-        origin=_origin(user, project),
+        origin=_origin(user, project, run),
         kind=kind,
         job_input=job_input,
         session=session,

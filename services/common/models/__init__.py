@@ -34,6 +34,7 @@ from services.common.models.notifications import (
     WebhookDelivery,
 )
 from services.common.models.sandbox import SandboxExecution
+from services.common.models.schedules import Schedule
 from services.common.models.telemetry import SpanRecord
 from services.common.models.users import ApiKey, Invite, Project, ProjectMember, User
 
@@ -68,6 +69,7 @@ __all__ = [
     "Project",
     "ProjectMember",
     "SandboxExecution",
+    "Schedule",
     "SpanRecord",
     "User",
     "DELIVERY_STATUSES",

@@ -45,6 +45,8 @@ class Job(Timestamped, Base):
             "created_at",
             postgresql_where=text("status IN ('queued', 'running')"),
         ),
+        # One job per slot of a schedule, whatever number of processes fire it.
+        UniqueConstraint("schedule_id", "schedule_slot", name="uq_jobs_schedule_slot"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
@@ -60,6 +62,11 @@ class Job(Timestamped, Base):
     parent_job_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("jobs.id", ondelete="CASCADE"), index=True
     )
+    # A run of a schedule: which one, and for which of its slots (UTC).
+    schedule_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("schedules.id", ondelete="SET NULL")
+    )
+    schedule_slot: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     kind: Mapped[str] = mapped_column(String(20), nullable=False)
     status: Mapped[str] = mapped_column(String(20), default="queued", nullable=False)
     input: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict, nullable=False)

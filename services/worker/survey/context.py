@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,13 @@ class SurveyJob:
             return True
         first, _, last = str(years).partition("-")
         return int(first) <= year <= int(last or first)
+
+    @property
+    def added_since(self) -> datetime | None:
+        """``since``: only library documents added at or after it (a schedule's runs
+        set it to the previous run's time: "what's new since last run")."""
+        since = self.input.get("since")
+        return datetime.fromisoformat(str(since)) if since else None
 
     @property
     def sections_wanted(self) -> int:

@@ -51,7 +51,9 @@ def run_gather(
     # Seeds are kept whatever their year (they were asked for by name).
     papers = [p for p in _library_papers(ctx, found) if ctx.job.in_years(p["year"])]
     unresolved_seeds = add_seeds(ctx, papers)
-    if len(papers) < ctx.job.papers_wanted:
+    # "What's new since" (``since``) is about the library's new papers: an OpenAlex
+    # topic search would fill the report with old ones.
+    if len(papers) < ctx.job.papers_wanted and ctx.job.added_since is None:
         # Too little in the library: OpenAlex records fill the rest (each validated
         # by being OpenAlex's own, never a title the model made up).
         wanted = ctx.job.papers_wanted - len(papers)
@@ -118,10 +120,11 @@ def _search_library(ctx: SurveyContext, queries: list[str]) -> dict[str, dict[st
 def _library_papers(ctx: SurveyContext, found: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     if not found:
         return []
+    stmt = select(Document).where(Document.id.in_([uuid.UUID(d) for d in found]))
+    if ctx.job.added_since is not None:
+        stmt = stmt.where(Document.created_at >= ctx.job.added_since)
     with ctx.deps.factory() as db:
-        rows = db.scalars(
-            select(Document).where(Document.id.in_([uuid.UUID(d) for d in found]))
-        ).all()
+        rows = db.scalars(stmt).all()
     papers = []
     for doc in rows:
         entry = found[str(doc.id)]
