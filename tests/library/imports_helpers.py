@@ -44,7 +44,7 @@ def start_import(client: TestClient, key: str, path: Path, project: str | None =
     return str(resp.json()["id"])
 
 
-def wait_import(client: TestClient, key: str, import_id: str, timeout_s: float = 300) -> Any:
+def wait_import(client: TestClient, key: str, import_id: str, timeout_s: float = 90) -> Any:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         resp = client.get(f"/v1/library/imports/{import_id}", headers=bearer(key))

@@ -135,6 +135,10 @@ async def receive_small_file(
 ) -> tuple[str, bytes, dict[str, str]]:
     """A multipart upload (part ``file`` plus small text fields) read into memory,
     refused with 413 past ``max_bytes``: (file name, content, fields)."""
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        raise UploadRefused(
+            400, "invalid_request", "send the file as multipart/form-data (a part named 'file')"
+        )
     if _declared_too_large(request, max_bytes + FORM_OVERHEAD_BYTES):
         raise UploadRefused(413, "too_large", f"the file is larger than {max_bytes} bytes")
     parser = MultiPartParser(

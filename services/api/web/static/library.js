@@ -274,6 +274,8 @@
   document.addEventListener("DOMContentLoaded", () => {
     wireUploads();
     wireSearch();
+    // An import (library_import.js) added documents: show them without a reload.
+    document.addEventListener("leaflab:library-changed", () => loadDocuments());
     loadDocuments().then(() => { document.body.dataset.libraryReady = "1"; });
   });
 })();
