@@ -7,7 +7,7 @@ scratch database.
 Baseline in the same run: reading the file alone (``read_bibliography``), the
 part no database or network can speed up.
 
-    .venv/bin/python -m bench.import_throughput --entries 2000 --pdf-entries 8
+    .venv/bin/python -m bench.import_throughput --entries 2000 --pdf-entries 4
 """
 
 from __future__ import annotations
@@ -35,7 +35,15 @@ from services.library.ingest import ingest_document
 from services.library.runtime import build_runtime
 from services.library.settings import LibrarySettings
 
-SHARED_PDFS = Path(__file__).resolve().parents[2] / "shared" / "data" / "pdfs"
+
+def _shared_pdfs() -> Path:
+    """shared/data/pdfs beside the checkout or a folder above it (worktrees)."""
+    for folder in Path(__file__).resolve().parents:
+        if (folder / "shared" / "data" / "pdfs").is_dir():
+            return folder / "shared" / "data" / "pdfs"
+    return Path("shared/data/pdfs")
+
+
 # Small shared PDFs (1-15 pages), each served under fake arXiv ids.
 PDFS = ("1903.10676.pdf", "test-uu.pdf", "2304.02623v1.pdf", "2302.07302v1.pdf")
 
@@ -52,7 +60,8 @@ def synthetic_bib(n: int, *, arxiv_from: int = 0, arxiv: bool = False) -> str:
         out.append(
             f"@article{{k{i},\n"
             f"  author = {{M{{\\\"u}}ller, J{{\\'e}}r{{\\^o}}me and Smith, Ann}},\n"
-            f"  title = {{A Study of Problem {i}: {{Sparse}} Methods for Case {i * 7}}},\n"
+            f"  title = {{{'A Preprint on' if arxiv else 'A Study of'} Problem {i}: "
+            f"{{Sparse}} Methods for Case {i * 7}}},\n"
             f"  journal = jml, year = {2000 + i % 25}, month = jan,\n  {ident}\n}}"
         )
     return "\n\n".join(out) + "\n"
@@ -85,7 +94,8 @@ def _queue(factory: sessionmaker[Session], user_id: uuid.UUID, entries: list[Ent
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--entries", type=int, default=2000, help="metadata-only entries")
-    ap.add_argument("--pdf-entries", type=int, default=8, help="entries with a PDF to fetch")
+    ap.add_argument("--pdf-entries", type=int, default=4, help="entries with a PDF to fetch")
+    ap.add_argument("--pdfs", type=Path, default=_shared_pdfs(), help="folder of the shared PDFs")
     args = ap.parse_args()
     text = synthetic_bib(args.entries)
     t0 = time.perf_counter()
@@ -97,7 +107,7 @@ def main() -> None:
         served = Path(tmp) / "served" / "arxiv"
         served.mkdir(parents=True)
         for i in range(args.pdf_entries):
-            shutil.copyfile(SHARED_PDFS / PDFS[i % len(PDFS)], served / f"2401.{i:05d}")
+            shutil.copyfile(args.pdfs / PDFS[i % len(PDFS)], served / f"2401.{i:05d}")
         handler = functools.partial(
             http.server.SimpleHTTPRequestHandler, directory=str(served.parent)
         )
