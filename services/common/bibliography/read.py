@@ -12,6 +12,7 @@ from services.common.bibliography.entry import NotABibliography, ParsedBibliogra
 
 MAX_ENTRIES = 10_000
 BIBTEX_BLOCK = re.compile(r"@\s*[A-Za-z]+\s*[{(]")
+MACRO_BLOCK = re.compile(r"@\s*(?:string|comment|preamble)\s*[{(]", re.I)
 EXPECTED = "expected a BibTeX file (.bib), a CSL-JSON export or a Better BibTeX JSON export"
 
 
@@ -29,16 +30,22 @@ def read_bibliography(raw: bytes) -> ParsedBibliography:
     if stripped[:1] in ("[", "{"):
         parsed = _json(stripped)
     elif BIBTEX_BLOCK.search(text):
+        # Counted before parsing (about 600 entries/s): a huge file is refused at once.
+        _check_count(len(BIBTEX_BLOCK.findall(text)) - len(MACRO_BLOCK.findall(text)))
         parsed = bibtex.parse(text)
     else:
         raise NotABibliography(f"no BibTeX entry (@article{{…}}) and not JSON; {EXPECTED}")
     if not parsed.items:
         raise NotABibliography(f"the file holds no entries; {EXPECTED}")
-    if len(parsed.items) > MAX_ENTRIES:
-        raise NotABibliography(
-            f"the file holds {len(parsed.items)} entries; import at most {MAX_ENTRIES} at a time"
-        )
+    _check_count(len(parsed.items))
     return parsed
+
+
+def _check_count(entries: int) -> None:
+    if entries > MAX_ENTRIES:
+        raise NotABibliography(
+            f"the file holds {entries} entries; import at most {MAX_ENTRIES} at a time"
+        )
 
 
 def _json(text: str) -> ParsedBibliography:
