@@ -36,6 +36,7 @@ BENCHMARKS = [
     ["bench/library_ingest.py", "--pdfs", str(SHARED / "pdfs")],
     ["bench/library_scale.py"],
     ["bench/metadata_completeness.py", "--pdfs", str(SHARED / "pdfs")],
+    ["bench/import_throughput.py"],
     ["bench/context_compression.py"],
     ["bench/accounts_overhead.py"],
     ["bench/budget_reservation.py"],

@@ -17,6 +17,8 @@ from services.api.jobs.artifacts import router as artifacts_router
 from services.api.jobs.router import router as jobs_router
 from services.api.library.edit import router as library_edit_router
 from services.api.library.events import router as library_events_router
+from services.api.library.imports import IMPORT_PATH
+from services.api.library.imports import router as library_imports_router
 from services.api.library.pdf import router as library_pdf_router
 from services.api.library.router import UPLOAD_PATH
 from services.api.library.router import router as library_router
@@ -50,7 +52,8 @@ from services.common.telemetry.names import SERVICE_API
 
 # Routes whose bodies may exceed ``max_request_bytes`` (exact method and path).
 # The library upload streams to disk under its own cap (LEAFLAB_MAX_UPLOAD_BYTES).
-BODY_CAPS: dict[RouteKey, int | None] = {("POST", UPLOAD_PATH): None}
+# Bibliography imports are read under LEAFLAB_MAX_IMPORT_BYTES.
+BODY_CAPS: dict[RouteKey, int | None] = {("POST", UPLOAD_PATH): None, ("POST", IMPORT_PATH): None}
 
 
 def build_state(settings: ApiSettings) -> AppState:
@@ -116,6 +119,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         events_router,
         traces_router,
         library_router,
+        library_imports_router,
         library_edit_router,
         surveys_router,
         library_events_router,

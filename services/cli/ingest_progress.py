@@ -19,7 +19,7 @@ from rich.console import Console
 
 from services.cli.term.literal import literal
 
-TERMINAL = ("ready", "failed")
+TERMINAL = ("ready", "failed", "metadata_only")
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""`leaflab library ingest|list|search|delete|eval|check-claims`: clients of the public
-API, plus a local eval and claim check through the library's operator entry point
+"""`leaflab library ingest|import|export|list|search|delete|eval|check-claims`: clients of
+the public API, plus a local eval and claim check through the library's operator entry point
 (services/library/operator.py)."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import httpx
 from services.cli.check_claims_cmd import check_claims_cmd
 from services.cli.client import LeaflabClient
 from services.cli.ingest_progress import Upload, follow, local_pages
+from services.cli.library_import_cmd import export_cmd, import_cmd
 from services.cli.term.literal import literal, shorten
 from services.cli.term.output import json_option, print_json, stdout_console
 from services.cli.term.tables import Column, print_table
@@ -79,6 +80,8 @@ def library() -> None:
 
 
 library.add_command(check_claims_cmd)
+library.add_command(import_cmd)
+library.add_command(export_cmd)
 
 
 @library.command()

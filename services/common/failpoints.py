@@ -34,6 +34,9 @@ ledger boundary:
   step are committed (the child's advance message not yet sent).
 - ``approval.after_request``: an approval row and ``waiting_approval`` are
   committed (its event not yet published).
+
+In the library service: ``library.import.after_entry``: one entry of a
+bibliography import is settled and committed (the next not yet begun).
 """
 
 from __future__ import annotations

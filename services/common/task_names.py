@@ -7,4 +7,6 @@ SANDBOX_EXEC_TASK = "sandbox.exec"
 SANDBOX_DROP_WORKSPACE_TASK = "sandbox.drop_workspace"
 SANDBOX_QUEUE = "sandbox"
 LIBRARY_INGEST_TASK = "library.ingest"
+# Settle a bibliography import's pending entries (services/library/imports).
+LIBRARY_IMPORT_TASK = "library.import"
 LIBRARY_QUEUE = "library"

@@ -127,6 +127,9 @@ class LibrarySettings(IntakeSettings):
     # ... or as soon as its resident memory passes this after a document.
     parse_recycle_rss_mb: int = 512
     url_fetch_timeout_s: float = 20.0
+    # Where an imported entry's arXiv PDF is fetched: {base}/{arxiv id} (tests point
+    # it at a loopback server listed in LEAFLAB_WEB_ALLOW).
+    arxiv_pdf_base: str = "https://arxiv.org/pdf"
 
     # Durable ingestion: a worker holds a document's lease while it ingests
     # (renewed every ttl/3); the sweeper retries documents whose lease lapsed

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.db import transaction
 from services.common.models import Document
 from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
+from services.library.imports.sweep import sweep_imports
 from services.library.lease import IN_FLIGHT
 
 log = logging.getLogger(__name__)
@@ -136,5 +137,6 @@ class IngestSweeper:
                     requeue_after_s=self._requeue_after,
                     max_attempts=self._max_attempts,
                 )
+                sweep_imports(self._factory, self._celery, requeue_after_s=self._requeue_after)
             except Exception:  # Postgres or Redis away: the next pass tries again
                 log.exception("library.sweep: pass failed")

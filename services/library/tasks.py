@@ -23,7 +23,8 @@ from typing import Any
 from celery import Celery
 from celery.worker import WorkController
 
-from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
+from services.common.task_names import LIBRARY_IMPORT_TASK, LIBRARY_INGEST_TASK, LIBRARY_QUEUE
+from services.library.imports.run import run_import
 from services.library.ingest import ingest_document
 from services.library.runtime import LibraryRuntime
 
@@ -36,6 +37,12 @@ def register_ingest_task(celery: Celery, get_runtime: Callable[[], LibraryRuntim
     )
     def ingest(document_id: str) -> str:
         return ingest_document(get_runtime(), document_id)
+
+    @celery.task(
+        name=LIBRARY_IMPORT_TASK, ignore_result=True, acks_late=True, reject_on_worker_lost=True
+    )
+    def import_bibliography(import_id: str) -> str:
+        return run_import(get_runtime(), import_id)
 
 
 class EmbeddedConsumer:

@@ -118,6 +118,7 @@ def world(
             "document_id": _upload(client, project, f"{marker}.pdf"),
             "webhook_id": _webhook(client, project),
             "schedule_id": _schedule(client, project, marker),
+            "import_id": _import(client, project, marker),
         }
         personal = _personal(client, marker)
         personal_ids = {**ids, **personal}
@@ -156,6 +157,18 @@ def _schedule(client: httpx.Client, project: str, marker: str) -> str:
         },
     )
     assert resp.status_code == 201, resp.text
+    return str(resp.json()["id"])
+
+
+def _import(client: httpx.Client, project: str, marker: str) -> str:
+    """Alice's bibliography import into her project: only she reads it."""
+    bib = f"@article{{{marker}, title = {{The Paper Titled {marker}}}, year = 2024}}"
+    resp = client.post(
+        "/v1/library/imports",
+        files={"file": ("refs.bib", bib.encode(), "application/x-bibtex")},
+        data={"project": project},
+    )
+    assert resp.status_code == 202, resp.text
     return str(resp.json()["id"])
 
 

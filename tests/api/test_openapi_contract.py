@@ -23,10 +23,16 @@ from tests.fixtures.builders import TestUser, make_user
 EXAMPLES_PER_OPERATION = 8
 # Operations whose schema-valid input may still be refused for what a schema
 # cannot say: any bytes are a valid "binary" file, but only a PDF is accepted
-# (415); a webhook URL of the right form may name a host the outbound guard
-# refuses (422); a schedule's cron string must name real slots, its timezone a
-# real zone (422). Every other check still applies to them.
-CONTENT_CHECKED = {"POST /v1/library/documents", "POST /v1/webhooks", "POST /v1/schedules"}
+# (415) as a document and only a bibliography (422) as an import; a webhook URL
+# of the right form may name a host the outbound guard refuses (422); a
+# schedule's cron string must name real slots, its timezone a real zone (422).
+# Every other check still applies to them.
+CONTENT_CHECKED = {
+    "POST /v1/library/documents",
+    "POST /v1/library/imports",
+    "POST /v1/schedules",
+    "POST /v1/webhooks",
+}
 
 
 @pytest.fixture(scope="module")

@@ -36,13 +36,16 @@ def api_client(
     library_url: str,
     files_dir: Path,
     max_upload_bytes: int = 100_000_000,
+    max_import_bytes: int = 20_000_000,
     redis_url: str | None = None,
 ) -> Iterator[TestClient]:
     overrides: dict[str, object] = {"library_url": library_url, "internal_token": TOKEN}
     if redis_url:
         overrides["redis_url"] = redis_url
     app = create_app(ApiSettings(**overrides))  # type: ignore[arg-type]
-    intake = IntakeSettings(files_dir=files_dir, max_upload_bytes=max_upload_bytes)
+    intake = IntakeSettings(
+        files_dir=files_dir, max_upload_bytes=max_upload_bytes, max_import_bytes=max_import_bytes
+    )
     app.dependency_overrides[intake_settings] = lambda: intake
     # The app runs inside the test process: its lifespan must not install (and
     # then shut down) this process's one global tracer provider, which the

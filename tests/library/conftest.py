@@ -152,6 +152,8 @@ def library_env(files_dir: Path, pdf_server: PdfServer) -> dict[str, str]:
     return {
         "LEAFLAB_FILES_DIR": str(files_dir),
         "LEAFLAB_WEB_ALLOW": f"127.0.0.1:{pdf_server.port}",
+        # Imported entries' arXiv PDFs come from the loopback server's arxiv/ folder.
+        "LEAFLAB_ARXIV_PDF_BASE": pdf_server.url("arxiv"),
     }
 
 

@@ -745,6 +745,34 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        pass",
         ("tests/api/test_schedule_firing.py", "-k", "added_since"),
     ),
+    Mutation(
+        "library import: an entry is not matched by title",
+        "services/library/imports/catalog.py",
+        "        return self.by_title.get(entry.norm_title())",
+        "        return None",
+        ("tests/library/test_imports.py", "-k", "matched_by_title"),
+    ),
+    Mutation(
+        "library import: documents already there are not looked up (re-import duplicates)",
+        "services/library/imports/settle.py",
+        "    found = catalog.find(entry)\n    if found is not None:\n        return found\n",
+        "    return None\n",
+        ("tests/library/test_imports.py", "-k", "reimport_adds_nothing"),
+    ),
+    Mutation(
+        "library import: ingestion overwrites the bibliography's metadata",
+        "services/library/metadata/apply.py",
+        'KEPT_SOURCES = (MANUAL, "import")',
+        "KEPT_SOURCES = (MANUAL,)",
+        ("tests/library/test_imports.py", "-k", "reimport_adds_nothing"),
+    ),
+    Mutation(
+        "library import: anyone reads anyone's import",
+        "services/api/library/import_jobs.py",
+        "        or job.owner_id != access.user_id\n",
+        "",
+        ("tests/library/test_imports.py", "-k", "bad_files"),
+    ),
 )
 
 

@@ -79,3 +79,48 @@ class LibraryReference(BaseModel):
 
 class LibraryReferenceList(BaseModel):
     items: list[LibraryReference]
+
+
+class LibraryImportEntry(BaseModel):
+    """One entry of an imported file and what became of it: ``pending``, ``matched``
+    (the library held it: ``document_id``), ``fetched`` (a new document, its PDF
+    downloaded and being ingested), ``metadata_only`` (a new document without a
+    PDF; ``reason`` says why) or ``skipped`` (unusable; ``reason``)."""
+
+    ordinal: int
+    key: str | None = None
+    title: str | None = None
+    state: str
+    reason: str | None = None
+    document_id: str | None = None
+
+
+class LibraryImportSummary(BaseModel):
+    matched: int = 0
+    fetched: int = 0
+    metadata_only: int = 0
+    skipped: int = 0
+    pending: int = 0
+
+
+class LibraryImport(BaseModel):
+    """An import job: ``status`` queued → running → done; ``done`` of ``total``
+    entries settled so far; ``entries`` only when one import is asked for."""
+
+    id: str
+    status: str
+    format: str
+    filename: str | None = None
+    collection: str
+    collection_name: str | None = None
+    total: int
+    done: int
+    error: str | None = None
+    created_at: str | None = None
+    finished_at: str | None = None
+    summary: LibraryImportSummary
+    entries: list[LibraryImportEntry] | None = None
+
+
+class LibraryImportList(BaseModel):
+    items: list[LibraryImport]

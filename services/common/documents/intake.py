@@ -130,6 +130,40 @@ async def receive_pdf(
         await form.close()
 
 
+async def receive_small_file(
+    request: Request, *, max_bytes: int
+) -> tuple[str, bytes, dict[str, str]]:
+    """A multipart upload (part ``file`` plus small text fields) read into memory,
+    refused with 413 past ``max_bytes``: (file name, content, fields)."""
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        raise UploadRefused(
+            400, "invalid_request", "send the file as multipart/form-data (a part named 'file')"
+        )
+    if _declared_too_large(request, max_bytes + FORM_OVERHEAD_BYTES):
+        raise UploadRefused(413, "too_large", f"the file is larger than {max_bytes} bytes")
+    parser = MultiPartParser(
+        request.headers,
+        _capped(request, max_bytes + FORM_OVERHEAD_BYTES, max_bytes),
+        max_files=1,
+        max_fields=20,
+    )
+    try:
+        form = await parser.parse()
+    except MultiPartException as exc:
+        raise UploadRefused(400, "invalid_request", f"malformed multipart body: {exc}") from None
+    try:
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise UploadRefused(400, "invalid_request", "multipart upload needs a 'file' part")
+        content = await upload.read(max_bytes + 1)
+        if len(content) > max_bytes:
+            raise UploadRefused(413, "too_large", f"the file is larger than {max_bytes} bytes")
+        fields = {k: v for k, v in form.multi_items() if isinstance(v, str)}
+        return safe_filename(upload.filename, "bibliography"), content, fields
+    finally:
+        await form.close()
+
+
 async def _copy_into_store(
     upload: UploadFile, store: BlobStore, max_bytes: int, check: ChildLimits
 ) -> tuple[str, int]:

@@ -22,6 +22,9 @@ class IntakeSettings(CommonSettings):
     # Comma-separated host:port entries the URL fetcher may reach although they
     # are private or loopback (see services/common/net_guard.py).
     web_allow: str = ""
+    # A bibliography file (POST /v1/library/imports) is parsed in memory by the
+    # API: 20 MB is some 50,000 BibTeX entries, far past any lab's library.
+    max_import_bytes: int = 20_000_000
     # PDFs read outside the library's parser pool — the upload check and the
     # agent's pdf_fetch — run in a one-shot child process under these limits
     # (services/common/pdf_child): address space, CPU and wall time per read,

@@ -20,6 +20,7 @@ from services.common.models.jobs import (
     JobStep,
 )
 from services.common.models.library import DOCUMENT_STATUSES, Document, DocumentReference
+from services.common.models.library_imports import LibraryImport, LibraryImportEntry
 from services.common.models.memory import (
     MEMORY_KINDS,
     MEMORY_SCOPES,
@@ -60,6 +61,8 @@ __all__ = [
     "ChatSession",
     "Document",
     "DocumentReference",
+    "LibraryImport",
+    "LibraryImportEntry",
     "EmbeddingCacheEntry",
     "Job",
     "JobStep",

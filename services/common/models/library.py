@@ -22,7 +22,10 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from services.common.models.base import Base, Timestamped, new_id
 
-DOCUMENT_STATUSES = ("queued", "parsing", "embedding", "ready", "failed")
+# metadata_only: a bibliography entry kept without a PDF (no passages, never
+# ingested); like ready and failed it is settled, out of the sweeper's sight.
+METADATA_ONLY = "metadata_only"
+DOCUMENT_STATUSES = ("queued", "parsing", "embedding", "ready", "failed", METADATA_ONLY)
 
 
 class Document(Timestamped, Base):
@@ -33,7 +36,7 @@ class Document(Timestamped, Base):
         Index(
             "ix_documents_in_flight",
             "lease_until",
-            postgresql_where=text("status NOT IN ('ready', 'failed')"),
+            postgresql_where=text("status NOT IN ('ready', 'failed', 'metadata_only')"),
         ),
     )
 
@@ -56,8 +59,8 @@ class Document(Timestamped, Base):
     chunks: Mapped[int | None] = mapped_column(Integer)
     structure: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     # Bibliographic metadata (services/library/metadata): each field's origin in
-    # metadata_source ("pdf", "layout", "text", "filename", "openalex", "manual");
-    # a "manual" field is never overwritten by extraction.
+    # metadata_source ("pdf", "layout", "text", "filename", "openalex", "import",
+    # "manual"); a "manual" or "import" field is never overwritten by extraction.
     authors: Mapped[list[str] | None] = mapped_column(JSONB)
     year: Mapped[int | None] = mapped_column(Integer)
     venue: Mapped[str | None] = mapped_column(Text)

@@ -1,8 +1,8 @@
 """Merge extracted metadata into a document row, and mark DOI / arXiv duplicates.
 
 Guarantees:
-- a field whose source is "manual" (a PATCH) is never overwritten, whatever a
-  later extraction or lookup finds;
+- a field whose source is "manual" (a PATCH) or "import" (a bibliography
+  entry) is never overwritten, whatever a later extraction or lookup finds;
 - a document whose DOI or arXiv id matches an earlier document in the
   uploader's readable collections (their own, their projects', the lab's) gets
   ``duplicate_of`` = that document (the earliest one not itself a duplicate);
@@ -28,6 +28,9 @@ from services.library.metadata.identifiers import arxiv_from_filename, arxiv_yea
 
 FIELDS = ("title", "authors", "year", "venue", "doi", "arxiv_id")
 MANUAL = "manual"
+# A field a person wrote (a PATCH) or the lab's bibliography gave (an import)
+# outranks what extraction reads from the PDF.
+KEPT_SOURCES = (MANUAL, "import")
 
 
 def merged_fields(
@@ -48,8 +51,8 @@ def merged_fields(
     kept = dict(doc.metadata_source or {})
     values: dict[str, Any] = {}
     for field in FIELDS:
-        if kept.get(field) == MANUAL:
-            continue  # a person's correction outranks every extraction
+        if kept.get(field) in KEPT_SOURCES:
+            continue  # a person's correction or the bibliography outranks extraction
         if field in found:
             values[field] = found[field]
             kept[field] = sources.get(field, "layout")
@@ -110,7 +113,7 @@ def metadata_values(
         if doc is None:
             return {}
         values = merged_fields(doc, extracted, parsed_title=parsed_title, filename=filename)
-        if (doc.metadata_source or {}).get("title") == MANUAL:
+        if (doc.metadata_source or {}).get("title") in KEPT_SOURCES:
             values["title"] = doc.title  # else the caller would fall back to the parsed title
         doi = values["doi"] if "doi" in values else doc.doi
         arxiv = values["arxiv_id"] if "arxiv_id" in values else doc.arxiv_id

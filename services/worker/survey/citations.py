@@ -12,7 +12,6 @@ citation.
 from __future__ import annotations
 
 import re
-import unicodedata
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -20,20 +19,15 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.common.bibliography.keys import make_key
 from services.common.models import Document
+
+__all__ = ["guess_year", "keys_in", "make_key", "strip_citations"]  # make_key: common's, as before
 
 # Inside [...] a citation is @key; keys are letters, digits and ``_:-``.
 CITATION_RE = re.compile(r"\[((?:[^\[\]]*?@[A-Za-z0-9_:-]+)+[^\[\]]*)\]")
 KEY_IN_GROUP_RE = re.compile(r"@([A-Za-z0-9_:-]+)")
-STOPWORDS = frozenset(
-    "a an the of on in for and to with from by towards toward via using is are what how".split()
-)
 ARXIV_NAME_RE = re.compile(r"^(\d{2})(\d{2})\.\d{4,5}")
-
-
-def _ascii_words(text: str) -> list[str]:
-    plain = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    return [w.lower() for w in re.findall(r"[A-Za-z0-9]+", plain)]
 
 
 def guess_year(filename: str | None) -> int | None:
@@ -46,21 +40,6 @@ def guess_year(filename: str | None) -> int | None:
         return 2000 + int(match.group(1))
     found = re.search(r"(19[89]\d|20[0-3]\d)", filename)
     return int(found.group(1)) if found else None
-
-
-def make_key(*, title: str, authors: list[str], year: int | None, taken: set[str]) -> str:
-    """A readable, unique key for one paper; ``taken`` gains it."""
-    words = [w for w in _ascii_words(title) if w not in STOPWORDS] or ["paper"]
-    surname = _ascii_words(authors[0])[-1:] if authors else []
-    head = surname[0] if surname else words[0]
-    tail = words[1] if not surname and len(words) > 1 else words[0]
-    base = f"{head}{year or 'nd'}{tail if tail != head else ''}"[:40]
-    key, n = base, 0
-    while key in taken:
-        n += 1
-        key = f"{base}{chr(ord('a') + n - 1)}" if n <= 26 else f"{base}{n}"
-    taken.add(key)
-    return key
 
 
 def keys_in(text: str) -> list[str]:

@@ -14,7 +14,7 @@
   // A browser opens at most 6 connections to one host over HTTP/1.1: streams beyond
   // this wait their turn, so the page's own API calls never queue behind them.
   const MAX_STREAMS = 3;
-  const DONE = new Set(["ready", "failed"]);
+  const DONE = new Set(["ready", "failed", "metadata_only"]);
   const docs = new Map();    // id -> the document row, merged with its live progress
   const streams = new Map(); // id -> the EventSource following it
   const polled = new Set();  // ids whose stream failed: followed by polling instead
@@ -274,6 +274,8 @@
   document.addEventListener("DOMContentLoaded", () => {
     wireUploads();
     wireSearch();
+    // An import (library_import.js) added documents: show them without a reload.
+    document.addEventListener("leaflab:library-changed", () => loadDocuments());
     loadDocuments().then(() => { document.body.dataset.libraryReady = "1"; });
   });
 })();
