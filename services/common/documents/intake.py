@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 
@@ -107,22 +107,8 @@ async def receive_pdf(
 ) -> ReceivedFile:
     """Read a multipart upload (part ``file`` plus small text fields) into the store;
     ``check``: the limits of the child process that opens it before it is stored."""
-    if _declared_too_large(request, max_bytes + FORM_OVERHEAD_BYTES):
-        raise UploadRefused(413, "too_large", f"the upload is larger than {max_bytes} bytes")
-    parser = MultiPartParser(
-        request.headers,
-        _capped(request, max_bytes + FORM_OVERHEAD_BYTES, max_bytes),
-        max_files=1,
-        max_fields=20,
-    )
+    form, upload = await _file_form(request, max_bytes, "upload")
     try:
-        form = await parser.parse()
-    except MultiPartException as exc:
-        raise UploadRefused(400, "invalid_request", f"malformed multipart body: {exc}") from None
-    try:
-        upload = form.get("file")
-        if not isinstance(upload, UploadFile):
-            raise UploadRefused(400, "invalid_request", "multipart upload needs a 'file' part")
         fields = {k: v for k, v in form.multi_items() if isinstance(v, str)}
         content_hash, size = await _copy_into_store(upload, store, max_bytes, check)
         return ReceivedFile(content_hash, safe_filename(upload.filename), size, fields)
@@ -139,8 +125,22 @@ async def receive_small_file(
         raise UploadRefused(
             400, "invalid_request", "send the file as multipart/form-data (a part named 'file')"
         )
+    form, upload = await _file_form(request, max_bytes, "file")
+    try:
+        content = await upload.read(max_bytes + 1)
+        if len(content) > max_bytes:
+            raise UploadRefused(413, "too_large", f"the file is larger than {max_bytes} bytes")
+        fields = {k: v for k, v in form.multi_items() if isinstance(v, str)}
+        return safe_filename(upload.filename, "bibliography"), content, fields
+    finally:
+        await form.close()
+
+
+async def _file_form(request: Request, max_bytes: int, what: str) -> tuple[FormData, UploadFile]:
+    """The parsed multipart form (the caller closes it) and its ``file`` part, the
+    body capped at ``max_bytes`` of file plus the form's small overhead."""
     if _declared_too_large(request, max_bytes + FORM_OVERHEAD_BYTES):
-        raise UploadRefused(413, "too_large", f"the file is larger than {max_bytes} bytes")
+        raise UploadRefused(413, "too_large", f"the {what} is larger than {max_bytes} bytes")
     parser = MultiPartParser(
         request.headers,
         _capped(request, max_bytes + FORM_OVERHEAD_BYTES, max_bytes),
@@ -151,17 +151,11 @@ async def receive_small_file(
         form = await parser.parse()
     except MultiPartException as exc:
         raise UploadRefused(400, "invalid_request", f"malformed multipart body: {exc}") from None
-    try:
-        upload = form.get("file")
-        if not isinstance(upload, UploadFile):
-            raise UploadRefused(400, "invalid_request", "multipart upload needs a 'file' part")
-        content = await upload.read(max_bytes + 1)
-        if len(content) > max_bytes:
-            raise UploadRefused(413, "too_large", f"the file is larger than {max_bytes} bytes")
-        fields = {k: v for k, v in form.multi_items() if isinstance(v, str)}
-        return safe_filename(upload.filename, "bibliography"), content, fields
-    finally:
+    upload = form.get("file")
+    if not isinstance(upload, UploadFile):
         await form.close()
+        raise UploadRefused(400, "invalid_request", "multipart upload needs a 'file' part")
+    return form, upload
 
 
 async def _copy_into_store(
