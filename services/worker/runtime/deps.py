@@ -15,6 +15,7 @@ from services.worker.llm.routing.router import ModelRouter
 from services.worker.llm.routing.setup import single_client_router
 from services.worker.runtime.lease import LeaseKeeper
 from services.worker.settings import WorkerSettings
+from services.worker.tools.mcp import McpCatalog
 from services.worker.tools.ports import LibraryEndpoint, SandboxPort
 from services.worker.tools.registry import ToolRegistry
 
@@ -34,6 +35,8 @@ class RuntimeDeps:
     # Ports offered to tools; None where this worker has no such service.
     sandbox: SandboxPort | None = None
     library: LibraryEndpoint | None = None
+    # MCP tool servers (LEAFLAB_MCP_SERVERS); None: none registered.
+    mcp: McpCatalog | None = None
     # Model calls go through the router (profiles, fallback, breaker); when deps are
     # built by hand without one, every tier routes to ``model`` alone.
     router: ModelRouter | None = field(default=None)
