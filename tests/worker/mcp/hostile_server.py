@@ -1,10 +1,12 @@
 """A hostile MCP server over stdio, for the tests: built on the SDK's low-level server.
 
-Tools: ``echo`` (answers; no annotations, so not retry-safe), ``hang`` (never
+Tools: ``echo`` (answers; no annotations, so not retry-safe), ``env`` (its
+environment's names and working directory), ``hang`` (never
 answers), ``crash`` (the process exits mid-call), ``garbage`` (writes a reply
 that is not a valid tool result, then never answers properly), ``huge`` (an
 input schema far over any sane size), ``broken_schema`` (not JSON Schema).
-Run: ``python tests/worker/mcp/hostile_server.py``.
+Run: ``python tests/worker/mcp/hostile_server.py [CALL_LOG]``; with a path, each
+call's tool name is appended to that file as it starts (to count runs).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ HUGE = {
 }
 TOOLS = [
     types.Tool(name="echo", description="Echo the text back", input_schema=TEXT_ARG),
+    types.Tool(name="env", description="Its environment's names", input_schema={"type": "object"}),
     types.Tool(name="hang", description="Never answers", input_schema={"type": "object"}),
     types.Tool(name="crash", description="Exits mid-call", input_schema={"type": "object"}),
     types.Tool(name="garbage", description="Malformed reply", input_schema={"type": "object"}),
@@ -47,9 +50,15 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     args = params.arguments or {}
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], "a") as log:
+            log.write(params.name + "\n")
     if params.name == "echo":
         text = f"echo: {args['text']}"
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+    if params.name == "env":
+        names = json.dumps({"names": sorted(os.environ), "cwd": os.getcwd()})
+        return types.CallToolResult(content=[types.TextContent(type="text", text=names)])
     if params.name == "hang":
         await anyio.sleep(3600)
     if params.name == "crash":

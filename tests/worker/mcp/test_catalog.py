@@ -78,7 +78,7 @@ def test_git_server_reads_a_repository_the_test_made(tmp_path: Path) -> None:
 def test_hostile_schemas_are_skipped_with_a_reason(hostile: McpCatalog) -> None:
     offer = hostile.offer(None, None)
     assert sorted(t.name for t in offer.tools) == [
-        "mcp.h.crash", "mcp.h.echo", "mcp.h.garbage", "mcp.h.hang",
+        "mcp.h.crash", "mcp.h.echo", "mcp.h.env", "mcp.h.garbage", "mcp.h.hang",
     ]  # fmt: skip
     reasons = {p.tool: p.reason for p in offer.problems}
     assert "over the 32000 allowed" in reasons["huge"]
@@ -124,15 +124,18 @@ def test_a_server_that_cannot_start_is_skipped_and_others_stay(tmp_path: Path) -
         cat.close()
 
 
-def test_a_stdio_server_gets_none_of_the_workers_secrets(
-    monkeypatch: pytest.MonkeyPatch, hostile: McpCatalog
-) -> None:
-    from services.worker.tools.mcp.connection import child_environment
-
+def test_a_stdio_server_gets_none_of_the_workers_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LEAFLAB_DATABASE_URL", "postgresql://secret@db/leaflab")
-    env = child_environment(Path("/tmp/x"))
-    assert set(env) == {"HOME", "TMPDIR", "LANG", "LC_ALL", "PATH"}
-    assert env["HOME"] == "/tmp/x"
+    monkeypatch.setenv("LEAFLAB_INTERNAL_TOKEN", "canary-token")
+    cat = catalog([{"name": "h", "command": HOSTILE}])
+    try:
+        seen = json.loads(call(cat, "mcp.h.env"))
+    finally:
+        cat.close()
+    assert not [n for n in seen["names"] if n.startswith("LEAFLAB_")], seen
+    assert set(seen["names"]) <= {"HOME", "TMPDIR", "LANG", "LC_ALL", "PATH", "LOGNAME",
+                                  "SHELL", "TERM", "USER", "PWD"}  # fmt: skip
+    assert Path(seen["cwd"]).name.startswith("leaflab-mcp-h-")  # a folder of its own
 
 
 def test_project_scoping_offers_and_calls_only_within_the_projects() -> None:
