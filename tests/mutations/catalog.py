@@ -705,7 +705,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "mcp: a hanging call is not bounded",
         "services/worker/tools/mcp/tool.py",
         "                self.spec.tool, arguments, timeout_s=self._call_timeout_s",
-        "                self.spec.tool, arguments, timeout_s=3600",
+        "                self.spec.tool, arguments, timeout_s=30",
         ("tests/worker/mcp/test_catalog.py", "-k", "hanging_tool"),
     ),
     Mutation(
