@@ -39,13 +39,18 @@ from services.worker.runtime.model_probe import ModelWaitWatcher
 from services.worker.runtime.sweeper import Sweeper
 from services.worker.settings import WorkerSettings
 from services.worker.tools.library_intake import CeleryIngestQueue
+from services.worker.tools.mcp import McpSettings
 from services.worker.tools.ports import LibraryEndpoint
 from services.worker.tools.sandbox_client import CelerySandbox
+from services.worker.tools.web.settings import ResearchToolSettings
 from services.worker.toolset import build_registry
 
 log = logging.getLogger(__name__)
 
 settings = WorkerSettings()
+# A malformed LEAFLAB_MCP_SERVERS stops the worker here, naming the entry and field.
+mcp_settings = McpSettings()
+mcp_settings.servers()
 app = build_celery(settings)
 # The default when the command line gives no -c (as under `leaflab up`).
 app.conf.worker_concurrency = settings.worker_concurrency
@@ -70,6 +75,15 @@ _sweeper: Sweeper | None = None
 _capabilities: CapabilityBook | None = None
 _model_wait: ModelWaitWatcher | None = None
 _webhooks: WebhookDispatcher | None = None
+
+
+def _mcp_catalog() -> Any:
+    """The registered MCP servers' catalog, None when there are none (the SDK unloaded)."""
+    if not mcp_settings.servers():
+        return None
+    from services.worker.tools.mcp.catalog import McpCatalog
+
+    return McpCatalog.from_settings(mcp_settings, guard=ResearchToolSettings().net_guard())
 
 
 def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
@@ -99,6 +113,7 @@ def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
         sandbox=CelerySandbox(app, queue=cfg.sandbox_queue),
         library=LibraryEndpoint(url=cfg.library_url, internal_token=cfg.internal_token),
         router=router,
+        mcp=_mcp_catalog(),
     )
 
 
@@ -156,6 +171,8 @@ def _stop_background(**_: Any) -> None:
         _deps.keeper.stop()
     if _capabilities is not None:
         _capabilities.stop()
+    if _deps is not None and _deps.mcp is not None:
+        _deps.mcp.close()  # stdio servers' processes end with their sessions
 
 
 @app.task(name=ADVANCE_TASK, ignore_result=True)

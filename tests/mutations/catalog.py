@@ -773,6 +773,62 @@ MUTATIONS: tuple[Mutation, ...] = (
         "",
         ("tests/library/test_imports.py", "-k", "bad_files"),
     ),
+    Mutation(
+        "mcp: a scoped server's tool is callable from any project",
+        "services/worker/tools/mcp/catalog.py",
+        "        if not server.offered_to(project_id, project_name):\n            raise ToolError(",
+        "        if False:\n            raise ToolError(",
+        ("tests/worker/mcp/test_mcp_jobs.py", "-k", "scoped_server_is_refused"),
+    ),
+    Mutation(
+        "mcp: a scoped server is offered to every project",
+        "services/worker/tools/mcp/catalog.py",
+        "            if not server.offered_to(project_id, project_name):\n                continue",
+        "            if False:\n                continue",
+        ("tests/worker/mcp/test_catalog.py", "-k", "project_scoping"),
+    ),
+    Mutation(
+        "mcp: a server marked approval runs without one",
+        "services/worker/approvals/gate.py",
+        "        if tool.approval_required:\n            return True",
+        "        if False:\n            return True",
+        ("tests/worker/mcp/test_mcp_jobs.py", "-k", "marked_for_approval"),
+    ),
+    Mutation(
+        "mcp: an interrupted external call is run again on resume",
+        "services/worker/runtime/tool_exec.py",
+        "        if tool.effect is ToolEffect.EXTERNAL:\n",
+        "        if False:\n",
+        ("tests/worker/mcp/test_mcp_jobs.py", "-k", "interrupted_external"),
+    ),
+    Mutation(
+        "mcp: a hanging call is not bounded",
+        "services/worker/tools/mcp/tool.py",
+        "                self.spec.tool, arguments, timeout_s=self._call_timeout_s",
+        "                self.spec.tool, arguments, timeout_s=30",
+        ("tests/worker/mcp/test_catalog.py", "-k", "hanging_tool"),
+    ),
+    Mutation(
+        "mcp: schemas of any size are offered",
+        "services/worker/tools/mcp/discovery.py",
+        "    if size > max_schema_bytes:",
+        "    if False:",
+        ("tests/worker/mcp/test_catalog.py", "-k", "hostile_schemas"),
+    ),
+    Mutation(
+        "mcp: HTTP servers are reached without the address guard",
+        "services/worker/tools/mcp/connection.py",
+        "            check_server_url(self.config.url, self._guard)",
+        "            pass",
+        ("tests/worker/mcp/test_catalog.py", "-k", "address_guard"),
+    ),
+    Mutation(
+        "mcp: stdio servers inherit the worker's environment",
+        "services/worker/tools/mcp/connection.py",
+        "                command=program, args=args, env=child_environment(home), cwd=str(home)",
+        "                command=program, args=args, env=dict(os.environ), cwd=str(home)",
+        ("tests/worker/mcp/test_catalog.py", "-k", "secrets"),
+    ),
 )
 
 

@@ -147,6 +147,8 @@ class ApprovalGate:
         self._mark(approval_id, "applied", None)
 
     def _may_need_approval(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> bool:
+        if tool.approval_required:
+            return True
         if tool.effect is ToolEffect.SANDBOX:
             return self.mode() in ("strict", "protected")
         if tool.effect is not ToolEffect.WORKSPACE_EDIT or self.mode() == "off":

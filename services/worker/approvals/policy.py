@@ -13,10 +13,16 @@ Modes (``LEAFLAB_APPROVAL_MODE``, overridden per project by ``projects.approval_
   Whether a command changes the workspace cannot be decided reliably from its
   text (``python -c``, redirections, scripts that write), so the rule is the
   conservative one: every sandbox call counts as workspace-changing.
+
+Whatever the mode, a tool that declares ``approval_required`` (the tools of an
+MCP server registered with ``approval: true``) waits for every call, shown as
+a ``command``: the tool and its arguments. The admin marked that server, so a
+project's mode does not lift it.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +50,13 @@ def proposal_for(
     intent: dict[str, Any] | None,
 ) -> Proposal | None:
     """The approval this call needs under ``mode``, or None when it may run at once."""
+    if tool.approval_required:
+        shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+        return Proposal(
+            kind="command",
+            diffs=[{"tool": tool.name, "command": f"{tool.name} {shown}"[:20_000]}],
+            baselines={},
+        )
     if mode == "off":
         return None
     if tool.effect is ToolEffect.WORKSPACE_EDIT and intent is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from celery import Celery
 from sqlalchemy import Engine
@@ -17,6 +18,9 @@ from services.worker.runtime.lease import LeaseKeeper
 from services.worker.settings import WorkerSettings
 from services.worker.tools.ports import LibraryEndpoint, SandboxPort
 from services.worker.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from services.worker.tools.mcp.catalog import McpCatalog
 
 
 @dataclass
@@ -34,6 +38,8 @@ class RuntimeDeps:
     # Ports offered to tools; None where this worker has no such service.
     sandbox: SandboxPort | None = None
     library: LibraryEndpoint | None = None
+    # MCP tool servers (LEAFLAB_MCP_SERVERS); None: none registered.
+    mcp: McpCatalog | None = None
     # Model calls go through the router (profiles, fallback, breaker); when deps are
     # built by hand without one, every tier routes to ``model`` alone.
     router: ModelRouter | None = field(default=None)

@@ -22,6 +22,7 @@ from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.lease import Lease, fenced_effect
 from services.worker.runtime.ledger import StepView, tool_key
+from services.worker.runtime.mcp_offer import McpOffering
 from services.worker.runtime.recorder import MessageWrite, StepWrite, record
 from services.worker.runtime.state import TurnState
 from services.worker.runtime.suspend import noting_suspension
@@ -71,6 +72,12 @@ class ToolStepRunner:
         self.events = events
         self.state = state
         self.gate = ApprovalGate(deps, lease, project_id=who.project_id, events=events)
+        narrowed = who.tools is not None
+        self.mcp = McpOffering(deps, project_id=who.project_id, narrowed=narrowed, events=events)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """What the model is offered this round: the built-in tools and the MCP ones."""
+        return self.mcp.schemas(self.deps.registry.schemas(only=self.who.tools))
 
     def _begin(self, **fields: Any) -> None:
         step = StepWrite(status="running", **fields)
@@ -116,6 +123,8 @@ class ToolStepRunner:
                 f"tool {name!r} is not offered here; available: {offered}",
                 category="validation",
             )
+        if McpOffering.is_mcp(name):
+            return self.mcp.tool(name)
         return self.deps.registry.get(name)
 
     def _child_job(
@@ -194,6 +203,16 @@ class ToolStepRunner:
                 self._complete(round_no, call, key, status="succeeded", result=outcome)
             else:
                 self._complete(round_no, call, key, status="interrupted", error=outcome)
+            return True
+        if tool.effect is ToolEffect.EXTERNAL:
+            # An external service's call that may have half-run: never repeated.
+            interrupted = ToolError(
+                "interrupted",
+                f"{call.name} was interrupted (the worker stopped during the call); it may or "
+                "may not have taken effect and was not run again: check before calling it again",
+                category="interrupted",
+            )
+            self._complete(round_no, call, key, status="interrupted", error=interrupted)
             return True
         if tool.effect is ToolEffect.WORKSPACE_EDIT and existing.intent:
             if tool.is_applied(existing.intent, ctx):

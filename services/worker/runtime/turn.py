@@ -182,7 +182,7 @@ class TurnRunner:
         scene = "agent_reasoning"
         primary = router.primary(scene)
         model = primary.model
-        tools = self.deps.registry.schemas(only=self.who.tools) or None
+        tools = self.tools.schemas() or None
         window = window_for(self.deps, profile=primary.profile, tools=tools)
         view = compose_view(
             deps=self.deps,

@@ -28,6 +28,9 @@ class ToolEffect(StrEnum):
     WORKSPACE_EDIT = "workspace_edit"  # exactly-once via a recorded post-state (intent)
     SANDBOX = "sandbox"  # may have half-run: reported as interrupted, never repeated
     CHILD_JOB = "child_job"  # runs as a child job (runtime/child_jobs.py): spawned once
+    # A call to a service Leaflab does not control (an MCP server's tool not marked
+    # read-only or idempotent): may have half-run, reported as interrupted, never repeated
+    EXTERNAL = "external"
 
 
 class ToolError(Exception):
@@ -109,6 +112,9 @@ class Tool(ABC):
     # finish is harmless (reads, network look-ups) set one, and a tool that starts
     # a process kills it on ``ctx.cancel``; None means no limit beyond the tool's own.
     timeout_s: ClassVar[float | None] = None
+    # Every call waits for a human's approval, whatever the approval mode (an MCP
+    # server an admin registered with ``approval: true``).
+    approval_required: ClassVar[bool] = False
 
     def parse(self, raw: dict[str, Any]) -> BaseModel:
         """Validate raw model-supplied arguments; raise ToolError on any problem."""
