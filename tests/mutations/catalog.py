@@ -568,7 +568,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "metadata ingest: a manual correction overwritten by extraction",
         "services/library/metadata/apply.py",
-        "            continue  # a person's correction outranks every extraction",
+        "            continue  # a person's correction or the bibliography outranks extraction",
         "            pass",
         ("tests/library/test_metadata.py", "-k", "manual_correction_survives"),
     ),
@@ -596,7 +596,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "metadata: references.bib drops authors",
-        "services/worker/survey/latex.py",
+        "services/common/bibliography/writer.py",
         '"author": " and ".join(escape(a) for a in paper.get("authors") or []),',
         '"author": "",',
         ("tests/survey/test_reference_entries.py",),
