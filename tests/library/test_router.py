@@ -130,6 +130,9 @@ class TestProjectVisibility:
                     if path.endswith("/pdf"):  # the stored paper itself
                         assert "application/pdf" in ok["content"], (path, ok)
                         continue
+                    if path.endswith(".bib"):  # a collection exported as BibTeX
+                        assert list(ok["content"]) == ["application/x-bibtex"], (path, ok)
+                        continue
                     ref = ok["content"]["application/json"]["schema"].get("$ref", "")
                     assert ref.startswith("#/components/schemas/Library"), (method, path, ok)
 
