@@ -24,6 +24,7 @@ from services.api.limits import BodySizeLimit, RouteKey
 from services.api.log_privacy import install_log_filters
 from services.api.memory.router import router as memory_router
 from services.api.metrics_access import mount_api_metrics
+from services.api.notifications.router import router as notifications_router
 from services.api.outages import install_outage_handlers
 from services.api.sessions.commands import router as session_commands_router
 from services.api.sessions.router import router as sessions_router
@@ -102,6 +103,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         admin_router,
         invites_router,
         webhooks_router,
+        notifications_router,
         sessions_router,
         jobs_router,
         artifacts_router,

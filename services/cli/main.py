@@ -78,6 +78,10 @@ COMMANDS = {
         "services.cli.trace_cmd:trace_cmd",
         "Show the trace of JOB_ID: every span with duration, tokens and cost.",
     ),
+    "notify": LazyCommand(
+        "services.cli.notify_cmd:notify",
+        "Your notifications (list, read) and notification settings (e-mail, events).",
+    ),
     "up": LazyCommand(
         "services.cli.up.command:up",
         "Start Leaflab here: database, Redis, API, workers (embedded services when no URLs).",
