@@ -2,7 +2,7 @@
 
 - ``GET /v1/notifications``: the caller's own (never anyone else's), unread first,
   with the unread count the web UI's badge shows.
-- ``POST /v1/notifications/read``: mark some (``ids``) or ``all`` read.
+- ``POST /v1/notifications/read``: mark some (``ids``) or ``all`` read (neither: none).
 - ``GET/PUT /v1/notifications/settings``: the caller's own settings (their jobs:
   which events, e-mail on/off); with ``?project=`` a project's (e-mail to its
   owners or members): members read them, project owners and admins change them,
@@ -80,10 +80,10 @@ def list_notifications(
     return NotificationList(items=[_item(r) for r in rows], unread=unread_count(db, user))
 
 
-@router.post("/read", response_model=ReadResult)
+@router.post("/read", response_model=ReadResult, responses=error_responses(413))
 def mark_read(body: MarkRead, db: DbSession, user: CurrentUser) -> ReadResult:
     if not body.ids and not body.all:
-        raise ApiError(422, "invalid_request", "give the notifications' ids, or all: true")
+        return ReadResult(marked=0, unread=unread_count(db, user))
     stmt = (
         update(Notification)
         .where(*visible_notifications(db, user), Notification.read_at.is_(None))
@@ -113,11 +113,12 @@ def get_settings(db: DbSession, user: CurrentUser, project: ProjectQuery = None)
     return view(row, project_id=None, may_change=key_scope(db) is None)
 
 
-@router.put("/settings", response_model=SettingsView, responses=error_responses(403, 404))
+@router.put("/settings", response_model=SettingsView, responses=error_responses(403, 404, 413))
 def put_settings(
     body: SettingsUpdate, db: DbSession, user: CurrentUser, project: ProjectQuery = None
 ) -> SettingsView:
-    """Change the fields given; the others keep their value."""
+    """Change the fields given; the others keep their value (``recipients`` is a
+    project's only: without ``?project=`` it is ignored and answered as null)."""
     if project:
         found = member_project(db, user, project)
         if not _may_change_project(db, user, found.id):
@@ -127,8 +128,6 @@ def put_settings(
         return view(row, project_id=found.id, may_change=True)
     if key_scope(db) is not None:
         raise ApiError(403, "forbidden", "a project-scoped key cannot change your own settings")
-    if body.recipients is not None:
-        raise ApiError(422, "invalid_request", "recipients are a project's setting (?project=)")
     row = update_settings(db, user=user, project_id=None, body=body)
     db.commit()
     return view(row, project_id=None, may_change=True)
