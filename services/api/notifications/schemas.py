@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -14,7 +14,7 @@ from services.common.notification_events import NOTIFY_EVENTS, PROJECT_RECIPIENT
 MAX_LISTED = 100
 # As a Literal the schema names the events (an enum), so clients and checks know them.
 NotifyEvent = Literal["job.succeeded", "job.failed", "job.waiting_approval", "job.budget_exhausted"]
-assert set(NotifyEvent.__args__) == set(NOTIFY_EVENTS)  # noqa: S101 - one list, checked at import
+assert set(get_args(NotifyEvent)) == set(NOTIFY_EVENTS)  # noqa: S101 - one list, checked at import
 
 
 class NotificationView(BaseModel):

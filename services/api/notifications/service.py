@@ -75,7 +75,7 @@ def update_settings(
     if body.email is not None:
         row.email = body.email
     if body.events is not None:
-        row.events = body.events
+        row.events = list(body.events)
     if body.recipients is not None and project_id is not None:
         row.recipients = body.recipients
     row.updated_at = func.now()
