@@ -26,6 +26,7 @@ from services.api.limits import BodySizeLimit, RouteKey
 from services.api.log_privacy import install_log_filters
 from services.api.memory.router import router as memory_router
 from services.api.metrics_access import mount_api_metrics
+from services.api.notifications.router import router as notifications_router
 from services.api.outages import install_outage_handlers
 from services.api.schedules.loop import ScheduleLoop
 from services.api.schedules.router import router as schedules_router
@@ -112,6 +113,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         invites_router,
         webhooks_router,
         schedules_router,
+        notifications_router,
         sessions_router,
         jobs_router,
         artifacts_router,

@@ -82,6 +82,10 @@ COMMANDS = {
         "services.cli.schedule_cmd:schedule",
         "Recurring jobs on a cron schedule (add, list, runs, pause, resume, rm).",
     ),
+    "notify": LazyCommand(
+        "services.cli.notify_cmd:notify",
+        "Your notifications (list, read) and notification settings (e-mail, events).",
+    ),
     "up": LazyCommand(
         "services.cli.up.command:up",
         "Start Leaflab here: database, Redis, API, workers (embedded services when no URLs).",

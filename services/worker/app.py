@@ -29,8 +29,8 @@ from services.worker.llm.client import client_from_settings
 from services.worker.llm.discovery import CapabilityBook
 from services.worker.llm.pricing import PriceBook
 from services.worker.llm.routing.setup import discovered_router
-from services.worker.notify.dispatcher import WebhookDispatcher
-from services.worker.notify.settings import WebhookSettings
+from services.worker.notify.dispatcher import EmailDispatcher, WebhookDispatcher
+from services.worker.notify.settings import EmailSettings, WebhookSettings
 from services.worker.runtime.advance import advance
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.drain import start_draining
@@ -75,6 +75,7 @@ _sweeper: Sweeper | None = None
 _capabilities: CapabilityBook | None = None
 _model_wait: ModelWaitWatcher | None = None
 _webhooks: WebhookDispatcher | None = None
+_email: EmailDispatcher | None = None
 
 
 def _mcp_catalog() -> Any:
@@ -127,7 +128,7 @@ def get_deps() -> RuntimeDeps:
 
 @signals.worker_ready.connect
 def _start_sweeper(**_: Any) -> None:
-    global _sweeper, _model_wait, _webhooks
+    global _sweeper, _model_wait, _webhooks, _email
     deps = get_deps()
     _sweeper = Sweeper(
         deps.factory,
@@ -151,6 +152,9 @@ def _start_sweeper(**_: Any) -> None:
     # Signed webhooks from the jobs' outbox (services/worker/notify).
     _webhooks = WebhookDispatcher(deps.factory, WebhookSettings())
     _webhooks.start()
+    # E-mail from the same jobs' outbox (off without LEAFLAB_SMTP_HOST).
+    _email = EmailDispatcher(deps.factory, EmailSettings())
+    _email.start()
 
 
 @signals.worker_shutting_down.connect
@@ -167,6 +171,8 @@ def _stop_background(**_: Any) -> None:
         _model_wait.stop()
     if _webhooks is not None:
         _webhooks.stop()
+    if _email is not None:
+        _email.stop()
     if _deps is not None:
         _deps.keeper.stop()
     if _capabilities is not None:

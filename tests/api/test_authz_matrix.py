@@ -24,7 +24,9 @@ from services.common.models import (
     Artifact,
     Job,
     MemoryProposal,
+    Notification,
     Project,
+    ProjectMember,
     User,
 )
 from tests.api.authz_matrix import PUBLIC_ROUTES, probes, send, with_query_variants
@@ -105,6 +107,16 @@ def world(
             db.add(proposal)
             db.flush()
             proposal_id = str(proposal.id)
+            # Alice's in-app notification, its title her secret: nobody else lists it.
+            db.add(
+                Notification(
+                    user_id=alice.id,
+                    job_id=uuid.UUID(job_id),
+                    project_id=uuid.UUID(project_id),
+                    event="job.succeeded",
+                    body={"kind": "turn", "status": "succeeded", "title": marker},
+                )
+            )
         ids = {
             "job_id": job_id,
             "session_id": session["id"],
@@ -120,6 +132,7 @@ def world(
             "schedule_id": _schedule(client, project, marker),
             "import_id": _import(client, project, marker),
         }
+        _project_settings(client, project, alice, session_factory)
         personal = _personal(client, marker)
         personal_ids = {**ids, **personal}
         alices = [marker, alice.email, job_id, session["id"], *personal.values()]
@@ -134,6 +147,20 @@ def _personal(client: httpx.Client, marker: str) -> dict[str, str]:
     ]
     trace_id = client.get(f"/v1/jobs/{job_id}").json()["trace_id"]
     return {"session_id": session["id"], "job_id": job_id, "trace_id": trace_id}
+
+
+def _project_settings(
+    client: httpx.Client, project: str, alice: TestUser, factory: sessionmaker[Session]
+) -> None:
+    """Alice owns her project and has it e-mail every member of job.failed."""
+    with transaction(factory) as db:
+        db.query(ProjectMember).filter(ProjectMember.user_id == alice.id).update({"role": "owner"})
+    resp = client.put(
+        "/v1/notifications/settings",
+        params={"project": project},
+        json={"email": True, "events": ["job.failed"], "recipients": "members"},
+    )
+    assert resp.status_code == 200, resp.text
 
 
 def _webhook(client: httpx.Client, project: str) -> str:
@@ -297,6 +324,32 @@ class TestAuthorisationMatrix:
                 assert secret not in body, where
             checked += 1
         assert checked >= 8  # jobs, sessions, traces, library documents and their parts
+
+    def test_nobody_else_reads_or_changes_alices_notifications_or_settings(
+        self, world: World
+    ) -> None:
+        bob, carol = client_for(world.url, world.bob), client_for(world.url, world.carol)
+        alice = client_for(world.url, world.alice)
+        project = {"project": world.ids["project_id"]}
+        for other in (bob, carol):
+            assert other.get("/v1/notifications").json() == {"items": [], "unread": 0}
+            assert other.post("/v1/notifications/read", json={"all": True}).json()["marked"] == 0
+            assert other.put("/v1/notifications/settings", json={"email": False}).status_code == 200
+        assert alice.get("/v1/notifications").json()["unread"] == 1
+        assert alice.get("/v1/notifications/settings").json()["email"] is True
+        # Bob is no member: as if missing; Carol (a member) reads, only an owner changes.
+        assert bob.get("/v1/notifications/settings", params=project).status_code == 404
+        changed = bob.put("/v1/notifications/settings", params=project, json={"email": False})
+        assert changed.status_code == 404
+        assert carol.get("/v1/notifications/settings", params=project).json()["email"] is True
+        changed = carol.put("/v1/notifications/settings", params=project, json={"email": False})
+        assert changed.status_code == 403
+        kept = alice.get("/v1/notifications/settings", params=project).json()
+        assert (kept["email"], kept["events"], kept["recipients"]) == (
+            True,
+            ["job.failed"],
+            "members",
+        )
 
     def test_every_non_public_route_refuses_a_missing_or_bad_key(self, world: World) -> None:
         anonymous = httpx.Client(base_url=world.url, timeout=30)

@@ -30,7 +30,12 @@ from services.common.models.memory import (
 )
 from services.common.models.notifications import (
     DELIVERY_STATUSES,
+    EMAIL_STATUSES,
+    NOTIFY_EVENTS,
     WEBHOOK_EVENTS,
+    EmailDelivery,
+    Notification,
+    NotificationSettings,
     Webhook,
     WebhookDelivery,
 )
@@ -77,6 +82,11 @@ __all__ = [
     "User",
     "DELIVERY_STATUSES",
     "WEBHOOK_EVENTS",
+    "EMAIL_STATUSES",
+    "NOTIFY_EVENTS",
+    "EmailDelivery",
+    "Notification",
+    "NotificationSettings",
     "Webhook",
     "WebhookDelivery",
 ]

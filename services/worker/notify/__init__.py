@@ -1,1 +1,1 @@
-"""Notifications: webhook deliveries from the jobs' outbox (see dispatcher.py)."""
+"""Notifications: webhook and e-mail deliveries from the jobs' outboxes (see dispatcher.py)."""

@@ -1,8 +1,8 @@
-"""Webhook delivery settings (env ``LEAFLAB_WEBHOOK_*``)."""
+"""Notification delivery settings: webhooks (``LEAFLAB_WEBHOOK_*``), e-mail (``LEAFLAB_SMTP_*``)."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from services.common.settings import CommonSettings
 
@@ -19,3 +19,22 @@ class WebhookSettings(CommonSettings):
     webhook_max_attempts: int = Field(default=8, ge=1)
     webhook_backoff_base_s: float = Field(default=2.0, gt=0)
     webhook_backoff_max_s: float = Field(default=600.0, gt=0)
+
+
+class EmailSettings(CommonSettings):
+    """E-mail notifications (env ``LEAFLAB_SMTP_*``); no host: e-mail is off."""
+
+    smtp_host: str | None = None
+    smtp_port: int = Field(default=25, ge=1, le=65535)
+    smtp_from: str = "leaflab@localhost"
+    smtp_user: str | None = None
+    smtp_password: SecretStr | None = None
+    # Upgrade the connection with STARTTLS before logging in (port 587 servers).
+    smtp_starttls: bool = False
+    smtp_timeout_s: float = Field(default=10.0, gt=0)
+    smtp_poll_s: float = Field(default=1.0, gt=0)
+    smtp_max_attempts: int = Field(default=8, ge=1)
+    smtp_backoff_base_s: float = Field(default=2.0, gt=0)
+    smtp_backoff_max_s: float = Field(default=600.0, gt=0)
+    # Where the e-mail's job link points: the address users open the web UI at.
+    public_url: str = "http://127.0.0.1:8000"

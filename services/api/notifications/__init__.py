@@ -1,0 +1,1 @@
+"""In-app notifications and per-user / per-project notification settings."""
