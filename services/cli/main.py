@@ -84,7 +84,7 @@ COMMANDS = {
     ),
     "notify": LazyCommand(
         "services.cli.notify_cmd:notify",
-        "Your notifications (list, read) and notification settings (e-mail, events).",
+        "Your notifications and notification settings (settings, list, read).",
     ),
     "up": LazyCommand(
         "services.cli.up.command:up",
