@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpcore2
 import httpx2
 import pytest
@@ -18,6 +17,7 @@ from services.common.net_guard import AddressRefused, NetGuard, parse_allow_list
 from services.worker.tools.base import ToolEffect, ToolError
 from services.worker.tools.mcp import McpCatalog, McpSettings
 from services.worker.tools.mcp.http_guard import guarded_client
+from services.worker.tools.mcp.loop import McpLoop
 from tests.worker.mcp.conftest import GIT, HOSTILE, TIME, HttpServer, make_repo
 
 
@@ -173,6 +173,8 @@ def test_the_guarded_transport_refuses_at_connect_time(http_mcp: HttpServer) -> 
         async with guarded_client(NetGuard(), timeout_s=5) as client:
             await client.post(http_mcp.url, json={})
 
+    # On the worker's own loop thread, as in production: the calling thread may already
+    # have a running loop (Playwright's sync API leaves one in the full suite).
     with pytest.raises((AddressRefused, httpx2.HTTPError, httpcore2.ConnectError)) as err:
-        anyio.run(fetch)
+        McpLoop().run(fetch(), timeout_s=10)
     assert "loopback" in str(err.value)
