@@ -90,7 +90,16 @@ class ServerConnection:
     def call(
         self, tool: str, arguments: dict[str, Any], *, timeout_s: float
     ) -> types.CallToolResult:
-        """One tools/call; LoopTimeout when it overran ``timeout_s`` (then cancelled)."""
+        """One tools/call; LoopTimeout when it overran ``timeout_s`` (then cancelled).
+
+        A server that has to be started first (the first call, or the one after a
+        crash) is started under the start timeout, not the call's: a slow start on a
+        loaded host is not a hanging tool."""
+        deadline = self._start_timeout_s * 2
+        try:
+            self._loop.run(self._session_now(), timeout_s=deadline)
+        except LoopTimeout:
+            raise McpUnavailable(f"did not start within {deadline:g} s") from None
         return self._loop.run(self._call(tool, arguments), timeout_s=timeout_s)
 
     def unreadable_since(self, since: float) -> list[str]:
