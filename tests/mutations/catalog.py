@@ -927,6 +927,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        raw = self._redis.get(_redis_key(state))",
         ("tests/web/test_sso_login.py", "-k", "replayed_callback"),
     ),
+    Mutation(
+        "sso: the code is exchanged without its PKCE verifier",
+        "services/api/web/oidc/pages.py",
+        "            code_verifier=pending.code_verifier,\n        )\n        claims",
+        '            code_verifier="",\n        )\n        claims',
+        ("tests/web/test_sso_login.py", "-k", "existing_user"),
+    ),
 )
 
 

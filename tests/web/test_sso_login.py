@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from playwright.sync_api import BrowserContext
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.api.admin.service import create_project
@@ -124,6 +124,7 @@ class TestBrowserSignIn:
         assert cookies["leaflab_session"]["httpOnly"] is True
         assert cookies["leaflab_session"]["sameSite"] == "Lax"
         assert "leaflab_oidc_state" not in cookies
+        assert len(sso.provider.pkce_verified) >= 1  # the code went with its verifier
         # The session is the API's: the page's own fetch of the jobs list works.
         assert page.evaluate("fetch('/v1/jobs').then(r => r.status)") == 200
         with session_factory() as db:
@@ -175,6 +176,18 @@ class TestProvisioning:
         with httpx.Client(base_url=sso.url, timeout=30) as cli:
             listed = cli.get("/v1/jobs", headers={"Authorization": f"Bearer {existing.key}"})
         assert listed.status_code == 200
+
+    def test_a_disabled_user_is_refused(
+        self, sso: SsoStack, session_factory: sessionmaker[Session]
+    ) -> None:
+        existing = make_user(session_factory)
+        with session_factory() as db, db.begin():
+            db.execute(update(User).where(User.id == existing.id).values(disabled=True))
+        sso.provider.set_user(existing.email, email=existing.email, email_verified=True)
+        with httpx.Client(timeout=30) as client:
+            _refused(
+                client.get(_to_callback(client, sso, existing.email)), client, 401, "is disabled"
+            )
 
     def test_the_authorization_request_uses_pkce_s256_state_and_nonce(self, sso: SsoStack) -> None:
         with httpx.Client(timeout=30) as client:
