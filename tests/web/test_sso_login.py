@@ -285,3 +285,14 @@ def test_the_sso_harness_is_a_real_provider_module() -> None:
     import oidc_provider_mock
 
     assert "site-packages" in Path(oidc_provider_mock.__file__).parts
+
+
+def test_the_login_page_offers_the_provider_beside_the_key_form(
+    sso: SsoStack, context: BrowserContext
+) -> None:
+    page = context.new_page()
+    page.goto(f"{sso.url}/login?next=/jobs")
+    button = page.get_by_test_id("sso-sign-in")
+    assert button.inner_text() == f"Sign in with {PROVIDER_NAME}"
+    assert button.get_attribute("href") == "/login/oidc?next=%2Fjobs"
+    page.screenshot(path=str(screenshot_dir() / "login-sso.png"))
