@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, Field, SecretStr, model_validator
 
 from services.common.settings import CommonSettings
+
+
+class OidcGrant(BaseModel):
+    """What one value of the SSO role claim grants: admin, and roles in named projects."""
+
+    admin: bool = False
+    projects: dict[str, Literal["owner", "member"]] = Field(default_factory=dict)
 
 
 class ApiSettings(CommonSettings):
@@ -48,3 +58,30 @@ class ApiSettings(CommonSettings):
     # allowed between two slots of one schedule (a cron firing more often is refused).
     schedule_poll_s: float = Field(default=15.0, gt=0)
     schedule_min_interval_s: int = Field(default=300, ge=60)
+    # Single sign-on (services/api/web/oidc): set the issuer (and the client's id) and
+    # the login page offers "Sign in with <oidc_provider_name>" beside the API-key form.
+    # The issuer is the operator's own choice, so its fetches are not SSRF-guarded; it
+    # must be https, or http on loopback (a test's provider, a local Keycloak).
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_client_secret: SecretStr | None = None
+    oidc_provider_name: str = "SSO"
+    # The ID-token claim whose value(s) (a string or a list of strings) decide roles,
+    # and what each value grants, as JSON (LEAFLAB_OIDC_ROLE_MAP):
+    # {"lab-admins": {"admin": true}, "lab-a": {"projects": {"Lab A": "member"}}}.
+    # Grants are added at every sign-in; nothing is taken away (admins do that).
+    oidc_role_claim: str = "groups"
+    oidc_role_map: dict[str, OidcGrant] = Field(default_factory=dict)
+    oidc_timeout_s: float = Field(default=10.0, gt=0)
+
+    @model_validator(mode="after")
+    def _check_oidc(self) -> ApiSettings:
+        if self.oidc_issuer is None:
+            return self
+        if not self.oidc_client_id:
+            raise ValueError("LEAFLAB_OIDC_ISSUER is set: set LEAFLAB_OIDC_CLIENT_ID too")
+        parts = urlsplit(self.oidc_issuer)
+        loopback = parts.hostname in ("localhost", "127.0.0.1", "::1")
+        if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+            raise ValueError("LEAFLAB_OIDC_ISSUER must be https (http only on loopback)")
+        return self

@@ -899,6 +899,41 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            pass",
         ("tests/api/test_email_notifications.py", "-k", "no_smtp_host"),
     ),
+    Mutation(
+        "sso: the ID token's audience is not checked",
+        "services/api/web/oidc/provider.py",
+        '    if not audience_ok(dict(claims), client_id=settings.oidc_client_id or ""):',
+        "    if False:",
+        ("tests/web/test_sso_login.py", "-k", "wrong_audience"),
+    ),
+    Mutation(
+        "sso: the callback's state is not compared with this browser's",
+        "services/api/web/oidc/pages.py",
+        "    if not expected or not returned or not hmac.compare_digest(expected, returned):",
+        "    if not returned:",
+        ("tests/web/test_sso_login.py", "-k", "state_mismatch"),
+    ),
+    Mutation(
+        "sso: an unverified e-mail signs in",
+        "services/api/web/oidc/accounts.py",
+        '    if claims.get("email_verified") is not True:',
+        "    if False:",
+        ("tests/web/test_sso_login.py", "-k", "unverified"),
+    ),
+    Mutation(
+        "sso: a started sign-in's state can be used twice",
+        "services/api/web/oidc/pending.py",
+        "        raw = self._redis.getdel(_redis_key(state))",
+        "        raw = self._redis.get(_redis_key(state))",
+        ("tests/web/test_sso_login.py", "-k", "replayed_callback"),
+    ),
+    Mutation(
+        "sso: the code is exchanged without its PKCE verifier",
+        "services/api/web/oidc/pages.py",
+        "            code_verifier=pending.code_verifier,\n        )\n        claims",
+        '            code_verifier="",\n        )\n        claims',
+        ("tests/web/test_sso_login.py", "-k", "existing_user"),
+    ),
 )
 
 

@@ -89,6 +89,14 @@ class TestLoginForm:
         page = login(context, running.url, user.key, next_path="//evil.example/", lands_on="/")
         assert page.url == f"{running.url}/"
 
+    def test_without_sso_settings_there_is_no_sign_in_button_and_no_route(
+        self, running: RunningStack
+    ) -> None:
+        with httpx.Client(base_url=running.url) as client:
+            assert 'data-testid="sso-sign-in"' not in client.get("/login").text
+            assert client.get("/login/oidc").status_code == 404
+            assert client.get("/login/oidc/callback?code=x&state=y").status_code == 404
+
 
 class TestCsrf:
     def test_a_write_without_the_csrf_header_or_from_another_origin_is_refused(

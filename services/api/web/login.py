@@ -11,6 +11,7 @@ from __future__ import annotations
 import hmac
 import secrets
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -67,8 +68,12 @@ def set_session_cookie(response: Response, request: Request, state: AppState, to
     )
 
 
-def _login_page(request: Request, *, error: str | None, next_url: str, status: int) -> Response:
+def _login_page(
+    request: Request, state: AppState, *, error: str | None, next_url: str, status: int
+) -> Response:
     token = secrets.token_urlsafe(24)
+    target = local_target(next_url)
+    settings = state.settings
     response = render(
         request,
         "login.html",
@@ -76,15 +81,18 @@ def _login_page(request: Request, *, error: str | None, next_url: str, status: i
         status_code=status,
         login_csrf=token,
         error=error,
-        next_url=local_target(next_url),
+        next_url=target,
+        # Single sign-on, when configured (services/api/web/oidc).
+        sso_name=settings.oidc_provider_name if settings.oidc_issuer else None,
+        sso_href=f"/login/oidc?next={quote(target, safe='')}",
     )
     set_form_cookie(response, request, LOGIN_CSRF_COOKIE, token, "/login")
     return response
 
 
 @router.get("/login", response_class=HTMLResponse)
-def login_form(request: Request, next: str = "/") -> Response:  # noqa: A002 - the query name
-    return _login_page(request, error=None, next_url=next, status=200)
+def login_form(request: Request, state: StateDep, next: str = "/") -> Response:  # noqa: A002
+    return _login_page(request, state, error=None, next_url=next, status=200)
 
 
 @router.post("/login")
@@ -99,12 +107,12 @@ def login(
     expected = request.cookies.get(LOGIN_CSRF_COOKIE, "")
     if not expected or not hmac.compare_digest(expected, csrf_token):
         return _login_page(
-            request, error="The form expired; please try again.", next_url=next, status=403
+            request, state, error="The form expired; please try again.", next_url=next, status=403
         )
     try:
         caller = authenticate(db, key=api_key.strip())
     except KeyRefused as refused:
-        return _login_page(request, error=str(refused), next_url=next, status=401)
+        return _login_page(request, state, error=str(refused), next_url=next, status=401)
     token, _ = web_sessions(state).create(caller.key_id)
     response = RedirectResponse(local_target(next), status_code=303)
     set_session_cookie(response, request, state, token)

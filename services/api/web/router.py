@@ -16,12 +16,14 @@ from services.api.web import (
     login,
     survey_pages,
 )
+from services.api.web.oidc import pages as oidc_pages
 from services.api.web.page_auth import install_page_handlers
 from services.api.web.security_headers import WebSecurityHeaders
 from services.api.web.templating import STATIC_DIR
 
 PAGE_ROUTERS = (
     login.router,
+    oidc_pages.router,
     invite_pages.router,
     chat_pages.router,
     job_pages.router,
