@@ -899,6 +899,36 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            pass",
         ("tests/api/test_email_notifications.py", "-k", "no_smtp_host"),
     ),
+    Mutation(
+        "zotero: the API key is logged",
+        "services/api/library/zotero.py",
+        '    log.info("library: read %s (%d items in %d pages)", library.label, len(items), pages)',
+        '    log.info("library: read %s (%d items in %d pages)%s", library.label, len(items), '
+        'pages, f" key={key}")',
+        ("tests/library/test_zotero_import.py", "-k", "kept_nowhere"),
+    ),
+    Mutation(
+        "zotero: the API key is stored with the import",
+        "services/api/library/imports.py",
+        "        _create_and_queue, state, access, parsed, wanted.library.label, collection, error",
+        "        _create_and_queue, state, access, parsed, "
+        'f"{wanted.library.label} {wanted.key}", collection, error',
+        ("tests/library/test_zotero_import.py", "-k", "kept_nowhere"),
+    ),
+    Mutation(
+        "zotero: only the first page is read (pagination ignored)",
+        "services/api/library/zotero.py",
+        "            url = _next_url(response, limits.base_url)",
+        "            url = None",
+        ("tests/library/test_zotero_import.py", "-k", "every_page"),
+    ),
+    Mutation(
+        "zotero: Retry-After is not waited for",
+        "services/api/library/zotero.py",
+        "    sleep(seconds)",
+        "    pass",
+        ("tests/library/test_zotero_import.py", "-k", "retry_after"),
+    ),
 )
 
 
