@@ -929,6 +929,41 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    pass",
         ("tests/library/test_zotero_import.py", "-k", "retry_after"),
     ),
+    Mutation(
+        "schedules: a survey's next run is not limited to what is new (seen by the survey)",
+        "services/api/schedules/firing.py",
+        '        body["input"]["since"] = schedule.last_run_at.isoformat()',
+        "        pass",
+        ("tests/survey/test_scheduled_since.py", "-k", "since_the_first"),
+    ),
+    Mutation(
+        "schedules: the submission drops a survey run's since",
+        "services/api/jobs/submission.py",
+        '    if "since" in job_input and job_input["since"] is None:',
+        '    if "since" in job_input:',
+        ("tests/survey/test_scheduled_since.py", "-k", "since_the_first"),
+    ),
+    Mutation(
+        "survey: the gather ignores since (reads the whole library)",
+        "services/worker/survey/gather.py",
+        "        stmt = stmt.where(Document.created_at >= ctx.job.added_since)",
+        "        pass",
+        ("tests/survey/test_scheduled_since.py", "-k", "since_the_first"),
+    ),
+    Mutation(
+        "schedules page: the last run is not linked to its job",
+        "services/api/web/static/schedules.js",
+        "href: `/jobs/${encodeURIComponent(job.id)}`",
+        'href: "/jobs"',
+        ("tests/web/test_schedules_page.py", "-k", "pause_resume"),
+    ),
+    Mutation(
+        "schedules page: an admin gets no pause/resume on another user's schedule",
+        "services/api/web/static/schedules.js",
+        "row(s, admin || s.user_id === viewer)",
+        "row(s, s.user_id === viewer)",
+        ("tests/web/test_schedules_page.py", "-k", "pause_resume"),
+    ),
 )
 
 
