@@ -964,6 +964,34 @@ MUTATIONS: tuple[Mutation, ...] = (
         "row(s, s.user_id === viewer)",
         ("tests/web/test_schedules_page.py", "-k", "pause_resume"),
     ),
+    Mutation(
+        "smtp: STARTTLS is never issued",
+        "services/worker/notify/email_delivery.py",
+        "        if settings.smtp_starttls:",
+        "        if False:",
+        ("tests/worker/test_smtp_tls_auth.py",),
+    ),
+    Mutation(
+        "smtp: the configured CA file is ignored",
+        "services/worker/notify/email_delivery.py",
+        "ssl.create_default_context(cafile=cafile)",
+        "ssl.create_default_context()",
+        ("tests/worker/test_smtp_tls_auth.py", "-k", "over_tls"),
+    ),
+    Mutation(
+        "smtp: the settings' credentials are not used",
+        "services/worker/notify/email_delivery.py",
+        "        if settings.smtp_user:",
+        "        if False:",
+        ("tests/worker/test_smtp_tls_auth.py", "-k", "over_tls"),
+    ),
+    Mutation(
+        "smtp: a refused login leaves no trace on the outbox row",
+        "services/worker/notify/email_delivery.py",
+        "            _record(factory, settings, item, failure)",
+        "            pass",
+        ("tests/worker/test_smtp_tls_auth.py", "-k", "wrong_password"),
+    ),
 )
 
 

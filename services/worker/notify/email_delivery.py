@@ -93,7 +93,8 @@ def open_smtp(settings: EmailSettings) -> smtplib.SMTP:
     smtp = smtplib.SMTP(settings.smtp_host, settings.smtp_port, timeout=settings.smtp_timeout_s)
     try:
         if settings.smtp_starttls:
-            smtp.starttls(context=ssl.create_default_context())
+            cafile = str(settings.smtp_ca_file) if settings.smtp_ca_file else None
+            smtp.starttls(context=ssl.create_default_context(cafile=cafile))
         if settings.smtp_user:
             password = settings.smtp_password.get_secret_value() if settings.smtp_password else ""
             smtp.login(settings.smtp_user, password)

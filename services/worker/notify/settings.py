@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field, SecretStr
 
 from services.common.settings import CommonSettings
@@ -29,8 +31,13 @@ class EmailSettings(CommonSettings):
     smtp_from: str = "leaflab@localhost"
     smtp_user: str | None = None
     smtp_password: SecretStr | None = None
-    # Upgrade the connection with STARTTLS before logging in (port 587 servers).
+    # Upgrade the connection with STARTTLS before logging in (port 587 servers). The
+    # server's certificate is verified (name and chain) against the system's CAs, or
+    # only against ``smtp_ca_file`` (PEM) when set: a lab's own relay, a test's server.
+    # A server that offers no STARTTLS, or a certificate that does not verify, is a
+    # failed attempt (retried, then failed on the outbox row), never a plain-text send.
     smtp_starttls: bool = False
+    smtp_ca_file: Path | None = None
     smtp_timeout_s: float = Field(default=10.0, gt=0)
     smtp_poll_s: float = Field(default=1.0, gt=0)
     smtp_max_attempts: int = Field(default=8, ge=1)
