@@ -134,6 +134,21 @@ class TestZoteroSaysWait:
         assert [s.status for s in page2] == [429, 200]
         assert page2[1].at - page2[0].at >= 0.95  # Retry-After: 1 honoured
 
+    def test_a_backoff_header_delays_the_next_page(
+        self,
+        library: LibraryService,
+        files_dir: Path,
+        zotero_server: ZoteroServer,  # noqa: F811 - the fixture
+        session_factory: sessionmaker[Session],
+    ) -> None:
+        zotero_server.backoff(0, "1")
+        user = make_user(session_factory)
+        with zotero_api(library, files_dir, zotero_server) as client:
+            body = post_zotero(client, user.key, {"user": LIBRARY_ID, "key": ZOTERO_KEY})
+        assert body["total"] == 5 and body["error"] is None
+        first, second = zotero_server.seen[:2]
+        assert second.at - first.at >= 0.95  # Backoff: 1 honoured
+
     def test_a_wait_longer_than_allowed_fails_the_import_saying_so(
         self,
         library: LibraryService,
@@ -171,6 +186,29 @@ class TestZoteroRefuses:
             assert missing["error"] == "Zotero has no group library 999 (404 Not Found)"
         assert wrong not in stored_import_text(session_factory, body["id"])
         assert wrong not in caplog.text
+
+    def test_a_next_link_to_another_origin_is_not_followed_with_the_key(
+        self,
+        library: LibraryService,
+        files_dir: Path,
+        zotero_server: ZoteroServer,  # noqa: F811 - the fixture
+        session_factory: sessionmaker[Session],
+    ) -> None:
+        # localhost is this same server under another name: were the link followed,
+        # the key would reach it (seen) although the origin differs.
+        zotero_server.next_origin = f"http://localhost:{zotero_server.port}"
+        user = make_user(session_factory)
+        overrides = {
+            "zotero_url": zotero_server.base,
+            "web_allow": f"{zotero_server.allow_entry},localhost:{zotero_server.port}",
+        }
+        with api_client(
+            library_url=library.url, files_dir=files_dir, intake_overrides=overrides
+        ) as client:
+            body = post_zotero(client, user.key, {"user": LIBRARY_ID, "key": ZOTERO_KEY})
+        assert body["total"] == 0
+        assert body["error"] == "Zotero's next-page link points elsewhere; refusing to follow it"
+        assert len(zotero_server.seen) == 1
 
     def test_a_malformed_request_is_refused_before_zotero_is_asked(
         self,
