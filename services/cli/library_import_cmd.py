@@ -1,11 +1,15 @@
 """`leaflab library import FILE` and `leaflab library export`: a bibliography in,
 a collection out as BibTeX, through the public API.
 
-`import` uploads the file (BibTeX, CSL-JSON or Better BibTeX JSON), then follows
+`import` uploads the file (BibTeX, CSL-JSON or Better BibTeX JSON), or names a
+Zotero library (``--zotero-user ID`` / ``--zotero-group ID`` with ``--zotero-key``
+or ``LEAFLAB_ZOTERO_KEY``; the key goes to the API in the request body, which
+reads the library and forgets the key), then follows
 the import job until every entry is settled (``--no-wait`` returns at once),
 printing progress on stderr and the summary — matched, fetched, metadata-only,
 skipped, each skipped entry with its reason — on stdout (``--json``: the import
-as the API returns it). Exit 1 when the server refused the file.
+as the API returns it). Exit 1 when the server refused the file or the import
+failed (Zotero refused the key, say: the reason is printed).
 """
 
 from __future__ import annotations
@@ -26,29 +30,60 @@ POLL_S = 0.5
 
 
 @click.command("import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument(
+    "file", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@click.option("--zotero-user", type=click.IntRange(min=1), help="a Zotero user library id")
+@click.option("--zotero-group", type=click.IntRange(min=1), help="a Zotero group library id")
+@click.option(
+    "--zotero-key",
+    envvar="LEAFLAB_ZOTERO_KEY",
+    show_envvar=True,
+    help="a Zotero API key that may read the library (zotero.org/settings/keys)",
+)
 @click.option("--project", default=None, help="project name or id (default: your own library)")
 @click.option("--lab", is_flag=True, help="into the lab library, which every member reads")
 @click.option("--wait/--no-wait", default=True, help="follow the import until it is done")
 @json_option
-def import_cmd(file: Path, project: str | None, lab: bool, wait: bool, as_json: bool) -> None:
-    """Import a bibliography: each entry becomes a document (its PDF fetched when open access)."""
+def import_cmd(
+    file: Path | None,
+    zotero_user: int | None,
+    zotero_group: int | None,
+    zotero_key: str | None,
+    project: str | None,
+    lab: bool,
+    wait: bool,
+    as_json: bool,
+) -> None:
+    """Import a bibliography file or a Zotero library: each entry becomes a document."""
     if lab and project:
         raise click.UsageError("give --project or --lab, not both")
+    if sum(x is not None for x in (file, zotero_user, zotero_group)) != 1:
+        raise click.UsageError("give a FILE, --zotero-user ID or --zotero-group ID (one of them)")
     target = {"collection": "lab"} if lab else {"project": project} if project else {}
     client = LeaflabClient()
-    body = client.request(
-        "POST",
-        "/v1/library/imports",
-        files={"file": (file.name, file.read_bytes(), "application/octet-stream")},
-        data=target,
-    )
+    if file is not None:
+        body = client.request(
+            "POST",
+            "/v1/library/imports",
+            files={"file": (file.name, file.read_bytes(), "application/octet-stream")},
+            data=target,
+        )
+    else:
+        if not zotero_key:
+            raise click.UsageError("a Zotero import needs --zotero-key or LEAFLAB_ZOTERO_KEY")
+        library = {"user": zotero_user} if zotero_user else {"group": zotero_group}
+        body = client.request(
+            "POST", "/v1/library/imports", json={"zotero": {**library, "key": zotero_key}, **target}
+        )
     if wait:
         body = _follow(client, body["id"], quiet=as_json)
     if as_json:
         print_json(body)
-        return
-    _print_summary(body)
+    else:
+        _print_summary(body)
+    if body.get("error"):
+        sys.exit(1)
 
 
 def _follow(client: LeaflabClient, import_id: str, *, quiet: bool) -> Any:

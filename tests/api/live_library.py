@@ -19,7 +19,11 @@ from tests.fixtures.library_services import library_services
 
 
 @contextmanager
-def api_with_library(stack: Stack, base: Path, isolated_redis_url: str) -> Iterator[str]:
-    """The API's URL; the API and the library share a file store, the token and a Redis db."""
+def api_with_library(
+    stack: Stack, base: Path, isolated_redis_url: str, env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """The API's URL; the API and the library share a file store, the token and a Redis db
+    (``env``: more settings for the API process)."""
     with library_services(stack, base, isolated_redis_url) as (svc, _library):
+        svc.env.update(env or {})
         yield svc.api()

@@ -42,7 +42,11 @@ def contract_api(
     session_factory: sessionmaker[Session],
     isolated_redis_url: str,
 ) -> Iterator[tuple[str, TestUser]]:
-    with api_with_library(stack, tmp_path_factory.mktemp("contract"), isolated_redis_url) as url:
+    # A generated Zotero import reaches a loopback port the guard refuses at once
+    # (a failed import), never the internet.
+    no_zotero = {"LEAFLAB_ZOTERO_URL": "http://127.0.0.1:9"}
+    base = tmp_path_factory.mktemp("contract")
+    with api_with_library(stack, base, isolated_redis_url, no_zotero) as url:
         yield url, make_user(session_factory, admin=True)
 
 

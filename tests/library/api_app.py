@@ -38,13 +38,17 @@ def api_client(
     max_upload_bytes: int = 100_000_000,
     max_import_bytes: int = 20_000_000,
     redis_url: str | None = None,
+    intake_overrides: dict[str, object] | None = None,
 ) -> Iterator[TestClient]:
     overrides: dict[str, object] = {"library_url": library_url, "internal_token": TOKEN}
     if redis_url:
         overrides["redis_url"] = redis_url
     app = create_app(ApiSettings(**overrides))  # type: ignore[arg-type]
     intake = IntakeSettings(
-        files_dir=files_dir, max_upload_bytes=max_upload_bytes, max_import_bytes=max_import_bytes
+        files_dir=files_dir,
+        max_upload_bytes=max_upload_bytes,
+        max_import_bytes=max_import_bytes,
+        **(intake_overrides or {}),  # type: ignore[arg-type]
     )
     app.dependency_overrides[intake_settings] = lambda: intake
     # The app runs inside the test process: its lifespan must not install (and

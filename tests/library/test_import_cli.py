@@ -30,12 +30,14 @@ BIB = """@string{cacm = {Communications of the ACM}}
 """
 
 
-def leaflab(url: str, key: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LEAFLAB_")}
+def leaflab(
+    url: str, key: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LEAFLAB_")}
     return subprocess.run(  # noqa: S603 - our own interpreter and CLI
         [sys.executable, "-c", ENTRY_POINT, "library", *args],
         cwd=ROOT,
-        env={**env, "LEAFLAB_URL": url, "LEAFLAB_API_KEY": key, "COLUMNS": "120"},
+        env={**clean, **(env or {}), "LEAFLAB_URL": url, "LEAFLAB_API_KEY": key, "COLUMNS": "120"},
         capture_output=True,
         text=True,
         timeout=180,

@@ -934,24 +934,111 @@ MUTATIONS: tuple[Mutation, ...] = (
         '            code_verifier="",\n        )\n        claims',
         ("tests/web/test_sso_login.py", "-k", "existing_user"),
     ),
+    Mutation(
+        "zotero: the API key is logged",
+        "services/api/library/zotero.py",
+        '    log.info("library: read %s (%d items in %d pages)", library.label, len(items), pages)',
+        '    log.info("library: read %s (%d items in %d pages)%s", library.label, len(items), '
+        'pages, f" key={key}")',
+        ("tests/library/test_zotero_import.py", "-k", "kept_nowhere"),
+    ),
+    Mutation(
+        "zotero: the API key is stored with the import",
+        "services/api/library/imports.py",
+        "        _create_and_queue, state, access, parsed, wanted.library.label, collection, error",
+        "        _create_and_queue, state, access, parsed, "
+        'f"{wanted.library.label} {wanted.key}", collection, error',
+        ("tests/library/test_zotero_import.py", "-k", "kept_nowhere"),
+    ),
+    Mutation(
+        "zotero: only the first page is read (pagination ignored)",
+        "services/api/library/zotero.py",
+        "            url = _next_url(response, limits.base_url)",
+        "            url = None",
+        ("tests/library/test_zotero_import.py", "-k", "every_page"),
+    ),
+    Mutation(
+        "zotero: Retry-After is not waited for",
+        "services/api/library/zotero.py",
+        "    sleep(seconds)",
+        "    pass",
+        ("tests/library/test_zotero_import.py", "-k", "retry_after"),
+    ),
+    Mutation(
+        "schedules: a survey's next run is not limited to what is new (seen by the survey)",
+        "services/api/schedules/firing.py",
+        '        body["input"]["since"] = schedule.last_run_at.isoformat()',
+        "        pass",
+        ("tests/survey/test_scheduled_since.py", "-k", "since_the_first"),
+    ),
+    Mutation(
+        "schedules: the submission drops a survey run's since",
+        "services/api/jobs/submission.py",
+        '    if "since" in job_input and job_input["since"] is None:',
+        '    if "since" in job_input:',
+        ("tests/survey/test_scheduled_since.py", "-k", "since_the_first"),
+    ),
+    Mutation(
+        "survey: the gather ignores since (reads the whole library)",
+        "services/worker/survey/gather.py",
+        "        stmt = stmt.where(Document.created_at >= ctx.job.added_since)",
+        "        pass",
+        ("tests/survey/test_scheduled_since.py", "-k", "since_the_first"),
+    ),
+    Mutation(
+        "schedules page: the last run is not linked to its job",
+        "services/api/web/static/schedules.js",
+        "href: `/jobs/${encodeURIComponent(job.id)}`",
+        'href: "/jobs"',
+        ("tests/web/test_schedules_page.py", "-k", "pause_resume"),
+    ),
+    Mutation(
+        "schedules page: an admin gets no pause/resume on another user's schedule",
+        "services/api/web/static/schedules.js",
+        "row(s, admin || s.user_id === viewer)",
+        "row(s, s.user_id === viewer)",
+        ("tests/web/test_schedules_page.py", "-k", "pause_resume"),
+    ),
+    Mutation(
+        "smtp: STARTTLS is never issued",
+        "services/worker/notify/email_delivery.py",
+        "        if settings.smtp_starttls:",
+        "        if False:",
+        ("tests/worker/test_smtp_tls_auth.py",),
+    ),
+    Mutation(
+        "smtp: the configured CA file is ignored",
+        "services/worker/notify/email_delivery.py",
+        "ssl.create_default_context(cafile=cafile)",
+        "ssl.create_default_context()",
+        ("tests/worker/test_smtp_tls_auth.py", "-k", "over_tls"),
+    ),
+    Mutation(
+        "smtp: the settings' credentials are not used",
+        "services/worker/notify/email_delivery.py",
+        "        if settings.smtp_user:",
+        "        if False:",
+        ("tests/worker/test_smtp_tls_auth.py", "-k", "over_tls"),
+    ),
+    Mutation(
+        "smtp: a refused login leaves no trace on the outbox row",
+        "services/worker/notify/email_delivery.py",
+        "            _record(factory, settings, item, failure)",
+        "            pass",
+        ("tests/worker/test_smtp_tls_auth.py", "-k", "wrong_password"),
+    ),
+    Mutation(
+        "zotero: Backoff is not waited for",
+        "services/api/library/zotero.py",
+        "            _backoff(response, limits, deadline, sleep)",
+        "            pass",
+        ("tests/library/test_zotero_import.py", "-k", "backoff_header"),
+    ),
+    Mutation(
+        "zotero: a next link to another origin is followed (with the key)",
+        "services/api/library/zotero.py",
+        "    if _origin(url) != _origin(base):",
+        "    if False:",
+        ("tests/library/test_zotero_import.py", "-k", "another_origin"),
+    ),
 )
-
-
-def control(mutations: tuple[Mutation, ...]) -> Mutation:
-    """No edit, every mutation's tests in one run: they must pass in a copy of the
-    tree, so a kill means the mutation broke them, not the copy or the machine (a
-    missing data folder, a broken fixture)."""
-    files: list[str] = []
-    words: list[str] = []
-    for mutation in mutations:
-        file, rest = mutation.tests[0], mutation.tests[1:]
-        if file not in files:
-            files.append(file)
-        # A module's name is a keyword of its tests: "module and (k)" keeps one
-        # selection's -k to its own file; without -k a selection is its whole module.
-        module = file.rsplit("/", 1)[-1].removesuffix(".py")
-        words.append(f"{module} and ({rest[1]})" if rest[:1] == ("-k",) else module)
-    expression = " or ".join(f"({word})" for word in words)
-    return Mutation(
-        "control: the selections pass unmutated", "", "", "", (*files, "-k", expression)
-    )

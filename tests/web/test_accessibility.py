@@ -22,7 +22,7 @@ from tests.web.browser import login
 AXE = resources.files("axe_playwright_python").joinpath("axe.min.js").read_text("utf-8")
 # Impacts that block a user; "minor"/"moderate" findings are printed, not failed on.
 BLOCKING = {"serious", "critical"}
-PAGES = ["/", "/jobs", "/library", "/approvals", "/surveys", "/admin"]
+PAGES = ["/", "/jobs", "/library", "/approvals", "/surveys", "/schedules", "/admin"]
 
 
 def axe_violations(page: Page) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tests.api.live_library import api_with_library
 from tests.conftest import Stack
 from tests.fixtures.builders import make_user
+from tests.fixtures.zotero_server import LIBRARY_ID, ZOTERO_KEY, ZoteroServer, zotero_server  # noqa: F401
 from tests.web.browser import login
 
 BIB = r"""@article{godel1931,
@@ -71,3 +72,41 @@ def test_import_shows_progress_summary_and_the_new_documents(
         "notes.txt: refused: no BibTeX entry"
     )
     assert page.evaluate("window.__xss") is None
+
+
+def test_a_zotero_library_imported_from_the_page(
+    stack: Stack,
+    tmp_path_factory: pytest.TempPathFactory,
+    isolated_redis_url: str,
+    zotero_server: ZoteroServer,  # noqa: F811 - the fixture
+    context: BrowserContext,
+    session_factory: sessionmaker[Session],
+) -> None:
+    """The Zotero form: id and key in, the import's summary out, the key field emptied;
+    a wrong key shows Zotero's refusal on the import."""
+    env = {"LEAFLAB_ZOTERO_URL": zotero_server.base, "LEAFLAB_WEB_ALLOW": zotero_server.allow_entry}
+    base = tmp_path_factory.mktemp("web_zotero")
+    with api_with_library(stack, base, isolated_redis_url, env) as url:
+        user = make_user(session_factory)
+        page = login(context, url, user.key, next_path="/library")
+        expect(page.locator("body[data-library-ready='1']")).to_have_count(1)
+        page.get_by_test_id("zotero-id").fill(str(LIBRARY_ID))
+        page.get_by_test_id("zotero-key").fill(ZOTERO_KEY)
+        page.get_by_test_id("zotero-import").click()
+        expect(page.get_by_test_id("zotero-key")).to_have_value("")
+        item = page.get_by_test_id("import-item").first
+        expect(item.get_by_test_id("import-progress")).to_have_text("done", timeout=60_000)
+        expect(item.get_by_test_id("import-summary")).to_have_text(
+            "0 matched, 0 fetched, 5 metadata-only, 0 skipped"
+        )
+        expect(item).to_contain_text(f"zotero user {LIBRARY_ID} (zotero, 5 entries, personal)")
+        expect(page.locator("#documents tr")).to_have_count(5)
+
+        page.get_by_test_id("zotero-kind").select_option("group")
+        page.get_by_test_id("zotero-key").fill("WrongKey0000")
+        page.get_by_test_id("zotero-import").click()
+        failed = page.get_by_test_id("import-item").first
+        expect(failed).to_contain_text(f"zotero group {LIBRARY_ID}")
+        expect(failed.locator(".error")).to_contain_text(
+            "Zotero refused the API key (403 Forbidden)"
+        )

@@ -43,8 +43,10 @@ def create_import(
     parsed: ParsedBibliography,
     filename: str,
     collection: str,
+    error: str | None = None,
 ) -> LibraryImport:
-    """The import and its entries (flush only); ``done`` at once when nothing is pending."""
+    """The import and its entries (flush only); ``done`` at once when nothing is pending
+    (with ``error`` when the source could not be read at all)."""
     pending = bool(parsed.entries)
     now = datetime.now(UTC)
     job = LibraryImport(
@@ -57,6 +59,7 @@ def create_import(
         total=len(parsed.items),
         lease_until=now,
         finished_at=None if pending else now,
+        error=error,
     )
     db.add(job)
     db.flush()

@@ -1,7 +1,8 @@
 """Bibliography imports and BibTeX export (/v1/library/imports, /v1/library/export.bib).
 
 ``POST /v1/library/imports`` takes a multipart file (BibTeX, CSL-JSON or Better
-BibTeX JSON) under ``LEAFLAB_MAX_IMPORT_BYTES`` (413 above it), reads it here
+BibTeX JSON) under ``LEAFLAB_MAX_IMPORT_BYTES`` (413 above it), or a JSON body
+naming a Zotero library read through its web API (zotero_request.py), reads it here
 (422 when it is no bibliography, naming what was expected), writes the import
 and its entries, and after commit sends ``library.import``: the library side
 settles the entries (services/library/imports), so an accepted import survives
@@ -32,11 +33,13 @@ from services.api.library.import_jobs import (
 )
 from services.api.library.router import IntakeDep
 from services.api.library.schemas import LibraryImport, LibraryImportList
+from services.api.library.zotero_request import ZOTERO_BODY, parse_zotero_body, read_requested
 from services.api.state import AppState
 from services.common.bibliography import NotABibliography, ParsedBibliography, read_bibliography
 from services.common.bibliography.keys import make_key
 from services.common.bibliography.writer import render_bib
-from services.common.documents.intake import UploadRefused, receive_small_file
+from services.common.documents.intake import UploadRefused, read_json_body, receive_small_file
+from services.common.documents.settings import IntakeSettings
 from services.common.models import Document
 from services.common.task_names import LIBRARY_IMPORT_TASK, LIBRARY_QUEUE
 
@@ -61,7 +64,8 @@ IMPORT_BODY: dict[str, Any] = {
                     "collection": {"type": "string", "enum": ["lab"]},
                 },
             }
-        }
+        },
+        "application/json": ZOTERO_BODY,
     },
 }
 
@@ -76,8 +80,11 @@ IMPORT_BODY: dict[str, Any] = {
 async def start_import(
     request: Request, access: AccessDep, state: StateDep, intake: IntakeDep, db: DbSession
 ) -> LibraryImport:
-    """Multipart bibliography (`file`; `project` or `collection=lab`) → 202, an import job."""
+    """Multipart bibliography (`file`; `project` or `collection=lab`), or JSON naming a
+    Zotero library (`zotero`: `user` or `group` id and `key`) → 202, an import job."""
     await asyncio.to_thread(db.commit)  # end the auth transaction before reading the body
+    if request.headers.get("content-type", "").startswith("application/json"):
+        return await _start_zotero_import(request, access, state, intake)
     try:
         filename, raw, fields = await receive_small_file(request, max_bytes=intake.max_import_bytes)
     except UploadRefused as exc:
@@ -90,16 +97,32 @@ async def start_import(
     return await asyncio.to_thread(_create_and_queue, state, access, parsed, filename, collection)
 
 
+async def _start_zotero_import(
+    request: Request, access: LibraryAccess, state: AppState, intake: IntakeSettings
+) -> LibraryImport:
+    try:
+        body = await read_json_body(request)
+    except UploadRefused as exc:
+        raise ApiError(exc.status, exc.code, exc.message) from None
+    wanted = parse_zotero_body(body)
+    collection = access.collection_for(wanted.project, wanted.collection)
+    parsed, error = await read_requested(wanted, intake)
+    return await asyncio.to_thread(
+        _create_and_queue, state, access, parsed, wanted.library.label, collection, error
+    )
+
+
 def _create_and_queue(
     state: AppState,
     access: LibraryAccess,
     parsed: ParsedBibliography,
     filename: str,
     collection: str,
+    error: str | None = None,
 ) -> LibraryImport:
     with state.session_factory() as db:
         job = create_import(
-            db, access=access, parsed=parsed, filename=filename, collection=collection
+            db, access=access, parsed=parsed, filename=filename, collection=collection, error=error
         )
         view = import_view(db, access, job, with_entries=False)
         db.commit()

@@ -14,6 +14,7 @@ from services.api.web import (
     job_pages,
     library_pages,
     login,
+    schedule_pages,
     survey_pages,
 )
 from services.api.web.oidc import pages as oidc_pages
@@ -29,6 +30,7 @@ PAGE_ROUTERS = (
     job_pages.router,
     library_pages.router,
     survey_pages.router,
+    schedule_pages.router,
     approval_pages.router,
     admin_pages.router,
 )

@@ -25,6 +25,13 @@ class IntakeSettings(CommonSettings):
     # A bibliography file (POST /v1/library/imports) is parsed in memory by the
     # API: 20 MB is some 50,000 BibTeX entries, far past any lab's library.
     max_import_bytes: int = 20_000_000
+    # Zotero imports (services/api/library/zotero.py): the web API's base URL (a
+    # loopback server in tests, listed in web_allow), the longest the API waits for
+    # a whole library, Zotero's Backoff/Retry-After waits included, and the longest
+    # single wait it accepts (asked for more, the import fails saying so).
+    zotero_url: str = "https://api.zotero.org"
+    zotero_timeout_s: float = Field(default=120.0, gt=0)
+    zotero_max_wait_s: float = Field(default=30.0, ge=0)
     # PDFs read outside the library's parser pool — the upload check and the
     # agent's pdf_fetch — run in a one-shot child process under these limits
     # (services/common/pdf_child): address space, CPU and wall time per read,

@@ -1,5 +1,6 @@
 // The library page's "Import bibliography": post a .bib / CSL-JSON / Better BibTeX JSON
-// file to /v1/library/imports (into the library the upload menu names), then poll the
+// file, or a Zotero library's id and API key (JSON; the key field is cleared at once and
+// the key kept nowhere), to /v1/library/imports (into the library the upload menu names), then poll the
 // import until it is done, showing done/total and the summary — matched, fetched,
 // metadata-only, skipped, each skipped entry with its reason. Entry keys, titles and
 // reasons come from the user's file: they only ever become text nodes.
@@ -44,25 +45,47 @@
     }
   }
 
-  async function importFile(file) {
-    const box = el("div", { class: "card", "data-testid": "import-item" },
-      el("span", { text: `${file.name}: uploading…` }));
-    $("imports").prepend(box);
-    const form = new FormData();
-    form.append("file", file, file.name);
+  function target(body) {
     const project = $("lib-project").value.trim();
-    if (project) form.append("project", project);
-    else if ($("lib-target").value === "lab") form.append("collection", "lab");
+    if (project) body.project = project;
+    else if ($("lib-target").value === "lab") body.collection = "lab";
+    return body;
+  }
+
+  async function run(box, name, post) {
+    $("imports").prepend(box);
     try {
-      const job = await api("POST", "/v1/library/imports", form);
+      const job = await post();
       render(box, job);
       await follow(box, job.id);
       document.dispatchEvent(new CustomEvent("leaflab:library-changed"));
     } catch (err) {
       box.dataset.status = "refused";
       box.replaceChildren(el("span", { class: "error", "data-testid": "import-refused",
-        text: `${file.name}: refused: ${err.message}` }));
+        text: `${name}: refused: ${err.message}` }));
     }
+  }
+
+  function importFile(file) {
+    const box = el("div", { class: "card", "data-testid": "import-item" },
+      el("span", { text: `${file.name}: uploading…` }));
+    const form = new FormData();
+    form.append("file", file, file.name);
+    for (const [k, v] of Object.entries(target({}))) form.append(k, v);
+    return run(box, file.name, () => api("POST", "/v1/library/imports", form));
+  }
+
+  function importZotero(event) {
+    event.preventDefault();
+    const kind = $("zotero-kind").value === "group" ? "group" : "user";
+    const id = $("zotero-id").value.trim();
+    const key = $("zotero-key").value.trim();
+    $("zotero-key").value = "";  // used once, for this request
+    const name = `zotero ${kind} ${id}`;
+    const box = el("div", { class: "card", "data-testid": "import-item" },
+      el("span", { text: `${name}: reading the library…` }));
+    const body = target({ zotero: { [kind]: id, key } });
+    return run(box, name, () => api("POST", "/v1/library/imports", body));
   }
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -72,5 +95,6 @@
       input.value = "";
       files.forEach(importFile);
     });
+    $("zotero-form").addEventListener("submit", importZotero);
   });
 })();
