@@ -33,6 +33,7 @@ class DocumentView(BaseModel):
     # field -> "pdf" | "layout" | "text" | "filename" | "openalex" | "manual"
     metadata_source: dict[str, str] = {}
     duplicate_of: str | None = None
+    retracted: bool = False
 
 
 class DocumentDetail(DocumentView):

@@ -37,6 +37,8 @@ class LibraryDocument(BaseModel):
     metadata_source: dict[str, str] = {}
     # The earlier document with the same DOI or arXiv id, when this one repeats it.
     duplicate_of: str | None = None
+    # A metadata lookup (OpenAlex / Crossref) says the paper was retracted.
+    retracted: bool = False
 
 
 class LibraryDocumentDetail(LibraryDocument):
