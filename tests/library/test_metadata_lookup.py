@@ -224,7 +224,9 @@ class TestManualKept:
 
 class TestRetracted:
     @pytest.mark.parametrize(
-        ("doi", "source"), [(WAKEFIELD_DOI, "openalex"), (SURGISPHERE_DOI, "crossref")]
+        ("doi", "source"),
+        [(WAKEFIELD_DOI, "openalex"), (SURGISPHERE_DOI, "crossref")],
+        ids=["openalex", "crossref"],
     )
     def test_a_retracted_paper_is_flagged_in_the_documents_json(
         self,
@@ -258,6 +260,7 @@ class TestLookupFailures:
             ("10.5555/lookup.garbage", "OpenAlex answered something that is not JSON"),
             ("10.5555/lookup.stall", "OpenAlex: no answer within 1.5 s"),
         ],
+        ids=["status_500", "not_json", "stall"],
     )
     def test_a_failed_lookup_leaves_the_document_ready_with_what_it_has(
         self,
