@@ -60,7 +60,7 @@ class Document(Timestamped, Base):
     chunks: Mapped[int | None] = mapped_column(Integer)
     structure: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     # Bibliographic metadata (services/library/metadata): each field's origin in
-    # metadata_source ("pdf", "layout", "text", "filename", "openalex", "import",
+    # metadata_source ("pdf", "layout", "text", "filename", "openalex", "crossref", "import",
     # "manual"); a "manual" or "import" field is never overwritten by extraction.
     authors: Mapped[list[str] | None] = mapped_column(JSONB)
     year: Mapped[int | None] = mapped_column(Integer)
