@@ -22,8 +22,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.celery_app import build_celery
 from services.common.models import Document
+from services.common.net_guard import NetGuard, parse_allow_list
 from services.common.settings import get_settings
 from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
+from services.library.metadata.lookup import MetadataLookup, build_lookup
+from services.library.settings import LibrarySettings
 from tests.fixtures.builders import make_user
 from tests.fixtures.recorded_metadata import RecordedMetadata, serve_recorded_metadata
 from tests.library.api_app import api_client, bearer
@@ -301,3 +304,36 @@ class TestLookupFailures:
             recorded.down = False
         assert doc["title"] == "CiteSee while OpenAlex is away" and doc["authors"] == []
         assert doc["doi"] == CITESEE_DOI and doc["metadata_source"]["doi"] == "text"
+
+
+class TestLookupSwitch:
+    """Which processes look documents up at all (decided once, at start)."""
+
+    def _lookup(self, recorded: RecordedMetadata, **overrides: Any) -> MetadataLookup | None:
+        env = recorded.env()
+        fields: dict[str, Any] = {
+            "openalex_base_url": env["LEAFLAB_OPENALEX_BASE_URL"],
+            "crossref_base_url": env["LEAFLAB_CROSSREF_BASE_URL"],
+            "web_allow": recorded.allow_entry,
+            "metadata_lookup": True,
+            **overrides,
+        }
+        settings = LibrarySettings(**fields)
+        return build_lookup(settings, NetGuard(parse_allow_list(settings.web_allow)))
+
+    def test_on_only_when_the_guard_lets_the_openalex_url_through(
+        self, recorded: RecordedMetadata
+    ) -> None:
+        assert self._lookup(recorded) is not None
+        # A loopback URL nobody listed: the guard refuses it, so nothing is ever asked.
+        assert self._lookup(recorded, web_allow="") is None
+        assert self._lookup(recorded, metadata_lookup=False) is None
+        asked = sum(recorded.hits.values())
+        lookup = self._lookup(recorded)
+        assert lookup is not None
+        found = lookup.find(doi=CITESEE_DOI, arxiv_id=None, title=None, document="switch")
+        assert found is not None and found.authors == CITESEE_AUTHORS
+        assert sum(recorded.hits.values()) == asked + 1
+
+    def test_the_test_processes_run_with_lookups_off(self, stack: object) -> None:
+        assert LibrarySettings().metadata_lookup is False  # tests/conftest.py's stack env

@@ -943,6 +943,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         '    if (false) line.append(" ", el("span", { class: "badge badge-retracted"',
         ("tests/web/test_library_page.py", "-k", "retracted_badge"),
     ),
+    Mutation(
+        "lookup: on although the address guard refuses the OpenAlex URL",
+        "services/library/metadata/lookup.py",
+        '        log.warning("library.lookup: off, the OpenAlex URL cannot be asked: %s", refused)\n'
+        "        return None\n",
+        '        log.warning("library.lookup: off, the OpenAlex URL cannot be asked: %s", refused)\n',
+        ("tests/library/test_metadata_lookup.py", "-k", "on_only_when_the_guard"),
+    ),
 )
 
 
