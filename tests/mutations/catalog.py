@@ -946,9 +946,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "lookup: on although the address guard refuses the OpenAlex URL",
         "services/library/metadata/lookup.py",
-        '        log.warning("library.lookup: off, the OpenAlex URL cannot be asked: %s", refused)\n'
-        "        return None\n",
-        '        log.warning("library.lookup: off, the OpenAlex URL cannot be asked: %s", refused)\n',
+        'URL cannot be asked: %s", refused)\n        return None\n',
+        'URL cannot be asked: %s", refused)\n',
         ("tests/library/test_metadata_lookup.py", "-k", "on_only_when_the_guard"),
     ),
 )
