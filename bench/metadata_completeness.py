@@ -81,6 +81,7 @@ def after(values: dict[str, Any]) -> dict[str, Any]:
 def recorded_lookup(recorded: RecordedMetadata) -> MetadataLookup:
     env = recorded.env()
     settings = LibrarySettings(
+        metadata_lookup=True,  # whatever the environment says: this is what is measured
         web_allow=recorded.allow_entry,
         openalex_base_url=env["LEAFLAB_OPENALEX_BASE_URL"],
         crossref_base_url=env["LEAFLAB_CROSSREF_BASE_URL"],
