@@ -108,6 +108,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory, redis_dbs: RedisDbs) -> Iter
             # Suites hammer the API with one key; tests/api/test_rate_limits.py
             # turns the per-key limit on for its own apps.
             "LEAFLAB_RATE_LIMIT_PER_S": "0",
+            # No OpenAlex / Crossref lookups from a test (the public internet is not
+            # one's): tests/library/test_metadata_lookup.py points them at recorded records.
+            "LEAFLAB_METADATA_LOOKUP": "false",
         }
     )
     get_settings.cache_clear()

@@ -213,7 +213,8 @@ def list_cmd(as_json: bool) -> None:
     rows = [
         [
             str(d["id"])[:8],
-            (d.get("title") or d.get("filename") or "")
+            ("RETRACTED " if d.get("retracted") else "")
+            + (d.get("title") or d.get("filename") or "")
             + (" (duplicate)" if d.get("duplicate_of") else ""),
             authors_text([str(a) for a in d.get("authors") or []]),
             "" if d.get("year") is None else d["year"],

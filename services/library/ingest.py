@@ -97,13 +97,16 @@ def _run(runtime: LibraryRuntime, lease: Claim) -> str:
     for extra in ("abstract", "pmid"):
         if extracted.get(extra):
             structure[extra] = extracted[extra]
-    # Authors, year, venue, identifiers; manual corrections kept; duplicates marked.
+    # Authors, year, venue, identifiers (extracted, then looked up in OpenAlex /
+    # Crossref, which never fails the document); manual corrections kept;
+    # duplicates marked.
     meta = metadata_values(
         runtime.session_factory,
         lease.document_id,
         extracted,
         parsed_title=parsed.get("title"),
         filename=lease.filename,
+        lookup=runtime.metadata_lookup,
     )
     title = meta.pop("title", None) or parsed.get("title") or lease.filename or "untitled"
     fenced_set(

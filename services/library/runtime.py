@@ -20,6 +20,7 @@ from services.common.net_guard import NetGuard, parse_allow_list
 from services.common.redis_client import build_redis
 from services.library.embedding import Embedder, HashCachedEmbedder, embedder_from_settings
 from services.library.lexical import Bm25Encoder
+from services.library.metadata.lookup import MetadataLookup, build_lookup
 from services.library.parsing.isolated import ParseLimits
 from services.library.retrieval import Retriever, fusion_config
 from services.library.settings import LibrarySettings
@@ -39,6 +40,8 @@ class LibraryRuntime:
     blobs: BlobStore
     celery: Celery
     net_guard: NetGuard
+    # OpenAlex / Crossref after extraction; None when off or not reachable.
+    metadata_lookup: MetadataLookup | None = None
     redis: redis.Redis | None = None  # ingestion progress events (none: not published)
 
     @property
@@ -83,6 +86,7 @@ def build_runtime(settings: LibrarySettings) -> LibraryRuntime:
         rerank_top_n=settings.rerank_top_n,
     )
     session_factory = build_sessionmaker(engine)
+    guard = NetGuard(parse_allow_list(settings.web_allow))
     return LibraryRuntime(
         settings=settings,
         engine=engine,
@@ -94,6 +98,7 @@ def build_runtime(settings: LibrarySettings) -> LibraryRuntime:
         retriever=retriever,
         blobs=BlobStore(settings.resolved_files_dir),
         celery=build_celery(settings),
-        net_guard=NetGuard(parse_allow_list(settings.web_allow)),
+        net_guard=guard,
+        metadata_lookup=build_lookup(settings, guard),
         redis=build_redis(settings.redis_url) if settings.redis_url else None,
     )

@@ -30,9 +30,10 @@ class DocumentView(BaseModel):
     venue: str | None = None
     doi: str | None = None
     arxiv_id: str | None = None
-    # field -> "pdf" | "layout" | "text" | "filename" | "openalex" | "manual"
+    # field -> "pdf" | "layout" | "text" | "filename" | "openalex" | "crossref" | "manual"
     metadata_source: dict[str, str] = {}
     duplicate_of: str | None = None
+    retracted: bool = False
 
 
 class DocumentDetail(DocumentView):

@@ -131,6 +131,17 @@ class LibrarySettings(IntakeSettings):
     # it at a loopback server listed in LEAFLAB_WEB_ALLOW).
     arxiv_pdf_base: str = "https://arxiv.org/pdf"
 
+    # Metadata lookup after extraction (services/library/metadata/lookup.py):
+    # OpenAlex (openalex_base_url), else Crossref, by DOI, arXiv id, exact title.
+    # On unless turned off here; also off when the address guard refuses the
+    # OpenAlex URL (a loopback URL not in web_allow) or its host does not
+    # resolve at start (an offline machine): then nothing is asked, ever.
+    metadata_lookup: bool = True
+    crossref_base_url: str = "https://api.crossref.org"
+    # Per request; a lookup asks at most ~5 requests, and a failure only
+    # leaves the document with what extraction found.
+    metadata_lookup_timeout_s: float = 5.0
+
     # Durable ingestion: a worker holds a document's lease while it ingests
     # (renewed every ttl/3); the sweeper retries documents whose lease lapsed
     # or whose message waited requeue_after_s unclaimed, and fails a document

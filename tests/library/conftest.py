@@ -67,6 +67,9 @@ LIBRARY_ENV = {
     "LEAFLAB_PARSE_MAX_PAGES": "1000",
     "LEAFLAB_MAX_UPLOAD_BYTES": "20000000",
     "LEAFLAB_CONSUMER_CONCURRENCY": "2",
+    # No OpenAlex / Crossref lookups unless a test points them at its recorded
+    # server (tests/fixtures/recorded_metadata.py): the public internet is not a test's.
+    "LEAFLAB_METADATA_LOOKUP": "false",
     # ONNX exports are made once and shared by every library process of every run.
     "LEAFLAB_EMBEDDING_MODELS_DIR": str(Path(tempfile.gettempdir()) / "leaflab-test-models"),
 }

@@ -10,20 +10,24 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pymupdf
 import pytest
+from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.cli.term.literal import literal
+from services.common.models import Document
 from tests.cli.conftest import HOSTILE, run_cli, visible
 from tests.conftest import Stack
 from tests.fixtures.builders import make_user
 from tests.fixtures.processes import Services
 from tests.library.conftest import PDF_DIR, TOKEN, LibraryService
 from tests.library.hostile_pdfs import text_pdf
+from tests.library.test_references import paper_pdf
 
 TITLE = HOSTILE + " on Quasi-Convex Flows"
 SEARCH_HEADER = ["#", "SCORE", "PAPER", "PAGE", "SECTION", "TEXT"]
@@ -151,3 +155,21 @@ def test_list_shows_each_papers_authors_and_year(
     assert "Joseph Chee Chang, Amy X. Zhang, Jonathan Bragg et al." in row
     assert "2023" in row and "ready" in row
     assert "\x1b" not in row
+
+
+def test_list_marks_a_retracted_paper(
+    library_api: str, session_factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    """A document the metadata lookup marked retracted reads "RETRACTED" before its
+    title in `leaflab library list`, and ``"retracted": true`` with --json."""
+    key = make_user(session_factory).key
+    title = "Withdrawn Findings on Quasi-Convex Flows"
+    pdf = paper_pdf(tmp_path / "withdrawn.pdf", title=title, doi=None, references=[])
+    added = json.loads(run_cli(library_api, key, "library", "ingest", "--json", str(pdf)).stdout)
+    doc_id = added["items"][0]["id"]
+    with session_factory() as db, db.begin():
+        db.execute(update(Document).where(Document.id == uuid.UUID(doc_id)).values(retracted=True))
+    (doc,) = json.loads(run_cli(library_api, key, "library", "list", "--json").stdout)["items"]
+    assert doc["retracted"] is True
+    (row,) = run_cli(library_api, key, "library", "list").stdout.splitlines()[1:]
+    assert "RETRACTED Withdrawn Findings" in row

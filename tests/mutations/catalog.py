@@ -1041,4 +1041,55 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if False:",
         ("tests/library/test_zotero_import.py", "-k", "another_origin"),
     ),
+    Mutation(
+        "lookup: an OpenAlex / Crossref answer overwrites a manual correction",
+        "services/library/metadata/apply.py",
+        "        if sources.get(field) in KEPT_SOURCES:\n"
+        "            continue  # a person's correction or the bibliography outranks any service\n",
+        "",
+        ("tests/library/test_metadata_lookup.py", "-k", "manual_correction_outlives"),
+    ),
+    Mutation(
+        "lookup: OpenAlex's is_retracted is ignored",
+        "services/library/metadata/sources.py",
+        "            retracted=work.is_retracted,",
+        "            retracted=False,",
+        ("tests/library/test_metadata_lookup.py", "-k", "retracted_paper and openalex"),
+    ),
+    Mutation(
+        "lookup: a failed lookup (5xx, timeout, not JSON) fails the document's ingestion",
+        "services/library/metadata/lookup.py",
+        '                log.warning("library.lookup: document %s: %s", document, exc)\n'
+        "                continue\n",
+        "                raise\n",
+        ("tests/library/test_metadata_lookup.py", "-k", "failed_lookup and status_500"),
+    ),
+    Mutation(
+        "lookup: a title search's best hit is taken without an exact title match",
+        "services/library/metadata/lookup.py",
+        '    return bool(work.title) and normalise_title(work.title or "") == wanted',
+        "    return bool(work.title)",
+        ("tests/library/test_metadata_lookup.py", "-k", "title_matches_only_exactly"),
+    ),
+    Mutation(
+        "survey: a citation of a retracted library document passes the citation check",
+        "services/worker/survey/citations.py",
+        "    return {by_doc[i] for i in rows}",
+        "    return set()",
+        ("tests/survey/test_retracted_citation.py",),
+    ),
+    Mutation(
+        "library page: a retracted document shows no badge",
+        "services/api/web/static/library.js",
+        '    if (d.retracted) line.append(" ", el("span", { class: "badge badge-retracted"',
+        '    if (false) line.append(" ", el("span", { class: "badge badge-retracted"',
+        ("tests/web/test_library_page.py", "-k", "retracted_badge"),
+    ),
+    Mutation(
+        "lookup: on although the address guard refuses the OpenAlex URL",
+        "services/library/metadata/lookup.py",
+        'URL cannot be asked: %s", refused)\n        return None\n',
+        'URL cannot be asked: %s", refused)\n',
+        ("tests/library/test_metadata_lookup.py", "-k", "on_only_when_the_guard"),
+    ),
 )

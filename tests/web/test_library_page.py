@@ -7,14 +7,17 @@ from __future__ import annotations
 import base64
 import re
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from playwright.sync_api import BrowserContext, expect
+from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.models import Document
 from tests.api.live_library import api_with_library
 from tests.conftest import Stack
 from tests.fixtures.builders import make_user
@@ -207,6 +210,41 @@ class TestMetadataShown:
             f"{hostile}, Amy X. Zhang"
         )
         assert page.evaluate("window.__xss") is None
+
+
+class TestRetractedBadge:
+    def test_a_retracted_document_shows_a_retracted_badge(
+        self, library_url: str, context: BrowserContext, session_factory: sessionmaker[Session]
+    ) -> None:
+        """A document the metadata lookup marked retracted carries a visible
+        "Retracted" badge in its row; another row does not."""
+        user = make_user(session_factory)
+        auth = {"Authorization": f"Bearer {user.key}"}
+        ids = []
+        for name in ("withdrawn.pdf", "sound.pdf"):
+            resp = httpx.post(
+                f"{library_url}/v1/library/documents",
+                headers=auth,
+                files={"file": (name, _pdf("test-uu.pdf") + name.encode(), "application/pdf")},
+                timeout=60,
+            )
+            assert resp.status_code == 202, resp.text
+            ids.append(resp.json()["id"])
+        page = login(context, library_url, user.key, next_path="/library")
+        for doc_id in ids:
+            row = page.locator(f"#documents tr[data-document-id='{doc_id}']")
+            expect(row).to_have_attribute("data-status", "ready", timeout=INGEST_TIMEOUT_MS)
+        with session_factory() as db, db.begin():
+            db.execute(
+                update(Document).where(Document.id == uuid.UUID(ids[0])).values(retracted=True)
+            )
+        page.reload()
+        withdrawn = page.locator(f"#documents tr[data-document-id='{ids[0]}']")
+        expect(withdrawn.get_by_test_id("doc-retracted")).to_have_text("Retracted")
+        expect(withdrawn.get_by_test_id("doc-retracted")).to_be_visible()
+        sound = page.locator(f"#documents tr[data-document-id='{ids[1]}']")
+        expect(sound).to_be_visible()
+        expect(sound.get_by_test_id("doc-retracted")).to_have_count(0)
 
 
 class TestDeleteButton:

@@ -32,11 +32,13 @@ class LibraryDocument(BaseModel):
     venue: str | None = None
     doi: str | None = None
     arxiv_id: str | None = None
-    # Where each field came from: "pdf", "layout", "text", "filename", "openalex" or
+    # Where each field came from: "pdf", "layout", "text", "filename", "openalex", "crossref" or
     # "manual" (a PATCH; never overwritten by extraction).
     metadata_source: dict[str, str] = {}
     # The earlier document with the same DOI or arXiv id, when this one repeats it.
     duplicate_of: str | None = None
+    # A metadata lookup (OpenAlex / Crossref) says the paper was retracted.
+    retracted: bool = False
 
 
 class LibraryDocumentDetail(LibraryDocument):

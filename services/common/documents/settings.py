@@ -22,6 +22,12 @@ class IntakeSettings(CommonSettings):
     # Comma-separated host:port entries the URL fetcher may reach although they
     # are private or loopback (see services/common/net_guard.py).
     web_allow: str = ""
+    # OpenAlex, for the agent's paper tools and the library's metadata lookup;
+    # tests point it at a loopback server listed in web_allow. Its "polite
+    # pool" (a contact address) and optional API key.
+    openalex_base_url: str = "https://api.openalex.org"
+    openalex_mailto: str | None = None
+    openalex_api_key: str | None = None
     # A bibliography file (POST /v1/library/imports) is parsed in memory by the
     # API: 20 MB is some 50,000 BibTeX entries, far past any lab's library.
     max_import_bytes: int = 20_000_000

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    Boolean,
     DateTime,
     ForeignKey,
     Index,
@@ -59,7 +60,7 @@ class Document(Timestamped, Base):
     chunks: Mapped[int | None] = mapped_column(Integer)
     structure: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     # Bibliographic metadata (services/library/metadata): each field's origin in
-    # metadata_source ("pdf", "layout", "text", "filename", "openalex", "import",
+    # metadata_source ("pdf", "layout", "text", "filename", "openalex", "crossref", "import",
     # "manual"); a "manual" or "import" field is never overwritten by extraction.
     authors: Mapped[list[str] | None] = mapped_column(JSONB)
     year: Mapped[int | None] = mapped_column(Integer)
@@ -71,6 +72,11 @@ class Document(Timestamped, Base):
     # readable collections; this one stays, shown as a duplicate.
     duplicate_of: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("documents.id", ondelete="SET NULL")
+    )
+    # The paper was retracted, as a metadata lookup (OpenAlex ``is_retracted``,
+    # Crossref's retraction notice) said; citing it fails the survey's check.
+    retracted: Mapped[bool] = mapped_column(
+        Boolean, default=False, server_default=text("false"), nullable=False
     )
     # The ingest lease: who is working on the document and until when. A
     # worker that dies leaves an expired lease, which the library's sweeper

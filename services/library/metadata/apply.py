@@ -3,6 +3,9 @@
 Guarantees:
 - a field whose source is "manual" (a PATCH) or "import" (a bibliography
   entry) is never overwritten, whatever a later extraction or lookup finds;
+- a looked-up field (OpenAlex / Crossref, services/library/metadata/lookup.py)
+  replaces extraction's and records the service as its source; ``retracted``
+  is set only from a record found (a failed lookup changes nothing);
 - a document whose DOI or arXiv id matches an earlier document in the
   uploader's readable collections (their own, their projects', the lab's) gets
   ``duplicate_of`` = that document (the earliest one not itself a duplicate);
@@ -12,7 +15,7 @@ Guarantees:
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
@@ -25,6 +28,7 @@ from services.common.documents.collections import (
 )
 from services.common.models import Document
 from services.library.metadata.identifiers import arxiv_from_filename, arxiv_year
+from services.library.metadata.sources import FoundWork
 
 FIELDS = ("title", "authors", "year", "venue", "doi", "arxiv_id")
 MANUAL = "manual"
@@ -99,6 +103,26 @@ def find_original(
     return row
 
 
+def with_lookup(values: dict[str, Any], found: FoundWork) -> dict[str, Any]:
+    """``values`` with the looked-up fields laid over extraction's, each recorded
+    with its service as source; a manual or imported field is left as it is."""
+    out = dict(values)
+    sources = dict(values.get("metadata_source") or {})
+    for field, value in found.fields().items():
+        if sources.get(field) in KEPT_SOURCES:
+            continue  # a person's correction or the bibliography outranks any service
+        out[field], sources[field] = value, found.source
+    out["metadata_source"] = sources
+    out["retracted"] = found.retracted
+    return out
+
+
+class Lookup(Protocol):
+    def find(
+        self, *, doi: str | None, arxiv_id: str | None, title: str | None, document: str
+    ) -> FoundWork | None: ...
+
+
 def metadata_values(
     factory: Any,
     document_id: uuid.UUID,
@@ -106,8 +130,10 @@ def metadata_values(
     *,
     parsed_title: str | None,
     filename: str | None,
+    lookup: Lookup | None = None,
 ) -> dict[str, Any]:
-    """Everything to write on the row after parsing: merged fields and ``duplicate_of``."""
+    """Everything to write on the row after parsing: merged fields (extraction's,
+    then a lookup's) and ``duplicate_of``. The lookup runs with no session open."""
     with factory() as db:
         doc = db.get(Document, document_id)
         if doc is None:
@@ -115,6 +141,20 @@ def metadata_values(
         values = merged_fields(doc, extracted, parsed_title=parsed_title, filename=filename)
         if (doc.metadata_source or {}).get("title") in KEPT_SOURCES:
             values["title"] = doc.title  # else the caller would fall back to the parsed title
+        current = {f: values[f] if f in values else getattr(doc, f) for f in FIELDS}
+    if lookup is not None:
+        found = lookup.find(
+            doi=current["doi"],
+            arxiv_id=current["arxiv_id"],
+            title=current["title"] or parsed_title,
+            document=str(document_id),
+        )
+        if found is not None:
+            values = with_lookup(values, found)
+    with factory() as db:
+        doc = db.get(Document, document_id)
+        if doc is None:
+            return {}
         doi = values["doi"] if "doi" in values else doc.doi
         arxiv = values["arxiv_id"] if "arxiv_id" in values else doc.arxiv_id
         values["duplicate_of"] = find_original(db, doc, doi=doi, arxiv_id=arxiv)

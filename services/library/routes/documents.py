@@ -61,6 +61,7 @@ def document_view(doc: Document) -> dict[str, Any]:
         "arxiv_id": doc.arxiv_id,
         "metadata_source": dict(doc.metadata_source or {}),
         "duplicate_of": str(doc.duplicate_of) if doc.duplicate_of else None,
+        "retracted": bool(doc.retracted),
     }
 
 

@@ -6,7 +6,9 @@ the year and the title's first significant word — and is unique within a
 survey. A key resolves when it names a paper gathered for this survey that is
 a library document still in the library, or an OpenAlex record validated in
 gather. Anything else does not resolve and never reaches the report as a
-citation.
+citation. A key that resolves to a library document marked retracted (the
+library's metadata lookup, services/library/metadata/lookup.py) fails its own
+check, ``not_retracted`` (gather never takes a retracted OpenAlex record).
 """
 
 from __future__ import annotations
@@ -81,3 +83,18 @@ def resolving(
         else:
             why[key] = "neither a library document nor a validated OpenAlex record"
     return why
+
+
+def retracted_keys(db: Session, papers: dict[str, dict[str, Any]], keys: Iterable[str]) -> set[str]:
+    """The keys whose library document is marked retracted."""
+    by_doc = {
+        uuid.UUID(p["document_id"]): k
+        for k, p in papers.items()
+        if k in set(keys) and p.get("document_id")
+    }
+    if not by_doc:
+        return set()
+    rows = db.scalars(
+        select(Document.id).where(Document.id.in_(by_doc), Document.retracted.is_(True))
+    )
+    return {by_doc[i] for i in rows}

@@ -85,11 +85,13 @@ def reference_line(paper: dict[str, Any]) -> str:
     return ". ".join(p.rstrip(".") for p in parts) + "."
 
 
-CHECK_ORDER = ("resolves", "lexical", "embedding", "numbers", "terms", "model")
+CHECK_ORDER = ("resolves", "not_retracted", "lexical", "embedding", "numbers", "terms", "model")
 
 
 def _passed(checks: dict[str, bool]) -> str:
-    shown = [f"{n} {'✓' if checks[n] else '✗'}" for n in CHECK_ORDER if n in checks]
+    shown = [
+        f"{n.replace('_', ' ')} {'✓' if checks[n] else '✗'}" for n in CHECK_ORDER if n in checks
+    ]
     return ", ".join(shown) or "no check could run"
 
 

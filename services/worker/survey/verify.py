@@ -2,7 +2,8 @@
 
 A paragraph that cites is a claim. First each key must resolve (citations.py):
 a key that does not (a deleted document, a paper never gathered) fails the claim
-at once, without asking the model. Claims whose keys all resolve go to the model
+at once, without asking the model, and so does a key whose library document is
+marked retracted (its check ``not_retracted`` fails). Claims whose keys all resolve go to the model
 with the source passages their notes point at, and through the model-independent
 checks (support.py): a claim stays in the text only when those checks support
 it, the model's verdict being one input — a model that calls an unrelated
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from services.worker.survey.citations import resolving
+from services.worker.survey.citations import resolving, retracted_keys
 from services.worker.survey.context import SurveyContext
 from services.worker.survey.keys import conversation, item_key, stage_key
 from services.worker.survey.parallel import run_bounded
@@ -70,15 +71,16 @@ def _verify_section(
     all_keys = {k for p in paragraphs for k in p["keys"]}
     with ctx.deps.factory() as db:
         why = resolving(db, papers, all_keys)
+        retracted = retracted_keys(db, papers, all_keys)
     kept: list[dict[str, Any] | None] = list(paragraphs)
     moved: list[dict[str, Any]] = []
     claims: dict[str, int] = {}
     for n, para in enumerate(paragraphs):
         bad = [k for k in para["keys"] if why.get(k)]
-        if bad:
-            reasons = "; ".join(f"{k}: {why[k]}" for k in bad)
-            item = _moved(section, para, f"citation does not resolve ({reasons})", bad)
-            moved.append({**item, "support": _unresolved_support(para, why)})
+        withdrawn = [k for k in para["keys"] if k in retracted and not why.get(k)]
+        if bad or withdrawn:
+            item = _moved(section, para, _unusable_reason(why, bad, withdrawn), bad)
+            moved.append({**item, "support": _unresolved_support(para, why, retracted)})
             kept[n] = None
         elif para["keys"]:
             claims[f"c{len(claims) + 1}"] = n
@@ -133,21 +135,46 @@ def _verify_section(
     return result, spent
 
 
-def _unresolved_support(para: dict[str, Any], why: dict[str, str | None]) -> dict[str, Any]:
-    """The support record of a claim whose keys do not all resolve: never checked
-    against text, each unresolved key failing with why (a deleted document ...)."""
+RETRACTED = "its library document is marked retracted"
+
+
+def _unusable_reason(why: dict[str, str | None], bad: list[str], withdrawn: list[str]) -> str:
+    parts = []
+    if bad:
+        parts.append("citation does not resolve (" + "; ".join(f"{k}: {why[k]}" for k in bad) + ")")
+    if withdrawn:
+        parts.append(
+            "cites a retracted paper (" + "; ".join(f"{k}: {RETRACTED}" for k in withdrawn) + ")"
+        )
+    return "; ".join(parts)
+
+
+def _unresolved_support(
+    para: dict[str, Any], why: dict[str, str | None], retracted: set[str]
+) -> dict[str, Any]:
+    """The support record of a claim with a key that does not resolve or is
+    retracted: never checked against text, each such key failing its check with
+    why (a deleted document, a retraction ...)."""
+
+    def checks(key: str) -> dict[str, bool]:
+        if why.get(key):
+            return {"resolves": False}
+        return {"resolves": True, "not_retracted": key not in retracted}
+
     return {
         "supported": False,
         "score": 0.0,
-        "reason": "citation does not resolve",
+        "reason": "citation does not resolve"
+        if any(why.get(k) for k in para["keys"])
+        else "cites a retracted paper",
         "mode": "not checked",
         "fallback": None,
         "citations": {
             k: {
                 "supported": False,
                 "score": 0.0,
-                "checks": {"resolves": False} if why.get(k) else {"resolves": True},
-                "reason": why.get(k) or "",
+                "checks": checks(k),
+                "reason": why.get(k) or (RETRACTED if k in retracted else ""),
             }
             for k in para["keys"]
         },

@@ -116,6 +116,8 @@
         target: "_blank", rel: "noopener", text: "arXiv:" + d.arxiv_id }));
     }
     if (d.duplicate_of) line.append(" ", el("span", { class: "badge", "data-testid": "doc-duplicate", text: "duplicate" }));
+    // A lookup (OpenAlex / Crossref) said so: citing it fails the survey's check.
+    if (d.retracted) line.append(" ", el("span", { class: "badge badge-retracted", "data-testid": "doc-retracted", text: "Retracted" }));
     return line;
   }
 

@@ -15,10 +15,8 @@ from services.common.net_guard import NetGuard, parse_allow_list
 class ResearchToolSettings(IntakeSettings):
     brave_api_key: str | None = None
     brave_base_url: str = "https://api.search.brave.com/res/v1"
-    openalex_base_url: str = "https://api.openalex.org"
-    # OpenAlex's "polite pool" (a contact address) and its optional API key.
-    openalex_mailto: str | None = None
-    openalex_api_key: str | None = None
+    # openalex_base_url, openalex_mailto, openalex_api_key: IntakeSettings (the
+    # library's metadata lookup calls OpenAlex too).
     # One page or API answer; PDFs get their own, larger cap.
     web_fetch_max_bytes: int = 5_000_000
     pdf_fetch_max_bytes: int = 50_000_000

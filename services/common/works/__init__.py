@@ -1,0 +1,1 @@
+"""Scholarly works from metadata services (OpenAlex, Crossref), parsed once for every part."""
