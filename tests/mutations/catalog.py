@@ -899,6 +899,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            pass",
         ("tests/api/test_email_notifications.py", "-k", "no_smtp_host"),
     ),
+    Mutation(
+        "mcp isolation: the server's container is left on Docker's default network",
+        "services/worker/tools/mcp/isolation.py",
+        '        network_mode="none",',
+        '        network_mode="bridge",',
+        ("tests/worker/mcp/test_isolation.py", "-k", "reaches_no_network"),
+    ),
+    Mutation(
+        "mcp isolation: stdio servers run as bare children of the worker",
+        "services/worker/tools/mcp/connection.py",
+        "            if self.config.isolated:",
+        "            if False:",
+        ("tests/worker/mcp/test_isolation.py", "-k", "reaches_no_network"),
+    ),
 )
 
 

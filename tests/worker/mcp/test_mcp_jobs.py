@@ -49,10 +49,15 @@ def mcp_stack(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     call_log = base / "hostile-calls.log"
     with serve_http_mcp() as notes:
         servers = [
-            {"name": "time", "command": TIME},
-            {"name": "git", "command": GIT},
-            {"name": "h", "command": [*HOSTILE, str(call_log)], "projects": [PROJECT]},
-            {"name": "gate", "command": HOSTILE, "approval": True},
+            {"name": "time", "isolation": "none", "command": TIME},
+            {"name": "git", "isolation": "none", "command": GIT},
+            {
+                "name": "h",
+                "isolation": "none",
+                "command": [*HOSTILE, str(call_log)],
+                "projects": [PROJECT],
+            },
+            {"name": "gate", "isolation": "none", "command": HOSTILE, "approval": True},
             {"name": "notes", "url": notes.url},
         ]
         svc = Services(stack, base)

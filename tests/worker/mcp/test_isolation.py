@@ -1,0 +1,137 @@
+"""Stdio MCP servers run inside a sandbox container: no network, read-only root.
+
+The probe server (probe_server.py, run as ``python -c <source>``) tries to reach
+two HTTP servers this test starts on the host — one on loopback, one on the
+Docker bridge's gateway address (what a container on Docker's default network
+would reach) — and to write to ``/`` and into its mounted Python environment.
+Isolated, every attempt fails; with ``"isolation": "none"`` the loopback one
+answers (so the probe would report a reachable server). mcp-server-time works
+through the isolated path.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.common.net_guard import NetGuard
+from services.common.sandbox_container import SandboxContainerSettings, image_tag
+from services.sandbox.image import ensure_image
+from services.sandbox.settings import SandboxSettings
+from services.worker.tools.mcp import McpCatalog, McpSettings
+from services.worker.tools.mcp.isolation import LABEL_SERVER
+from tests.sandbox.conftest import require_docker
+from tests.worker.mcp.conftest import TIME
+
+PROBE = [sys.executable, "-c", (Path(__file__).parent / "probe_server.py").read_text()]
+
+
+class _Hello(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"hello from the host\n")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def _serve(host: str) -> tuple[ThreadingHTTPServer, str]:
+    httpd = ThreadingHTTPServer((host, 0), _Hello)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"{host}:{httpd.server_address[1]}"
+
+
+def _bridge_gateway() -> str:
+    out = subprocess.run(
+        ["docker", "network", "inspect", "bridge", "--format",
+         "{{range .IPAM.Config}}{{.Gateway}}{{end}}"],
+        capture_output=True, text=True, check=True, timeout=30,
+    )  # fmt: skip
+    return out.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    require_docker("for isolated MCP servers")
+    return ensure_image(SandboxSettings())
+
+
+@pytest.fixture(scope="module")
+def targets() -> Iterator[list[str]]:
+    """Host HTTP servers: on loopback and on the Docker bridge gateway."""
+    servers = [_serve("127.0.0.1"), _serve(_bridge_gateway())]
+    yield [address for _, address in servers]
+    for httpd, _ in servers:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def catalog(servers: list[dict[str, Any]]) -> McpCatalog:
+    settings = McpSettings(
+        mcp_servers=json.dumps(servers), mcp_start_timeout_s=30, mcp_call_timeout_s=15
+    )
+    found = McpCatalog.from_settings(settings, guard=NetGuard(()))
+    assert found is not None
+    return found
+
+
+def call(cat: McpCatalog, name: str, **arguments: Any) -> str:
+    tool = cat.tool(name, None, None)
+    return tool.run(tool.parse(arguments), None).content  # type: ignore[arg-type]
+
+
+def running_mcp_containers(server: str) -> list[str]:
+    out = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label={LABEL_SERVER}={server}"],
+        capture_output=True, text=True, check=True, timeout=30,
+    )  # fmt: skip
+    return out.stdout.split()
+
+
+class TestAnIsolatedServer:
+    def test_reaches_no_network_and_cannot_write(self, image: str, targets: list[str]) -> None:
+        assert image == image_tag(SandboxContainerSettings())
+        cat = catalog([{"name": "probe", "command": PROBE}])
+        try:
+            reached = json.loads(call(cat, "mcp.probe.connect", targets=targets))
+            assert set(reached) == set(targets)
+            for target, outcome in reached.items():
+                assert outcome.startswith("failed:"), f"{target} reachable from the sandbox"
+            assert call(cat, "mcp.probe.write", path="/leaflab-probe").startswith("failed:")
+            inside_env = f"{sys.prefix}/leaflab-probe"  # the mounted venv: read-only
+            assert call(cat, "mcp.probe.write", path=inside_env).startswith("failed:")
+            assert not Path(inside_env).exists()
+            assert running_mcp_containers("probe"), "the server does not run in a container"
+        finally:
+            cat.close()
+        assert running_mcp_containers("probe") == []  # removed with the session
+
+    def test_mcp_server_time_answers(self, image: str) -> None:
+        cat = catalog([{"name": "time", "command": TIME}])
+        try:
+            names = [t.name for t in cat.offer(None, None).tools]
+            assert names == ["mcp.time.convert_time", "mcp.time.get_current_time"]
+            answer = json.loads(call(cat, "mcp.time.get_current_time", timezone="Asia/Tokyo"))
+            assert answer["timezone"] == "Asia/Tokyo" and answer["datetime"].endswith("+09:00")
+        finally:
+            cat.close()
+
+
+def test_without_isolation_the_probe_reaches_the_host(targets: list[str]) -> None:
+    # The same probe as a plain child of the worker: loopback answers, so the
+    # failures above are the container's doing, not a broken probe.
+    cat = catalog([{"name": "probe", "command": PROBE, "isolation": "none"}])
+    try:
+        reached = json.loads(call(cat, "mcp.probe.connect", targets=targets[:1]))
+        assert reached[targets[0]] == "answered: HTTP/1.0 200 OK"
+    finally:
+        cat.close()
