@@ -11,7 +11,9 @@ through the isolated path.
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -51,12 +53,20 @@ def _serve(host: str) -> tuple[ThreadingHTTPServer, str]:
 
 
 def _bridge_gateway() -> str:
-    out = subprocess.run(
+    """This host's address on Docker's default bridge (what a container there reaches)."""
+    subnet = subprocess.run(
         ["docker", "network", "inspect", "bridge", "--format",
-         "{{range .IPAM.Config}}{{.Gateway}}{{end}}"],
+         "{{range .IPAM.Config}}{{.Subnet}} {{end}}"],
         capture_output=True, text=True, check=True, timeout=30,
-    )  # fmt: skip
-    return out.stdout.strip()
+    ).stdout.split()  # fmt: skip
+    networks = [ipaddress.ip_network(s) for s in subnet if ":" not in s]
+    addresses = subprocess.run(
+        ["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, check=True, timeout=30
+    ).stdout
+    for found in re.findall(r"inet (\d+\.\d+\.\d+\.\d+)/", addresses):
+        if any(ipaddress.ip_address(found) in net for net in networks):
+            return found
+    raise AssertionError(f"no address of this host on Docker's bridge {subnet}: {addresses}")
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +79,9 @@ def image() -> str:
 def targets() -> Iterator[list[str]]:
     """Host HTTP servers: on loopback and on the Docker bridge gateway."""
     servers = [_serve("127.0.0.1"), _serve(_bridge_gateway())]
-    yield [address for _, address in servers]
+    addresses = [address for _, address in servers]
+    assert all(a.split(":")[0] for a in addresses), addresses  # never a wildcard bind
+    yield addresses
     for httpd, _ in servers:
         httpd.shutdown()
         httpd.server_close()
