@@ -164,7 +164,9 @@ def stored_version(db: Session) -> int:
     return int(version or 0)
 
 
-def servers_in_force(stored: StoredList, env_list: str) -> tuple[str, tuple[McpServerConfig, ...]]:
+def servers_in_force(
+    stored: StoredList, env_list: str
+) -> tuple[Literal["database", "environment"], tuple[McpServerConfig, ...]]:
     """("database" | "environment", the servers): the rule in the module docstring."""
     if stored.servers is not None:
         return "database", parse_servers(stored.servers, source="the stored MCP server list")

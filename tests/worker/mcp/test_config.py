@@ -25,7 +25,10 @@ from services.worker.tools.mcp.settings import McpConfigError, parse_servers
         ('[{"name": "x", "command": ["a"], "env": {}}]', "env: Extra inputs are not permitted"),
         ('[{"name": "x", "command": ["a"]}, {"name": "x", "url": "http://h"}]', "repeated"),
         ('[{"name": "x", "command": ["a"], "isolation": "off"}]', "isolation: Input should be"),
-        ('[{"name": "x", "url": "http://h", "isolation": "none"}]', "stdio servers ('command') only"),
+        (
+            '[{"name": "x", "url": "http://h", "isolation": "none"}]',
+            "stdio servers ('command') only",
+        ),
     ],
 )
 def test_malformed_lists_are_refused_clearly(raw: str, message: str) -> None:

@@ -30,12 +30,11 @@ def current(db: Session, *, env: McpServersSetting) -> McpServerListOut:
         env_servers = env.servers()
     except McpConfigError as exc:
         env_error = str(exc)
-    if stored.servers is None and env_error is not None:
-        source, in_force = "environment", ()
-    else:
+    source, in_force = "environment", env_servers
+    if stored.servers is not None or env_error is None:
         source, in_force = servers_in_force(stored, env.mcp_servers)
     return McpServerListOut(
-        source=source,  # type: ignore[arg-type]
+        source=source,
         servers=list(in_force),
         stored=stored.servers,
         environment=list(env_servers),
