@@ -913,6 +913,34 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            if False:",
         ("tests/worker/mcp/test_isolation.py", "-k", "reaches_no_network"),
     ),
+    Mutation(
+        "mcp list: a PUT stores the list without checking it",
+        "services/api/admin/mcp_servers/service.py",
+        '        parse_servers(servers, source="servers")',
+        "        pass",
+        ("tests/worker/mcp/test_admin_list.py", "-k", "bad_entries"),
+    ),
+    Mutation(
+        "mcp list: any signed-in user may read and replace the list",
+        "services/api/admin/mcp_servers/router.py",
+        "from services.api.deps import AdminUser, DbSession",
+        "from services.api.deps import CurrentUser as AdminUser, DbSession",
+        ("tests/worker/mcp/test_admin_list.py", "-k", "members_are_refused"),
+    ),
+    Mutation(
+        "mcp list: a worker never re-reads the stored list",
+        "services/worker/tools/mcp/live.py",
+        "                if stored_version(db) == self._version:",
+        "                if self._version is not None:",
+        ("tests/worker/mcp/test_admin_list.py", "-k", "without_a_restart"),
+    ),
+    Mutation(
+        "mcp list: the env list wins over a stored one",
+        "services/common/mcp_servers.py",
+        "    if stored.servers is not None:\n        return \"database\"",
+        "    if False:\n        return \"database\"",
+        ("tests/worker/mcp/test_admin_list.py", "-k", "without_a_restart"),
+    ),
 )
 
 

@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -112,20 +113,21 @@ def running_mcp_containers(server: str) -> list[str]:
 class TestAnIsolatedServer:
     def test_reaches_no_network_and_cannot_write(self, image: str, targets: list[str]) -> None:
         assert image == image_tag(SandboxContainerSettings())
-        cat = catalog([{"name": "probe", "command": PROBE}])
+        name = f"probe-{uuid.uuid4().hex[:8]}"  # its containers are this test's alone
+        cat = catalog([{"name": name, "command": PROBE}])
         try:
-            reached = json.loads(call(cat, "mcp.probe.connect", targets=targets))
+            reached = json.loads(call(cat, f"mcp.{name}.connect", targets=targets))
             assert set(reached) == set(targets)
             for target, outcome in reached.items():
                 assert outcome.startswith("failed:"), f"{target} reachable from the sandbox"
-            assert call(cat, "mcp.probe.write", path="/leaflab-probe").startswith("failed:")
+            assert call(cat, f"mcp.{name}.write", path="/leaflab-probe").startswith("failed:")
             inside_env = f"{sys.prefix}/leaflab-probe"  # the mounted venv: read-only
-            assert call(cat, "mcp.probe.write", path=inside_env).startswith("failed:")
+            assert call(cat, f"mcp.{name}.write", path=inside_env).startswith("failed:")
             assert not Path(inside_env).exists()
-            assert running_mcp_containers("probe"), "the server does not run in a container"
+            assert running_mcp_containers(name), "the server does not run in a container"
         finally:
             cat.close()
-        assert running_mcp_containers("probe") == []  # removed with the session
+        assert running_mcp_containers(name) == []  # removed with the session
 
     def test_mcp_server_time_answers(self, image: str) -> None:
         cat = catalog([{"name": "time", "command": TIME}])
