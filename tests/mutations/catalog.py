@@ -937,8 +937,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "mcp list: the env list wins over a stored one",
         "services/common/mcp_servers.py",
-        "    if stored.servers is not None:\n        return \"database\"",
-        "    if False:\n        return \"database\"",
+        '    if stored.servers is not None:\n        return "database"',
+        '    if False:\n        return "database"',
         ("tests/worker/mcp/test_admin_list.py", "-k", "without_a_restart"),
     ),
 )
