@@ -100,14 +100,14 @@ class ContainerFactory:
 
     def _hardening(self, mount_dir: Path, network: bool, labels: dict[str, str]) -> dict[str, Any]:
         """Container options every sandbox gets, whichever way it runs code."""
-        return hardened_options(
-            self.settings,
+        placement: dict[str, Any] = {
             # Never Docker's default bridge: its gateway is this host (see egress.py).
-            network_mode=self.egress.network() if network else "none",
-            volumes={str(mount_dir): {"bind": WORKSPACE_MOUNT, "mode": "rw"}},
-            working_dir=WORKSPACE_MOUNT,
-            labels=labels,
-        )
+            "network_mode": self.egress.network() if network else "none",
+            "volumes": {str(mount_dir): {"bind": WORKSPACE_MOUNT, "mode": "rw"}},
+            "working_dir": WORKSPACE_MOUNT,
+            "labels": labels,
+        }
+        return hardened_options(self.settings, **placement)
 
     def _create_with_runner(
         self, mount_dir: Path, runner_dir: Path, network: bool, labels: dict[str, str]
