@@ -25,12 +25,18 @@ from typing import Any
 
 import pytest
 
+from services.common.mcp_servers import McpServerConfig
 from services.common.net_guard import NetGuard
-from services.common.sandbox_container import SandboxContainerSettings, image_tag
+from services.common.sandbox_container import SandboxContainerSettings, docker_run_args, image_tag
 from services.sandbox.image import ensure_image
 from services.sandbox.settings import SandboxSettings
 from services.worker.tools.mcp import McpCatalog, McpSettings
-from services.worker.tools.mcp.isolation import LABEL_SERVER
+from services.worker.tools.mcp.isolation import (
+    LABEL_SERVER,
+    IsolationUnavailable,
+    isolated_parameters,
+    python_mounts,
+)
 from tests.sandbox.conftest import require_docker
 from tests.worker.mcp.conftest import TIME
 
@@ -149,3 +155,49 @@ def test_without_isolation_the_probe_reaches_the_host(targets: list[str]) -> Non
         assert reached[targets[0]] == "answered: HTTP/1.0 200 OK"
     finally:
         cat.close()
+
+
+class TestTheDockerCommand:
+    """What `docker run` is given, without running it."""
+
+    def test_it_carries_the_sandbox_hardening(self, tmp_path: Path) -> None:
+        config = McpServerConfig(name="t", command=("mcp-server-time",))
+        params = isolated_parameters(
+            config, name="c1", home=tmp_path, docker_cli="docker", python_env=Path(sys.prefix)
+        )
+        args = " ".join(params.args)
+        for flag in (
+            "--network none",
+            "--read-only",
+            "--cap-drop ALL",
+            "--security-opt no-new-privileges",
+            "--user 10001:10001",
+            "--pids-limit 128",
+            "--memory 512m",
+            "--memory-swap 512m",
+            "--rm",
+            "-i",
+        ):
+            assert f" {flag} " in f" {args} ", flag  # fmt: skip
+        assert f"--volume {sys.prefix}:{sys.prefix}:ro" in args
+        assert args.endswith(f"{image_tag(SandboxContainerSettings())} mcp-server-time")
+        assert "DATABASE_URL" not in args and set(params.env or {}) <= {
+            "HOME", "LANG", "LC_ALL", "PATH", "DOCKER_HOST", "DOCKER_CONTEXT",
+            "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY",
+        }  # fmt: skip
+
+    def test_an_option_without_a_flag_is_an_error_not_skipped(self) -> None:
+        with pytest.raises(ValueError, match="no `docker run` flag is known for .*'privileged'"):
+            docker_run_args({"read_only": True, "privileged": False})
+
+    def test_only_a_virtual_environment_is_mounted(self, tmp_path: Path) -> None:
+        with pytest.raises(IsolationUnavailable, match="not a virtual environment"):
+            python_mounts(tmp_path)
+        with pytest.raises(IsolationUnavailable):
+            python_mounts(Path("/usr"))
+        venv = tmp_path / "venv"
+        venv.mkdir()
+        (venv / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.11.2\n")
+        assert python_mounts(venv) == [venv]  # the image's /usr serves, never hidden
+        (venv / "pyvenv.cfg").write_text("home = /opt/py311/bin\n")
+        assert python_mounts(venv) == [venv, Path("/opt/py311")]

@@ -12,12 +12,14 @@ The Python environment that holds the servers (``LEAFLAB_MCP_PYTHON_ENV``,
 default the worker's own ``sys.prefix``) and the interpreter it was made from
 are mounted read-only at their own paths, so a venv's absolute paths (its
 ``bin/python`` link, console-script shebangs) hold inside; ``<env>/bin`` leads
-the container's ``PATH``. A top-level directory above a mount that is not one of
-the image's own (``/root``, ``/home``, ``/work`` …) is covered first by a
-read-only skeleton (empty 0755 directories down to the mount points), so the
-sandbox user can walk down to the mount even where the image's directory is
-private (``/root`` is 0700; a tmpfs would not do: Docker copies the image
-directory's mode onto it).
+the container's ``PATH``. It must be a virtual environment; an interpreter under
+``/usr`` is not mounted (the image's own at that path serves, if it is the same
+version), nor is anything that would hide the image's system directories.
+A top-level directory above a mount that is not one of the image's own
+(``/root``, ``/home``, ``/work`` …) is covered first by a read-only skeleton
+(empty 0755 directories down to the mount points), so the sandbox user can walk
+down to the mount even where the image's directory is private (``/root`` is
+0700; a tmpfs would not do: Docker copies the image directory's mode onto it).
 
 The server sees only ``HOME``/``TMPDIR`` (its private ``/tmp``), a locale and
 ``PATH``. A server registered with ``"isolation": "none"`` runs as before, as a
@@ -49,16 +51,32 @@ IMAGE_TOPS = frozenset(
 )  # fmt: skip
 
 
+class IsolationUnavailable(ValueError):
+    """The Python environment cannot be mounted into a sandbox container."""
+
+
+def _replaces_the_image(path: Path) -> bool:
+    # Mounting at /, a top-level directory or /usr/local would hide the image's own.
+    return len(path.parts) <= 2 or path in (Path("/usr/local"), Path("/usr/lib"))
+
+
 def python_mounts(env: Path) -> list[Path]:
     """The environment's paths to mount: itself (as given and resolved) and the
-    prefix of the interpreter it was made from (from its ``pyvenv.cfg``)."""
-    paths = [env, env.resolve()]
+    prefix of the interpreter it was made from (from its ``pyvenv.cfg``), unless
+    that prefix is a system one (``/usr``: the image's interpreter at that path
+    serves, when it is the same Python version)."""
     cfg = env / "pyvenv.cfg"
-    if cfg.is_file():
-        for line in cfg.read_text().splitlines():
-            key, _, value = line.partition("=")
-            if key.strip() == "home" and value.strip():
-                paths.append(Path(value.strip()).resolve().parent)
+    if not cfg.is_file() or _replaces_the_image(env.resolve()):
+        raise IsolationUnavailable(
+            f"{env} is not a virtual environment (no pyvenv.cfg): isolated MCP servers "
+            "need one (LEAFLAB_MCP_PYTHON_ENV), to be mounted read-only into the sandbox"
+        )
+    paths = [env, env.resolve()]
+    for line in cfg.read_text().splitlines():
+        key, _, value = line.partition("=")
+        prefix = Path(value.strip()).resolve().parent if value.strip() else None
+        if key.strip() == "home" and prefix is not None and not _replaces_the_image(prefix):
+            paths.append(prefix)
     unique: list[Path] = []
     for path in paths:
         if path not in unique:
