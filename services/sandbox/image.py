@@ -9,7 +9,6 @@ new image and an unchanged one is found in the local cache.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
+from services.common.sandbox_container import RECIPE_FILES, image_tag, recipe_dir, recipe_hash
 from services.sandbox.backends.base import SandboxUnavailable
 from services.sandbox.image_lock import image_build_lock
 from services.sandbox.image_offline import (
@@ -28,33 +28,9 @@ from services.sandbox.settings import SandboxSettings
 
 log = logging.getLogger(__name__)
 
-RECIPE_FILES = (
-    "Dockerfile",
-    "build_offline.sh",
-    "provision.sh",
-    "debian-packages.txt",
-    "pip-requirements.txt",
-)
-
-
-def recipe_dir() -> Path:
-    return Path(__file__).resolve().parents[2] / "deploy" / "sandbox"
-
-
-def recipe_hash(directory: Path | None = None) -> str:
-    """Short hash over the recipe files' names and contents."""
-    root = directory or recipe_dir()
-    digest = hashlib.sha256()
-    for name in RECIPE_FILES:
-        digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
-    return digest.hexdigest()[:12]
-
-
-def image_tag(settings: SandboxSettings) -> str:
-    """The image executions use: the configured one, else the recipe-hash tag."""
-    if settings.sandbox_image:
-        return settings.sandbox_image
-    return f"{settings.sandbox_image_repo}:{recipe_hash()}"
+# The recipe's names and hash live with the container settings (services/common),
+# which the agent worker's isolated MCP servers read too; re-exported here.
+__all__ = ["RECIPE_FILES", "ensure_image", "image_exists", "image_tag", "recipe_dir", "recipe_hash"]
 
 
 def docker_client() -> docker.DockerClient:

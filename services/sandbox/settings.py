@@ -8,14 +8,13 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from services.common.sandbox_container import SandboxContainerSettings
 from services.common.settings import CommonSettings
 
 
-class SandboxSettings(CommonSettings):
+class SandboxSettings(CommonSettings, SandboxContainerSettings):
     sandbox_backend: Literal["docker", "bwrap"] = "docker"
-    # Image to run; unset means the one built from deploy/sandbox (tagged by recipe hash).
-    sandbox_image: str | None = None
-    sandbox_image_repo: str = "leaflab-sandbox"
+    # Image (sandbox_image, sandbox_image_repo): SandboxContainerSettings.
     # How `ensure_image` builds a missing image: the Dockerfile, the offline
     # debootstrap recipe, or the Dockerfile first and offline when it fails.
     sandbox_build: Literal["auto", "dockerfile", "offline"] = "auto"
@@ -27,10 +26,6 @@ class SandboxSettings(CommonSettings):
     # Root filesystem for the bwrap backend; unset means the host's system dirs.
     sandbox_bwrap_rootfs: Path | None = None
 
-    # OCI runtime for sandbox containers (e.g. "runsc" for gVisor: a user-space
-    # kernel between model-written code and the host's). Unset: Docker's default.
-    sandbox_docker_runtime: str | None = None
-
     # Network-enabled sandboxes (a project's allow_network) join this Docker network,
     # which Leaflab makes, with egress rules installed by these commands (the iptables
     # dockerd uses) that keep them off this host and private ranges; without the rules
@@ -41,14 +36,9 @@ class SandboxSettings(CommonSettings):
     sandbox_egress_iptables: str = "iptables"
     sandbox_egress_ip6tables: str = "ip6tables"
 
-    # Limits applied to every execution.
-    sandbox_user: str = "10001:10001"
-    sandbox_memory_mb: int = Field(default=512, ge=32)
-    sandbox_cpus: float = Field(default=1.0, gt=0)
-    sandbox_pids: int = Field(default=128, ge=8)
-    sandbox_tmpfs_mb: int = Field(default=64, ge=1)
-    sandbox_file_size_mb: int = Field(default=64, ge=1)
-    sandbox_nofile: int = Field(default=256, ge=16)
+    # Limits applied to every execution (user, memory, CPUs, pids, tmpfs, file
+    # size, open files, OCI runtime): SandboxContainerSettings, shared with the
+    # isolated MCP servers (services/common/sandbox_container.py).
     sandbox_timeout_default_s: float = Field(default=30.0, gt=0)
     sandbox_timeout_max_s: float = Field(default=180.0, gt=0)
     # What the model sees of each stream (head + tail), and the total output

@@ -15,6 +15,7 @@ import uuid
 from typing import Any
 
 from celery import signals
+from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.celery_app import build_celery
 from services.common.db import build_engine, build_sessionmaker
@@ -78,13 +79,12 @@ _webhooks: WebhookDispatcher | None = None
 _email: EmailDispatcher | None = None
 
 
-def _mcp_catalog() -> Any:
-    """The registered MCP servers' catalog, None when there are none (the SDK unloaded)."""
-    if not mcp_settings.servers():
-        return None
-    from services.worker.tools.mcp.catalog import McpCatalog
+def _mcp_catalog(factory: sessionmaker[Session]) -> Any:
+    """The MCP servers in force, followed as an admin changes them (the SDK loads only
+    once a server is in force)."""
+    from services.worker.tools.mcp.live import LiveCatalog
 
-    return McpCatalog.from_settings(mcp_settings, guard=ResearchToolSettings().net_guard())
+    return LiveCatalog(mcp_settings, guard=ResearchToolSettings().net_guard(), factory=factory)
 
 
 def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
@@ -114,7 +114,7 @@ def build_deps(cfg: WorkerSettings) -> RuntimeDeps:
         sandbox=CelerySandbox(app, queue=cfg.sandbox_queue),
         library=LibraryEndpoint(url=cfg.library_url, internal_token=cfg.internal_token),
         router=router,
-        mcp=_mcp_catalog(),
+        mcp=_mcp_catalog(factory),
     )
 
 

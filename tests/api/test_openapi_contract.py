@@ -19,15 +19,18 @@ from sqlalchemy.orm import Session, sessionmaker
 from tests.api.live_library import api_with_library
 from tests.conftest import Stack
 from tests.fixtures.builders import TestUser, make_user
+from tests.worker.mcp.conftest import clear_stored_list
 
 EXAMPLES_PER_OPERATION = 8
 # Operations whose schema-valid input may still be refused for what a schema
 # cannot say: any bytes are a valid "binary" file, but only a PDF is accepted
 # (415) as a document and only a bibliography (422) as an import; a webhook URL
 # of the right form may name a host the outbound guard refuses (422); a
-# schedule's cron string must name real slots, its timezone a real zone (422).
+# schedule's cron string must name real slots, its timezone a real zone (422);
+# an MCP server list is checked entry by entry as LEAFLAB_MCP_SERVERS is (422).
 # Every other check still applies to them.
 CONTENT_CHECKED = {
+    "PUT /v1/admin/mcp-servers",
     "POST /v1/library/documents",
     "POST /v1/library/imports",
     "POST /v1/schedules",
@@ -48,6 +51,8 @@ def contract_api(
     base = tmp_path_factory.mktemp("contract")
     with api_with_library(stack, base, isolated_redis_url, no_zotero) as url:
         yield url, make_user(session_factory, admin=True)
+    # Generated PUTs may have stored an MCP server list; later workers must not offer it.
+    clear_stored_list(session_factory)
 
 
 @pytest.fixture(scope="module")

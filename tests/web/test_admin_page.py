@@ -16,6 +16,7 @@ from tests.conftest import Stack
 from tests.fixtures.builders import TestUser, client_for, make_user, wait_job
 from tests.fixtures.processes import RunningStack
 from tests.web.browser import login, screenshot_dir
+from tests.worker.mcp.conftest import clear_stored_list
 
 XSS_IMG = '<img src=x onerror="window.__xss=1">'
 XSS_SCRIPT = "<script>window.__xss=1</script>"
@@ -235,3 +236,53 @@ class TestOpsAndEscaping:
             assert page.evaluate("window.__xss") is None
         finally:
             store.delete(circuit)
+
+
+class TestMcpServers:
+    def test_the_list_is_edited_as_json_and_bad_entries_are_shown(
+        self, running: RunningStack, context: BrowserContext, session_factory: sessionmaker[Session]
+    ) -> None:
+        admin = make_user(session_factory, admin=True)
+        clear_stored_list(session_factory)
+        try:
+            page = _open_admin(context, running.url, admin)
+            page.wait_for_selector("body[data-mcp-ready='1']")
+            section = page.get_by_test_id("mcp-servers")
+            expect(page.get_by_test_id("mcp-source")).to_contain_text("From LEAFLAB_MCP_SERVERS")
+            textarea, error = page.get_by_test_id("mcp-json"), page.get_by_test_id("mcp-error")
+
+            textarea.fill('[{"name": "x", "command": []}]')
+            page.get_by_test_id("mcp-save").click()
+            expect(error).to_be_visible()
+            expect(error).to_contain_text("servers[0] ('x')")
+            expect(error).to_contain_text("'command' must name a program")
+            textarea.fill("[{not json")
+            page.get_by_test_id("mcp-save").click()
+            expect(error).to_contain_text("Not valid JSON")
+            api = client_for(running.url, admin)
+            assert api.get("/v1/admin/mcp-servers").json()["source"] == "environment"
+
+            hostile_url = f"https://n.lab/{XSS_IMG}"
+            textarea.fill(json.dumps([
+                {"name": "clock", "command": ["mcp-server-time"], "projects": ["thesis"]},
+                {"name": "wiki", "url": hostile_url, "approval": True},
+            ]))  # fmt: skip
+            page.get_by_test_id("mcp-save").click()
+            expect(page.get_by_test_id("mcp-source")).to_contain_text("Stored list")
+            expect(error).to_be_hidden()
+            clock = section.locator("tr[data-server=clock]")
+            expect(clock).to_contain_text("stdio: mcp-server-time")
+            expect(clock).to_contain_text("sandbox")
+            expect(clock).to_contain_text("thesis")
+            expect(section.locator("tr[data-server=wiki]")).to_contain_text(hostile_url)
+            stored = api.get("/v1/admin/mcp-servers").json()
+            assert stored["source"] == "database"
+            assert [s["name"] for s in stored["servers"]] == ["clock", "wiki"]
+            assert page.evaluate("window.__xss") is None
+
+            page.get_by_test_id("mcp-clear").click()
+            expect(page.get_by_test_id("mcp-source")).to_contain_text("From LEAFLAB_MCP_SERVERS")
+            expect(section.locator("tr[data-server=clock]")).to_have_count(0)
+            assert api.get("/v1/admin/mcp-servers").json()["source"] == "environment"
+        finally:
+            clear_stored_list(session_factory)

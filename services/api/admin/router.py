@@ -10,6 +10,7 @@ from sqlalchemy.exc import IntegrityError
 
 from services.api.admin import service
 from services.api.admin.budgets.router import router as budgets_router
+from services.api.admin.mcp_servers.router import router as mcp_servers_router
 from services.api.admin.models.router import router as models_router
 from services.api.admin.ops.router import router as ops_router
 from services.api.admin.schemas import (
@@ -167,3 +168,4 @@ def remove_member(project_id: uuid.UUID, user_id: uuid.UUID, db: DbSession, _: A
 router.include_router(budgets_router)
 router.include_router(ops_router)
 router.include_router(models_router)
+router.include_router(mcp_servers_router)

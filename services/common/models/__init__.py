@@ -21,6 +21,7 @@ from services.common.models.jobs import (
 )
 from services.common.models.library import DOCUMENT_STATUSES, Document, DocumentReference
 from services.common.models.library_imports import LibraryImport, LibraryImportEntry
+from services.common.models.mcp_servers import McpServerList
 from services.common.models.memory import (
     MEMORY_KINDS,
     MEMORY_SCOPES,
@@ -45,6 +46,7 @@ from services.common.models.telemetry import SpanRecord
 from services.common.models.users import ApiKey, Invite, Project, ProjectMember, User
 
 __all__ = [
+    "McpServerList",
     "APPROVAL_STATUSES",
     "BUDGET_PERIODS",
     "Budget",

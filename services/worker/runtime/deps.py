@@ -20,7 +20,7 @@ from services.worker.tools.ports import LibraryEndpoint, SandboxPort
 from services.worker.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
-    from services.worker.tools.mcp.catalog import McpCatalog
+    from services.worker.tools.mcp.live import LiveCatalog
 
 
 @dataclass
@@ -38,8 +38,9 @@ class RuntimeDeps:
     # Ports offered to tools; None where this worker has no such service.
     sandbox: SandboxPort | None = None
     library: LibraryEndpoint | None = None
-    # MCP tool servers (LEAFLAB_MCP_SERVERS); None: none registered.
-    mcp: McpCatalog | None = None
+    # MCP tool servers (the list in force: stored by an admin, else LEAFLAB_MCP_SERVERS);
+    # None: this worker offers none.
+    mcp: LiveCatalog | None = None
     # Model calls go through the router (profiles, fallback, breaker); when deps are
     # built by hand without one, every tier routes to ``model`` alone.
     router: ModelRouter | None = field(default=None)

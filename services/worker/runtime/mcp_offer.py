@@ -34,7 +34,9 @@ class McpOffering:
         narrowed: bool,
         events: JobEvents,
     ) -> None:
-        self._catalog: McpCatalog | None = None if narrowed else deps.mcp
+        # One catalog for the slice: a list changed meanwhile applies from the next one.
+        live = None if narrowed else deps.mcp
+        self._catalog: McpCatalog | None = live.current() if live is not None else None
         self._deps = deps
         self._project_id = str(project_id) if project_id is not None else None
         self._project_name: str | None = None

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
 
 from tests.fixtures.processes import free_port
 
@@ -83,3 +85,9 @@ def make_repo(path: Path) -> Path:
     git("commit", "-q", "-am", "Record the second measurement")
     (path / "draft.txt").write_text("not yet committed\n")
     return path
+
+
+def clear_stored_list(factory: sessionmaker[Session]) -> None:
+    """No stored MCP server list (an earlier test may have stored one): the env list applies."""
+    with factory() as db, db.begin():
+        db.execute(text("UPDATE mcp_server_lists SET servers = NULL, version = version + 1"))

@@ -40,13 +40,13 @@ def call(cat: McpCatalog, name: str, project: str | None = None, **arguments: An
 
 @pytest.fixture(scope="module")
 def hostile() -> Iterator[McpCatalog]:
-    cat = catalog([{"name": "h", "command": HOSTILE}])
+    cat = catalog([{"name": "h", "isolation": "none", "command": HOSTILE}])
     yield cat
     cat.close()
 
 
 def test_time_server_lists_its_tools_with_schemas_and_answers() -> None:
-    cat = catalog([{"name": "time", "command": TIME}])
+    cat = catalog([{"name": "time", "isolation": "none", "command": TIME}])
     try:
         offer = cat.offer(None, None)
         names = [t.name for t in offer.tools]
@@ -65,7 +65,7 @@ def test_time_server_lists_its_tools_with_schemas_and_answers() -> None:
 
 def test_git_server_reads_a_repository_the_test_made(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "notebook")
-    cat = catalog([{"name": "git", "command": GIT}])
+    cat = catalog([{"name": "git", "isolation": "none", "command": GIT}])
     try:
         status = call(cat, "mcp.git.git_status", repo_path=str(repo))
         assert "draft.txt" in status
@@ -113,8 +113,8 @@ def test_a_crashing_server_is_an_error_and_is_started_again(hostile: McpCatalog)
 
 
 def test_a_server_that_cannot_start_is_skipped_and_others_stay(tmp_path: Path) -> None:
-    missing = {"name": "gone", "command": [str(tmp_path / "missing")]}
-    cat = catalog([missing, {"name": "time", "command": TIME}])
+    missing = {"name": "gone", "isolation": "none", "command": [str(tmp_path / "missing")]}
+    cat = catalog([missing, {"name": "time", "isolation": "none", "command": TIME}])
     try:
         offer = cat.offer(None, None)
         assert {t.name.split(".")[1] for t in offer.tools} == {"time"}
@@ -127,7 +127,7 @@ def test_a_server_that_cannot_start_is_skipped_and_others_stay(tmp_path: Path) -
 def test_a_stdio_server_gets_none_of_the_workers_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LEAFLAB_DATABASE_URL", "postgresql://secret@db/leaflab")
     monkeypatch.setenv("LEAFLAB_INTERNAL_TOKEN", "canary-token")
-    cat = catalog([{"name": "h", "command": HOSTILE}])
+    cat = catalog([{"name": "h", "isolation": "none", "command": HOSTILE}])
     try:
         seen = json.loads(call(cat, "mcp.h.env"))
     finally:
@@ -139,7 +139,7 @@ def test_a_stdio_server_gets_none_of_the_workers_secrets(monkeypatch: pytest.Mon
 
 
 def test_project_scoping_offers_and_calls_only_within_the_projects() -> None:
-    cat = catalog([{"name": "time", "command": TIME, "projects": ["thesis"]}])
+    cat = catalog([{"name": "time", "isolation": "none", "command": TIME, "projects": ["thesis"]}])
     try:
         assert cat.offer("some-id", "other").tools == []
         assert cat.offer(None, None).tools == []

@@ -24,6 +24,11 @@ from services.worker.tools.mcp.settings import McpConfigError, parse_servers
         ('[{"name": "x", "command": []}]', "'command' must name a program"),
         ('[{"name": "x", "command": ["a"], "env": {}}]', "env: Extra inputs are not permitted"),
         ('[{"name": "x", "command": ["a"]}, {"name": "x", "url": "http://h"}]', "repeated"),
+        ('[{"name": "x", "command": ["a"], "isolation": "off"}]', "isolation: Input should be"),
+        (
+            '[{"name": "x", "url": "http://h", "isolation": "none"}]',
+            "stdio servers ('command') only",
+        ),
     ],
 )
 def test_malformed_lists_are_refused_clearly(raw: str, message: str) -> None:
@@ -39,6 +44,9 @@ def test_a_good_list_parses() -> None:
         ' {"name": "notes", "url": "https://n.lab/mcp", "projects": ["thesis"], "approval": true}]'
     )
     assert time.transport == "stdio" and time.offered_to(None, None)
+    assert time.isolated  # in a sandbox container unless "isolation": "none" says otherwise
+    [trusted] = parse_servers('[{"name": "t", "command": ["x"], "isolation": "none"}]')
+    assert not trusted.isolated
     assert notes.transport == "http" and notes.approval
     assert notes.offered_to("id-1", "thesis") and not notes.offered_to("id-1", "other")
     assert parse_servers("") == ()

@@ -27,7 +27,14 @@ from tests.conftest import Stack
 from tests.fixtures import builders
 from tests.fixtures.builders import client_for, make_user, wait_job
 from tests.fixtures.processes import Proc, Services, Simulator
-from tests.worker.mcp.conftest import GIT, HOSTILE, TIME, make_repo, serve_http_mcp
+from tests.worker.mcp.conftest import (
+    GIT,
+    HOSTILE,
+    TIME,
+    clear_stored_list,
+    make_repo,
+    serve_http_mcp,
+)
 
 PROJECT = f"mcp-lab-{uuid.uuid4().hex[:8]}"
 
@@ -43,16 +50,24 @@ class McpStack:
 
 
 @pytest.fixture(scope="module")
-def mcp_stack(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpStack]:
+def mcp_stack(
+    stack: Stack, tmp_path_factory: pytest.TempPathFactory, session_factory: sessionmaker[Session]
+) -> Iterator[McpStack]:
+    clear_stored_list(session_factory)  # the env list below is the one in force
     base = tmp_path_factory.mktemp("mcp")
     repo = make_repo(base / "notebook")
     call_log = base / "hostile-calls.log"
     with serve_http_mcp() as notes:
         servers = [
-            {"name": "time", "command": TIME},
-            {"name": "git", "command": GIT},
-            {"name": "h", "command": [*HOSTILE, str(call_log)], "projects": [PROJECT]},
-            {"name": "gate", "command": HOSTILE, "approval": True},
+            {"name": "time", "isolation": "none", "command": TIME},
+            {"name": "git", "isolation": "none", "command": GIT},
+            {
+                "name": "h",
+                "isolation": "none",
+                "command": [*HOSTILE, str(call_log)],
+                "projects": [PROJECT],
+            },
+            {"name": "gate", "isolation": "none", "command": HOSTILE, "approval": True},
             {"name": "notes", "url": notes.url},
         ]
         svc = Services(stack, base)

@@ -18,8 +18,9 @@ from typing import Any
 import docker
 import docker.errors
 from docker.models.containers import Container
-from docker.types import LogConfig, Ulimit
+from docker.types import LogConfig
 
+from services.common.sandbox_container import hardened_options
 from services.sandbox.backends.base import WORKSPACE_MOUNT
 from services.sandbox.backends.docker.egress import Egress
 from services.sandbox.runner.channel import RUNNER_ARGV, RUNNER_MOUNT, RunnerChannel, RunnerError
@@ -99,34 +100,14 @@ class ContainerFactory:
 
     def _hardening(self, mount_dir: Path, network: bool, labels: dict[str, str]) -> dict[str, Any]:
         """Container options every sandbox gets, whichever way it runs code."""
-        s = self.settings
-        mem = f"{s.sandbox_memory_mb}m"
-        fsize = s.sandbox_file_size_mb * 1024 * 1024
-        options: dict[str, Any] = {
+        placement: dict[str, Any] = {
             # Never Docker's default bridge: its gateway is this host (see egress.py).
             "network_mode": self.egress.network() if network else "none",
-            "read_only": True,
-            "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"],
-            "pids_limit": s.sandbox_pids,
-            "mem_limit": mem,
-            "memswap_limit": mem,  # equal: no swap, a balloon hits the OOM killer
-            "nano_cpus": int(s.sandbox_cpus * 1e9),
-            "user": s.sandbox_user,
-            "tmpfs": {"/tmp": f"size={s.sandbox_tmpfs_mb}m,mode=1777,nosuid,nodev"},
-            "ulimits": [
-                Ulimit(name="fsize", soft=fsize, hard=fsize),
-                Ulimit(name="nofile", soft=s.sandbox_nofile, hard=s.sandbox_nofile),
-            ],
             "volumes": {str(mount_dir): {"bind": WORKSPACE_MOUNT, "mode": "rw"}},
             "working_dir": WORKSPACE_MOUNT,
-            "hostname": "sandbox",
             "labels": labels,
-            "ipc_mode": "private",
         }
-        if s.sandbox_docker_runtime:
-            options["runtime"] = s.sandbox_docker_runtime
-        return options
+        return hardened_options(self.settings, **placement)
 
     def _create_with_runner(
         self, mount_dir: Path, runner_dir: Path, network: bool, labels: dict[str, str]

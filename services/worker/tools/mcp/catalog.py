@@ -66,7 +66,11 @@ class McpCatalog:
         self._loop = McpLoop()
         self._connections = {
             s.name: ServerConnection(
-                s, loop=self._loop, guard=guard, start_timeout_s=settings.mcp_start_timeout_s
+                s,
+                loop=self._loop,
+                guard=guard,
+                start_timeout_s=settings.mcp_start_timeout_s,
+                settings=settings,
             )
             for s in servers
         }

@@ -1,12 +1,14 @@
 """One MCP server's session, kept open on the private loop and reopened after it dies.
 
-A stdio server runs as a child of the worker, never with the worker's
+A stdio server runs inside a sandbox container with no network (isolation.py);
+its container is removed when the session ends (``--rm``, and ``docker rm -f``
+should the client have been killed first). One registered with
+``"isolation": "none"`` runs as a child of the worker, never with the worker's
 environment: it gets ``PATH``, a locale, and ``HOME``/``TMPDIR`` pointing at a
 temporary folder of its own (also its working directory), so database URLs,
-API keys and tokens in the worker's environment are not handed to it. Its
-stderr goes to a file in that folder; the last lines are quoted when it fails
-to start. (Running stdio servers inside the sandbox worker's containers is not
-built: they are isolated from the worker's secrets, not from its host.)
+API keys and tokens in the worker's environment are not handed to it. Either
+way its stderr goes to a file in that folder; the last lines are quoted when it
+fails to start.
 
 An HTTP server is reached through the address guard (``http_guard.py``).
 
@@ -37,8 +39,13 @@ from mcp.client.streamable_http import streamable_http_client
 
 from services.common.net_guard import AddressRefused, NetGuard
 from services.worker.tools.mcp.http_guard import check_server_url, guarded_client
+from services.worker.tools.mcp.isolation import (
+    container_name,
+    docker_cli_environment,
+    isolated_parameters,
+)
 from services.worker.tools.mcp.loop import LoopTimeout, McpLoop
-from services.worker.tools.mcp.settings import McpServerConfig
+from services.worker.tools.mcp.settings import McpServerConfig, McpSettings
 
 log = logging.getLogger(__name__)
 STDERR_TAIL_CHARS = 600
@@ -63,9 +70,17 @@ def child_environment(home: Path) -> dict[str, str]:
 
 class ServerConnection:
     def __init__(
-        self, config: McpServerConfig, *, loop: McpLoop, guard: NetGuard, start_timeout_s: float
+        self,
+        config: McpServerConfig,
+        *,
+        loop: McpLoop,
+        guard: NetGuard,
+        start_timeout_s: float,
+        settings: McpSettings | None = None,
     ) -> None:
         self.config = config
+        self._settings = settings or McpSettings()
+        self._container: str | None = None  # the isolated server's container, while it runs
         self._loop = loop
         self._guard = guard
         self._start_timeout_s = start_timeout_s
@@ -201,15 +216,43 @@ class ServerConnection:
                 raise
         finally:
             self._session = None
+            await self._remove_container()
+
+    async def _remove_container(self) -> None:
+        """``--rm`` removes it when its stdin closes; this covers a client killed first."""
+        name, self._container = self._container, None
+        if name is None:
+            return
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                self._settings.mcp_docker, "rm", "-f", name,
+                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+                env=docker_cli_environment(self._home_dir()),
+            )  # fmt: skip
+            await asyncio.wait_for(proc.wait(), 20)
+        except (OSError, TimeoutError) as exc:
+            log.warning(
+                "mcp server %s: could not remove container %s: %s", self.config.name, name, exc
+            )
 
     def _transport(self, stack: AsyncExitStack) -> Any:
         if self.config.command is not None:
             home = self._home_dir()
             errlog: TextIO = stack.enter_context(open(home / "stderr.log", "a"))  # noqa: SIM115
-            program, *args = self.config.command
-            params = StdioServerParameters(
-                command=program, args=args, env=child_environment(home), cwd=str(home)
-            )
+            if self.config.isolated:
+                self._container = container_name(self.config.name)
+                params = isolated_parameters(
+                    self.config,
+                    name=self._container,
+                    home=home,
+                    docker_cli=self._settings.mcp_docker,
+                    python_env=self._settings.mcp_python_env,
+                )
+            else:
+                program, *args = self.config.command
+                params = StdioServerParameters(
+                    command=program, args=args, env=child_environment(home), cwd=str(home)
+                )
             return stdio_client(params, errlog=errlog)
         assert self.config.url is not None
         try:
