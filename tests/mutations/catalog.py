@@ -1135,3 +1135,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/worker/mcp/test_admin_list.py", "-k", "without_a_restart"),
     ),
 )
+
+
+def control(mutations: tuple[Mutation, ...]) -> Mutation:
+    """No edit, every mutation's tests in one run: they must pass in a copy of the
+    tree, so a kill means the mutation broke them, not the copy or the machine (a
+    missing data folder, a broken fixture)."""
+    files: list[str] = []
+    words: list[str] = []
+    for mutation in mutations:
+        file, rest = mutation.tests[0], mutation.tests[1:]
+        if file not in files:
+            files.append(file)
+        # A module's name is a keyword of its tests: "module and (k)" keeps one
+        # selection's -k to its own file; without -k a selection is its whole module.
+        module = file.rsplit("/", 1)[-1].removesuffix(".py")
+        words.append(f"{module} and ({rest[1]})" if rest[:1] == ("-k",) else module)
+    expression = " or ".join(f"({word})" for word in words)
+    return Mutation(
+        "control: the selections pass unmutated", "", "", "", (*files, "-k", expression)
+    )
