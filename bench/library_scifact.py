@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.scifact_levers import lever_rows
+from bench.scifact_lexical import lexical_rows
 from services.library.beir import (
     Candidates,
     collect_candidates,
@@ -53,6 +54,11 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--no-grid", action="store_true", help="only the three headline rows")
     ap.add_argument(
         "--levers", action="store_true", help="each retrieval lever, one at a time, same index"
+    )
+    ap.add_argument(
+        "--lexical-levers",
+        action="store_true",
+        help="stemmer, stop words, k1/b (held-out halves), paper-level BM25, paper scoring",
     )
     return ap.parse_args()
 
@@ -127,6 +133,9 @@ def main() -> None:
         if args.levers:
             for row in lever_rows(retriever, data, mix):
                 print(json.dumps({"lever": row}), flush=True)
+        if args.lexical_levers:
+            for row in lexical_rows(retriever, data, mix, settings.chunk_max_tokens):
+                print(json.dumps({"lexical_lever": row}), flush=True)
         if not args.no_grid:
             rows = _grid(retriever, data, mix)
             best = max(rows, key=lambda r: r["ndcg@10"])

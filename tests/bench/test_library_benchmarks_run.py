@@ -28,6 +28,9 @@ def test_library_latency_benchmark_prints_its_figures(tmp_path: Path) -> None:
 
 def test_scifact_benchmark_scores_a_slice(tmp_path: Path) -> None:
     argv = ["--data", str(SCIFACT), "--limit-docs", "20", "--limit-queries", "5"]
-    argv += ["--no-grid", "--cache", str(tmp_path / "emb")]
+    argv += ["--no-grid", "--lexical-levers", "--cache", str(tmp_path / "emb")]
     runs = json_lines(run_bench("bench.library_scifact", *argv, timeout_s=600))
     assert {r["run"] for r in runs if "run" in r} == {"hybrid", "bm25", "dense"}
+    levers = [r["lexical_lever"]["lever"] for r in runs if "lexical_lever" in r]
+    assert levers[0] == "replica check: shipped BM25"
+    assert any(name.startswith("k1/b chosen on half 1") for name in levers)
