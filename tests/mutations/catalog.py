@@ -1134,6 +1134,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         '    if False:\n        return "database"',
         ("tests/worker/mcp/test_admin_list.py", "-k", "without_a_restart"),
     ),
+    Mutation(
+        "imports: an entry's open-access copy from the lookup is not fetched",
+        "services/library/imports/open_access.py",
+        "        sources.append(found.oa_url)",
+        "        pass",
+        ("tests/library/test_import_open_access.py", "-k", "open_access_copy"),
+    ),
 )
 
 

@@ -33,6 +33,7 @@ from services.common.net_guard import AddressRefused, InvalidUrl
 from services.library.fetch import fetch_document
 from services.library.imports.catalog import Catalog
 from services.library.imports.lease import ImportClaim
+from services.library.imports.open_access import looked_up_sources
 from services.library.runtime import LibraryRuntime
 
 log = logging.getLogger(__name__)
@@ -65,11 +66,28 @@ def pdf_sources(entry: Entry, arxiv_base: str) -> list[str]:
 
 
 def fetch_pdf(runtime: LibraryRuntime, entry: Entry) -> Fetched:
-    """The first source that gives a PDF, through the address guard."""
-    sources = pdf_sources(entry, runtime.settings.arxiv_pdf_base)
-    if not sources:
-        return Fetched(None, "no open-access PDF known (no arXiv id or PDF URL)")
-    failures = []
+    """The first source that gives a PDF, through the address guard: the entry's own
+    (arXiv id, PDF URL), then those the metadata lookup knows (OpenAlex's open-access
+    copy, an arXiv id the file left out), asked only when the entry's own gave none."""
+    base = runtime.settings.arxiv_pdf_base
+    sources = pdf_sources(entry, base)
+    failures: list[str] = []
+    fetched = _first_pdf(runtime, sources, failures)
+    if fetched is not None:
+        return fetched
+    more = looked_up_sources(runtime.metadata_lookup, entry, arxiv_base=base, known=sources)
+    fetched = _first_pdf(runtime, more, failures)
+    if fetched is not None:
+        return fetched
+    if not failures:
+        return Fetched(
+            None, "no open-access PDF known (no arXiv id or PDF URL, none found by lookup)"
+        )
+    return Fetched(None, "PDF not fetched (" + "; ".join(failures)[:500] + ")")
+
+
+def _first_pdf(runtime: LibraryRuntime, sources: list[str], failures: list[str]) -> Fetched | None:
+    """The first of ``sources`` that is a PDF (now in the file store); each failure noted."""
     for url in sources:
         key = url_key(url)
         path = runtime.blobs.path(key)
@@ -91,7 +109,7 @@ def fetch_pdf(runtime: LibraryRuntime, entry: Entry) -> Fetched:
                 return Fetched(url, None)
         path.unlink(missing_ok=True)
         failures.append(f"{url}: not a PDF")
-    return Fetched(None, "PDF not fetched (" + "; ".join(failures)[:500] + ")")
+    return None
 
 
 def existing(db: Session, catalog: Catalog, entry: Entry, content_hash: str) -> uuid.UUID | None:

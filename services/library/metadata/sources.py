@@ -42,6 +42,9 @@ class FoundWork:
     doi: str | None
     arxiv_id: str | None
     retracted: bool
+    # Where an open-access copy of the full text is (OpenAlex's open_access.oa_url);
+    # not a document field: a bibliography import fetches it (imports/open_access.py).
+    oa_url: str | None = None
 
     def fields(self) -> dict[str, Any]:
         """The non-empty document fields (services/library/metadata/apply.py FIELDS)."""
@@ -118,6 +121,7 @@ class OpenAlexSource:
             doi=work.doi,
             arxiv_id=_arxiv_from_doi(work.doi),
             retracted=work.is_retracted,
+            oa_url=work.oa_url if (work.oa_url or "").startswith(("http://", "https://")) else None,
         )
 
     def by_doi(self, doi: str) -> FoundWork | None:
