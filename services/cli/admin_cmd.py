@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
+from services.cli.admin_mcp_cmd import mcp_servers
 from services.cli.admin_models_cmd import models
 from services.cli.budget_cmd import budget, spend
 from services.cli.client import LeaflabClient
@@ -218,3 +219,4 @@ def project_members(name: str) -> None:
 admin.add_command(budget)
 admin.add_command(spend)
 admin.add_command(models)
+admin.add_command(mcp_servers)

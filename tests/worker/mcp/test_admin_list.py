@@ -10,6 +10,9 @@ Members are refused (403); a bad entry is a 422 naming it, and stores nothing.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +27,7 @@ from tests.conftest import Stack
 from tests.fixtures import builders
 from tests.fixtures.builders import client_for, make_user, wait_job
 from tests.fixtures.processes import Services, Simulator
+from tests.library.test_import_cli import ENTRY_POINT
 from tests.sandbox.conftest import require_docker
 from tests.worker.mcp.conftest import TIME, clear_stored_list
 from tests.worker.mcp.test_mcp_jobs import call, start, tool_steps
@@ -126,3 +130,39 @@ def test_members_are_refused_and_bad_entries_are_named(
         json={"servers": [{"name": "a", "url": "https://n.lab/mcp"}] * 2},
     )
     assert twice.status_code == 422 and "repeated: ['a']" in twice.json()["error"]["message"]
+
+
+def _cli(url: str, key: str, *args: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LEAFLAB_")}
+    return subprocess.run(  # noqa: S603 - our own interpreter and CLI
+        [sys.executable, "-c", ENTRY_POINT, "admin", "mcp-servers", *args],
+        env={**clean, "LEAFLAB_URL": url, "LEAFLAB_API_KEY": key, "COLUMNS": "120"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_cli_reads_sets_and_clears_the_stored_list(
+    list_stack: ListStack, session_factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    key = list_stack.admin.key
+    good = tmp_path / "servers.json"
+    good.write_text(json.dumps({"servers": [{"name": "clock", "command": TIME, "approval": True}]}))
+    stored = _cli(list_stack.url, key, "--set", str(good))
+    assert stored.returncode == 0, stored.stderr
+    assert stored.stdout.startswith("1 server(s) from the database")
+    shown = _cli(list_stack.url, key)
+    assert "  mcp.clock: " in shown.stdout and "(needs approval)" in shown.stdout
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"name": "x", "command": []}]))
+    refused = _cli(list_stack.url, key, "--set", str(bad))
+    assert refused.returncode == 1 and "invalid_mcp_servers" in refused.stderr
+    assert json.loads(_cli(list_stack.url, key, "--json").stdout)["servers"][0]["name"] == "clock"
+
+    member = make_user(session_factory)
+    assert "HTTP 403" in _cli(list_stack.url, member.key, "--clear").stderr
+    cleared = _cli(list_stack.url, key, "--clear")
+    assert cleared.returncode == 0 and cleared.stdout.startswith("0 server(s) from the environment")
