@@ -1,4 +1,4 @@
-"""Writes the contracts the browser reads: ``static/contracts.js`` and ``static/events.schema.json``.
+"""Writes the contracts the browser reads: static/contracts.js and events.schema.json.
 
 ``python -m services.common.contracts.write_js`` after changing ``statuses`` or
 ``events``; ``tests/common/test_contracts_js.py`` renders them again in memory and

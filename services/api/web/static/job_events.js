@@ -5,7 +5,7 @@
  * @typedef {{status: string, progress: object | null, terminal: boolean, final: boolean, lost: number}} JobView
  */
 const JobEventFold = (() => {
-  /** @type {typeof import("./contracts.js")} */
+  /** @type {typeof LeaflabContracts} */
   const C = typeof LeaflabContracts !== "undefined" ? LeaflabContracts : require("./contracts.js");
 
   // The events the page follows (its log shows these); each must be one of the contract's types.
