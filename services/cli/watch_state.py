@@ -126,6 +126,7 @@ class WatchState:
     dropped: str = ""  # the partial answer the latest retry threw away
     waiting: str | None = None  # why the job waits for the model endpoint (status waiting_model)
     resumed: str | None = None  # the parked status the latest event brought the job out of
+    typed: JobEvent | None = None  # the latest event, parsed; None: unknown or malformed
 
     def apply(self, event: dict[str, Any]) -> None:
         kind, data = event.get("event"), event.get("data") or {}
@@ -137,9 +138,9 @@ class WatchState:
         if at is not None:
             self.first_ms = self.first_ms if self.first_ms is not None else at
             self.last_ms = at
-        parsed = parse_watched(str(kind), data)
-        if parsed is not None:
-            self._fold(parsed, at)
+        self.typed = parse_watched(str(kind), data)
+        if self.typed is not None:
+            self._fold(self.typed, at)
 
     def _fold(self, event: JobEvent, at: int | None) -> None:
         match event:
