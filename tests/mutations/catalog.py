@@ -955,6 +955,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            if False:",
         ("tests/common/test_contracts.py", "-k", "strict"),
     ),
+    Mutation(
+        "pages: the survey report spells its own terminal statuses again",
+        "services/api/web/static/surveys.report.js",
+        "  const TERMINAL = LeaflabContracts.TERMINAL_STATUSES;",
+        '  const TERMINAL = ["succeeded", "failed", "cancelled"];',
+        ("tests/test_import_rules.py", "-k", "terminal_statuses_spelled"),
+    ),
 )
 
 
