@@ -43,7 +43,7 @@ PUBLISHED: list[tuple[str, dict[str, Any]]] = [
     ("budget", {"state": "exhausted", "overrun": False, "message": "raise it"}),
     (
         "compression",
-        {"round": 0, "layer": "window", "changed": True, "before_tokens": 9, "after_tokens": 5},
+        {"round": 0, "layer": "window", "changed": 2, "before_tokens": 9, "after_tokens": 5},
     ),
     ("prompt_switch", {"to": "v2"}),
     ("mcp_unavailable", {"server": "files", "tool": "read", "reason": "crashed"}),

@@ -118,7 +118,7 @@ class Compression(_Event):
     type: Literal["compression"]
     round: int
     layer: str
-    changed: bool
+    changed: int  # how many messages the layer changed (0: none)
     before_tokens: int
     after_tokens: int
 
