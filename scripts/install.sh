@@ -19,4 +19,17 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/pip install --quiet -e '.[dev]'
   echo "$want" > "$stamp"
 fi
+
+# The browser code's checks (ESLint, tsc; scripts/lint.sh) from package-lock.json, when npm is
+# here: the pages themselves need nothing installed. Re-run only when the lock file changes.
+if command -v npm >/dev/null; then
+  js_stamp=node_modules/.leaflab-install-stamp
+  js_want=$(sha256sum package-lock.json | cut -d' ' -f1)
+  if [ "$(cat "$js_stamp" 2>/dev/null)" != "$js_want" ]; then
+    npm ci --no-audit --no-fund --silent
+    echo "$js_want" > "$js_stamp"
+  fi
+else
+  echo "npm not found: skipping the browser code's lint tools (scripts/lint.sh skips them too)" >&2
+fi
 echo "leaflab installed in .venv ($(.venv/bin/leaflab --version))"

@@ -5,6 +5,8 @@
 - no import cycle inside a part (deferred imports in functions count);
 - Celery task and queue names are spelled only in ``services/common/task_names.py``;
 - no module is over 400 lines;
+- a job's terminal statuses are spelled as a set only in ``services/common/contracts/``
+  (Python collections, SQL text and the pages' JS arrays; ``tests/fixtures/status_literals.py``);
 - clients (the CLI, the model simulator) use a service only through the small
   operator entry points listed in ``CLIENT_ENTRY_POINTS``.
 
@@ -29,6 +31,7 @@ from tests.fixtures.import_graph import (
     load_tree,
     oversized_modules,
 )
+from tests.fixtures.status_literals import terminal_sets
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 400
@@ -94,6 +97,12 @@ def test_task_and_queue_names_only_in_task_names(tree: dict[str, Module]) -> Non
         tree, tasks=tasks, queues=queues, allowed_modules=TASK_NAME_EXCEPTIONS
     )
     _fail("task or queue name spelled outside services/common/task_names.py", offenders)
+
+
+def test_terminal_statuses_spelled_only_in_contracts() -> None:
+    _fail(
+        "terminal job statuses re-declared outside services/common/contracts/", terminal_sets(ROOT)
+    )
 
 
 def test_no_module_over_400_lines(tree: dict[str, Module]) -> None:
@@ -241,4 +250,26 @@ class TestRulesCanFail:
         assert client_imports(tree, {"services.sandbox.image"}) == [
             "services/cli/up.py:1: cli imports services.api.admin.service",
             "services/model_sim/__main__.py:1: model_sim imports services.cli.sim_cmd",
+        ]
+
+    def test_terminal_status_sets(self, tmp_path: Path) -> None:
+        words = '"succeeded", "failed", "cancelled"'
+        static = "services/api/web/static"
+        files = {
+            "services/cli/watch.py": f'DONE = ({words})\nONE = ("failed",)\n',
+            "services/worker/sweep.py": (
+                "SQL = \"status NOT IN ('succeeded', 'failed', 'cancelled')\"\n"
+            ),
+            "services/common/contracts/statuses.py": f"T = {{{words}}}\n",
+            f"{static}/job.js": f"const T = [{words}];\n",
+            f"{static}/contracts.js": f"const T = [{words}];\n",
+            f"{static}/ok.js": 'const H = { failed: "failed", cancelled: "x" };\n',
+        }
+        for rel, text in files.items():
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_text(text)
+        assert terminal_sets(tmp_path) == [
+            "services/cli/watch.py:1",
+            "services/worker/sweep.py:1",
+            f"{static}/job.js:1",
         ]

@@ -57,6 +57,8 @@ def plain_text(event: dict[str, Any], st: WatchState) -> str | None:
 
 def _event_text(event: dict[str, Any], st: WatchState) -> str | None:
     kind, data = event.get("event"), event.get("data") or {}
+    if st.typed is None:
+        return None  # unknown to this CLI or breaking its contract: nothing sure to say
     if kind == "token":
         text = literal(data.get("text", ""), multiline=True)
         return text if st.previous == "token" else "\n" + text

@@ -12,18 +12,42 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.common.job_states import TERMINAL_STATUSES
+from services.common.contracts.events import (
+    Final,
+    JobEvent,
+    Model,
+    ModelRetry,
+    Progress,
+    Status,
+    Todo,
+    Token,
+    ToolEnd,
+    ToolStart,
+    parse_event,
+)
+from services.common.contracts.statuses import PARKED, TERMINAL, JobStatus
 from services.common.surveys import STAGES
 
-TERMINAL = TERMINAL_STATUSES
+__all__ = ["BUDGET_EXHAUSTED", "PARKED", "TERMINAL", "WAITING_MODEL", "WatchState"]
+
 # Not terminal: every model endpoint is down; the job is parked and resumes by itself.
-WAITING_MODEL = "waiting_model"
+WAITING_MODEL = JobStatus.WAITING_MODEL
 # Not terminal either: parked until an admin raises the budget (leaflab admin budget set).
-BUDGET_EXHAUSTED = "budget_exhausted"
-PARKED = (WAITING_MODEL, BUDGET_EXHAUSTED)
+BUDGET_EXHAUSTED = JobStatus.BUDGET_EXHAUSTED
 # Events only a running job sends: one after a parked status means the job resumed,
 # even when no status event says so (a budget raise requeues the job silently).
 ACTIVITY = ("token", "tool_start", "tool_end", "model", "model_retry", "todo", "progress")
+
+
+def parse_watched(kind: str, data: object) -> JobEvent | None:
+    """The typed event, or None for one this CLI does not know or that breaks its
+    contract (a newer server's event): a watcher shows what it can and reads on."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        return parse_event(kind, data)
+    except ValueError:  # pydantic.ValidationError is one
+        return None
 
 
 def event_ms(event: dict[str, Any]) -> int | None:
@@ -102,6 +126,7 @@ class WatchState:
     dropped: str = ""  # the partial answer the latest retry threw away
     waiting: str | None = None  # why the job waits for the model endpoint (status waiting_model)
     resumed: str | None = None  # the parked status the latest event brought the job out of
+    typed: JobEvent | None = None  # the latest event, parsed; None: unknown or malformed
 
     def apply(self, event: dict[str, Any]) -> None:
         kind, data = event.get("event"), event.get("data") or {}
@@ -113,57 +138,63 @@ class WatchState:
         if at is not None:
             self.first_ms = self.first_ms if self.first_ms is not None else at
             self.last_ms = at
-        if kind == "token":
-            self.text += str(data.get("text", ""))
-            self.in_text = True
-        elif kind == "tool_start":
-            self.in_text, self.text = False, ""
-            call = ToolCall(str(data.get("name")), at)
-            self.tools.append(call)
-            self.running[str(data.get("tool_call_id") or len(self.tools))] = call
-        elif kind == "tool_end":
-            ended = self._close(str(data.get("tool_call_id") or ""))
-            if ended is not None:
-                ended.ended_ms, ended.status = at, str(data.get("status"))
-            self.last_ended = ended
-        elif kind == "todo":
-            self.todo = [i for i in data.get("items") or [] if isinstance(i, dict)]
-        elif kind == "model":
-            name = str(data.get("model") or "") or None
-            self.model_changed, self.model = name != self.model, name
-        elif kind == "model_retry":
-            # The failed attempt's text is not part of the answer: the retry starts over.
-            self.retries += 1
-            self.dropped, self.text = self.text, ""
-        elif kind == "status":
-            before = self.status
-            self.status = str(data.get("status") or self.status)
-            if before in PARKED and self.status not in PARKED:
-                self.resumed = before
-            self.batch_progress = data.get("progress") or self.batch_progress
-            if self.status == WAITING_MODEL:
-                self.waiting = str(data.get("error") or data.get("message") or "") or None
-            else:
-                self.waiting = None
-                self.error = data.get("error") or self.error
-        elif kind == "progress":
-            self._progress(data, at)
-        elif kind == "final":
-            self.final = self.status = str(data.get("status"))
-            result = data.get("result")
-            self.result = result if isinstance(result, dict) else None
-            self.error = data.get("error") or self.error
+        self.typed = parse_watched(str(kind), data)
+        if self.typed is not None:
+            self._fold(self.typed, at)
 
-    def _progress(self, data: dict[str, Any], at: int | None) -> None:
-        self.stage = str(data.get("stage") or self.stage or "")
-        found = _count(data.get("papers_found"))
+    def _fold(self, event: JobEvent, at: int | None) -> None:
+        match event:
+            case Token():
+                self.text += event.text
+                self.in_text = True
+            case ToolStart():
+                self.in_text, self.text = False, ""
+                call = ToolCall(str(event.name), at)
+                self.tools.append(call)
+                self.running[str(event.tool_call_id or len(self.tools))] = call
+            case ToolEnd():
+                ended = self._close(str(event.tool_call_id or ""))
+                if ended is not None:
+                    ended.ended_ms, ended.status = at, str(event.status)
+                self.last_ended = ended
+            case Todo():
+                self.todo = list(event.items)
+            case Model():
+                name = event.model or None
+                self.model_changed, self.model = name != self.model, name
+            case ModelRetry():
+                # The failed attempt's text is not part of the answer: the retry starts over.
+                self.retries += 1
+                self.dropped, self.text = self.text, ""
+            case Status():
+                self._status(event)
+            case Progress():
+                self._progress(event, at)
+            case Final():
+                self.final = self.status = str(event.status)
+                self.result = event.result if isinstance(event.result, dict) else None
+                self.error = event.error or self.error
+
+    def _status(self, event: Status) -> None:
+        before = self.status
+        self.status = str(event.status)
+        if before in PARKED and self.status not in PARKED:
+            self.resumed = before
+        self.batch_progress = event.progress or self.batch_progress
+        if self.status == WAITING_MODEL:
+            self.waiting = event.error or event.message or None
+        else:
+            self.waiting = None
+            self.error = event.error or self.error
+
+    def _progress(self, event: Progress, at: int | None) -> None:
+        self.stage = str(event.stage or self.stage or "")
+        found = _count(event.papers_found)
         self.papers_found = found
-        self.papers.observe(_count(data.get("papers_read")), found, at)
-        self.sections.observe(
-            _count(data.get("sections_written")), _count(data.get("sections_total")), at
-        )
-        if data.get("cost_usd") is not None:
-            self.cost_usd = max(self.cost_usd, _money(data["cost_usd"]))
+        self.papers.observe(_count(event.papers_read), found, at)
+        self.sections.observe(_count(event.sections_written), _count(event.sections_total), at)
+        if event.cost_usd is not None:
+            self.cost_usd = max(self.cost_usd, _money(event.cost_usd))
 
     def _close(self, tool_call_id: str) -> ToolCall | None:
         if tool_call_id in self.running:

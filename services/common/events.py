@@ -1,11 +1,24 @@
-"""Job event streams in Redis (``leaflab:job:<id>``), read by the API's SSE endpoint."""
+"""Job event streams in Redis (``leaflab:job:<id>``), read by the API's SSE endpoint.
+
+``EventPublisher`` is the one way an event reaches a job's stream, and it checks
+every event against ``services.common.contracts.events``: under ``LEAFLAB_ENV=test``
+an unknown or malformed event raises (a test goes red where the emitter is), in
+any other environment it is logged and published as it is (events are a view of
+the job; dropping one would hide progress from its watchers for a typo).
+"""
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 from typing import Any
 
 import redis
+
+from services.common.contracts.events import parse_event
+
+log = logging.getLogger(__name__)
 
 STREAM_MAXLEN = 10_000
 STREAM_TTL_S = 7 * 24 * 3600
@@ -19,8 +32,11 @@ class EventPublisher:
     """Appends typed events to a job's stream. Publishing never fails a job:
     events are a view, the ledger in Postgres is the record."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, *, strict: bool | None = None) -> None:
         self._redis = client
+        # LEAFLAB_ENV is CommonSettings.env, read here directly: each service has its own
+        # settings class, and a publisher decides the same way in all of them.
+        self._strict = os.environ.get("LEAFLAB_ENV") == "test" if strict is None else strict
 
     def publish(
         self, job_id: str, event_type: str, data: dict[str, Any], *, refresh_ttl: bool = True
@@ -38,6 +54,8 @@ class EventPublisher:
         refresh_ttl: bool = True,
     ) -> list[str]:
         """Append events in order in one round trip; their ids, or [] when Redis failed."""
+        for kind, data in events:
+            self._check(kind, data)
         key = stream_key(job_id)
         entries = [{"type": kind, "data": json.dumps(data, default=str)} for kind, data in events]
         try:
@@ -53,6 +71,18 @@ class EventPublisher:
         except redis.RedisError:
             return []
         return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]
+
+    def _check(self, event_type: str, data: dict[str, Any]) -> None:
+        try:
+            parse_event(event_type, data)
+        except ValueError as exc:  # pydantic.ValidationError is one
+            if self._strict:
+                raise InvalidEvent(f"{event_type!r} event {data!r}: {exc}") from exc
+            log.warning("publishing a %r event that breaks its contract: %s", event_type, exc)
+
+
+class InvalidEvent(ValueError):
+    """An event that is not in ``contracts.events`` (raised only by a strict publisher)."""
 
 
 def decode_entry(entry_id: Any, fields: dict[Any, Any]) -> dict[str, Any]:

@@ -1141,6 +1141,34 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        pass",
         ("tests/library/test_import_open_access.py", "-k", "open_access_copy"),
     ),
+    Mutation(
+        "contracts: cancelled is no longer a terminal job status",
+        "services/common/contracts/statuses.py",
+        "    {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED}\n)",
+        "    {JobStatus.SUCCEEDED, JobStatus.FAILED}\n)",
+        ("tests/cli/test_watch_contracts.py", "-k", "terminal_status"),
+    ),
+    Mutation(
+        "contracts.js: the browser's terminal statuses lose cancelled",
+        "services/api/web/static/contracts.js",
+        'TERMINAL_STATUSES: Object.freeze(["succeeded", "failed", "cancelled"])',
+        'TERMINAL_STATUSES: Object.freeze(["succeeded", "failed"])',
+        ("tests/web/test_js_units.py", "-k", "node_unit_tests"),
+    ),
+    Mutation(
+        "events: a strict publisher lets a malformed event through",
+        "services/common/events.py",
+        "            if self._strict:",
+        "            if False:",
+        ("tests/common/test_contracts.py", "-k", "strict"),
+    ),
+    Mutation(
+        "pages: the survey report spells its own terminal statuses again",
+        "services/api/web/static/surveys.report.js",
+        "  const TERMINAL = LeaflabContracts.TERMINAL_STATUSES;",
+        '  const TERMINAL = ["succeeded", "failed", "cancelled"];',
+        ("tests/test_import_rules.py", "-k", "terminal_statuses_spelled"),
+    ),
 )
 
 

@@ -32,7 +32,7 @@ from services.api.jobs.schemas import (
     JobKind,
     JobList,
     JobOut,
-    JobStatus,
+    JobStatusName,
     StepList,
     StepOut,
 )
@@ -78,7 +78,7 @@ def _survey_estimate(db: Session, job: Job, job_input: dict[str, Any]) -> CostEs
 def list_jobs(
     db: DbSession,
     user: CurrentUser,
-    status: JobStatus | None = Query(None),
+    status: JobStatusName | None = Query(None),
     kind: JobKind | None = Query(None),
     all_users: bool = Query(False, alias="all", description="admins: every user's jobs"),
     project: str | None = Query(

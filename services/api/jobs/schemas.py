@@ -12,7 +12,7 @@ from services.api.admin.budgets.schemas import BudgetRemaining, CostEstimate
 from services.api.bodies import NOT_BLANK, RequestBody
 from services.api.jobs.usage import UsageTotals
 from services.common.models import Job
-from services.common.models.jobs import JobStatus
+from services.common.models.jobs import JobStatusName
 
 # "memory": the background memory maintenance job (started by the worker, not submittable).
 JobKind = Literal["turn", "survey", "batch", "memory"]
@@ -89,7 +89,7 @@ JobCreate = Annotated[TurnJobCreate | SurveyJobCreate | BatchJobCreate, Field(di
 
 class JobAccepted(BaseModel):
     id: uuid.UUID
-    status: JobStatus
+    status: JobStatusName
     session_id: uuid.UUID | None
     budget: BudgetRemaining | None = Field(
         default=None, description="What the tightest applicable budget still allows; null: none"
@@ -110,7 +110,7 @@ class Usage(BaseModel):
 class JobOut(BaseModel):
     id: uuid.UUID
     kind: JobKind
-    status: JobStatus
+    status: JobStatusName
     session_id: uuid.UUID | None
     parent_job_id: uuid.UUID | None
     project_id: uuid.UUID | None

@@ -29,7 +29,7 @@ from services.common.job_states import (  # noqa: F401 - re-exported for the ORM
     JOB_KINDS,
     JOB_STATUSES,
     TERMINAL_STATUSES,
-    JobStatus,
+    JobStatusName,
 )
 from services.common.models.base import Base, Timestamped, new_id
 

@@ -18,6 +18,7 @@ from celery import Celery
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.statuses import TERMINAL, sql_list
 from services.common.db import autocommit
 from services.worker.budget.orphans import sweep_reservations
 from services.worker.runtime.admission import CAPPED, EARLIER_IN_SESSION
@@ -56,7 +57,7 @@ DUE_SQL = text(
            AND NOT EXISTS (
                 SELECT 1 FROM jobs c
                  WHERE c.parent_job_id = j.id
-                   AND c.status NOT IN ('succeeded', 'failed', 'cancelled'))
+                   AND c.status NOT IN ({terminal}))
     )
     SELECT d.id FROM due d LEFT JOIN holding h ON h.user_id = d.user_id
      WHERE NOT d.queued_capped OR :cap <= 0 OR d.place <= :cap - COALESCE(h.n, 0)
@@ -66,6 +67,7 @@ DUE_SQL = text(
         capped_h=CAPPED.format(j="h"),
         capped_j=CAPPED.format(j="j"),
         earlier_j=EARLIER_IN_SESSION.format(j="j"),
+        terminal=sql_list(TERMINAL),
     )
 )
 # SKIP LOCKED: a row locked by a transaction that is still open (a worker mid-write, or

@@ -245,7 +245,7 @@
     // A stream can end without "final" (events expired): stop reconnecting once the job is over.
     source.onerror = async () => {
       const job = await Leaflab.api("GET", `/v1/jobs/${jobId}`);
-      if (source && ["succeeded", "failed", "cancelled"].includes(job.status)) {
+      if (source && LeaflabContracts.TERMINAL_STATUSES.includes(job.status)) {
         source.close(); source = null; $("chat-send").disabled = false; $("turn-status").textContent = job.status;
         await openSession();
       }

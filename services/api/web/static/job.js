@@ -7,7 +7,7 @@
   const app = $("job-app");
   const jobId = app.dataset.jobId;
   const jaeger = app.dataset.jaegerUrl;
-  const TERMINAL = ["succeeded", "failed", "cancelled"];
+  const Fold = JobEventFold;
   let job = null;
   let source = null;
   let traceSpans = -1;
@@ -56,7 +56,7 @@
     const status = $("job-status");
     status.textContent = job.status;
     status.className = `badge status-${job.status}`;
-    $("job-cancel").hidden = TERMINAL.includes(job.status);
+    $("job-cancel").hidden = Fold.isTerminal(job.status);
     showLinks(job.status);
     const i = job.input || {};
     const u = job.usage;
@@ -106,17 +106,18 @@
     // (events expire): then stop the browser from reconnecting forever.
     source.onerror = async () => {
       await loadJob();
-      if (source && TERMINAL.includes(job.status)) { source.close(); source = null; showDone(); }
+      if (source && Fold.isTerminal(job.status)) { source.close(); source = null; showDone(); }
     };
-    const types = ["status", "token", "tool_start", "tool_end", "todo", "compression", "approval", "budget", "progress", "events_lost", "memory_proposal", "access_revoked", "final"];
-    for (const type of types) {
+    let view = Fold.initial(job.status);
+    for (const type of Fold.FOLLOWED) {
       source.addEventListener(type, async (e) => {
         const data = JSON.parse(e.data);
+        const before = view;
+        view = Fold.fold(view, type, data);
         logEvent(type, data);
-        if (type === "progress") renderProgress(data);
-        if (type === "status" && data.progress) renderProgress(data.progress);
+        if (view.progress && view.progress !== before.progress) renderProgress(view.progress);
         if (type === "status" || type === "tool_end") { $("job-status").textContent = data.status || $("job-status").textContent; await loadSteps(); }
-        if (type === "status" && data.status) { job.status = data.status; $("job-cancel").hidden = TERMINAL.includes(data.status); showLinks(data.status); }
+        if (type === "status" && data.status) { job.status = view.status; $("job-cancel").hidden = view.terminal; showLinks(view.status); }
         if (type === "events_lost") await refreshAll();
         if (type === "final") { source.close(); source = null; await refreshAll(); showDone(); pollTrace(10); }
       });

@@ -5,7 +5,7 @@
 // key ("[see @x, p. 3]") stay text; "[@x](url)" stays a link.
 "use strict";
 const LeaflabMarkdownCitations = (() => {
-  const KEY = /^@([A-Za-z0-9_:.\-]+)$/;
+  const KEY = /^@([A-Za-z0-9_:.-]+)$/;
 
   function group(state, silent) {
     const src = state.src;

@@ -9,7 +9,7 @@
   const jobId = $("survey-app").dataset.jobId;
   const stageNodes = [...document.querySelectorAll("[data-testid=survey-stage]")];
   const STAGES = stageNodes.map((n) => n.dataset.stage);
-  const TERMINAL = ["succeeded", "failed", "cancelled"];
+  const TERMINAL = LeaflabContracts.TERMINAL_STATUSES;
   const HALTED = { failed: "failed", cancelled: "cancelled", paused: "paused", budget_exhausted: "paused", waiting_approval: "paused", waiting_model: "paused" };
   let job = null;
   let progress = {};

@@ -1,0 +1,10 @@
+"""What crosses a process boundary, defined once (the model: Celery's ``states.py``).
+
+- ``statuses``: a job's statuses as a ``StrEnum`` and the sets built from them,
+  used in Python and inside SQL;
+- ``events``: the job events workers publish, a discriminated union of pydantic
+  models, parsed by the CLI and written out for the browser (``write_js``).
+
+Importing this package imports neither: ``statuses`` is stdlib-only so the CLI's
+help text can use it without pydantic or SQLAlchemy.
+"""
