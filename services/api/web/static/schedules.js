@@ -34,7 +34,7 @@
       } else {
         cell.textContent = utc(s.last_slot);
       }
-    } catch (err) {
+    } catch {
       cell.textContent = utc(s.last_slot);
     }
     if (s.last_error) cell.append(el("p", { class: "error", "data-testid": "schedule-last-error", text: s.last_error }));
