@@ -80,6 +80,7 @@ class TestEmail:
         services.simulator(script={"latency_ms": 10, "replies": [{"content": "done"}]})
         url = services.api()
         alice, bob = make_user(session_factory), make_user(session_factory)
+        smtp_server.watch(alice.email, bob.email)
         client = client_for(url, alice)
         job = client.post(
             "/v1/jobs", json={"kind": "turn", "input": {"content": "summarise ferns"}}
@@ -121,6 +122,7 @@ class TestEmail:
         smtp_server.stop()
         services.env.update({"LEAFLAB_REDIS_URL": isolated_redis_url, **smtp_server.env()})
         alice = make_user(session_factory)
+        smtp_server.watch(alice.email)
         job_id = _end_job(session_factory, alice, title="while the mail server is down")
         services.worker()
         _until(lambda: any(d.attempts >= 2 for d in _deliveries(session_factory, job_id)))
@@ -146,6 +148,7 @@ class TestEmail:
         services.env.update({"LEAFLAB_REDIS_URL": isolated_redis_url, **smtp_server.env()})
         url = services.api()
         alice, carol, dave = (make_user(session_factory) for _ in range(3))
+        smtp_server.watch(alice.email, carol.email, dave.email)
         project = make_project(session_factory, alice, carol)
         with session_factory() as db, db.begin():
             db.execute(
@@ -186,6 +189,7 @@ class TestEmail:
     ) -> None:
         services.env.update({"LEAFLAB_REDIS_URL": isolated_redis_url, **smtp_server.env()})
         alice = make_user(session_factory)
+        smtp_server.watch(alice.email, "evil@attacker.example")
         title = "ferns\r\nBcc: evil@attacker.example\r\nX-Injected: yes\n\nbody?"
         _end_job(session_factory, alice, title=title)
         services.worker()
