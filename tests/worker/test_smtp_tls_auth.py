@@ -216,7 +216,9 @@ class TestStartTlsAndAuth:
         assert row.last_error is None, row.last_error
         assert row.status == "sent" and row.attempts == 1
         assert server.auth_tries == [(mechanism, USER, True)]
-        (seen,) = server.received
+        # The pass sends every due e-mail: other modules' rows may ride along (the
+        # session's database); this row's is the one asserted.
+        (seen,) = [r for r in server.received if r.rcpt_tos == [row.to_address]]
         assert seen.tls and seen.login == USER and seen.rcpt_tos == [row.to_address]
 
 
@@ -261,7 +263,8 @@ class TestRefusedIsVisibleNeverLost:
         due_again(session_factory, delivery)
         send_due(session_factory, settings_for(server, certificate))
         row = row_of(session_factory, delivery)
-        assert row.status == "sent" and row.attempts == 2 and len(server.received) == 1
+        assert row.status == "sent" and row.attempts == 2
+        assert [r.rcpt_tos for r in server.received].count([row.to_address]) == 1
 
     def test_an_untrusted_certificate_sends_nothing_not_even_the_password(
         self,

@@ -166,21 +166,23 @@ class TestTheDockerCommand:
             config, name="c1", home=tmp_path, docker_cli="docker", python_env=Path(sys.prefix)
         )
         args = " ".join(params.args)
+        # The limits in force (the sandbox suite's conftest lowers them for the session).
+        limits = SandboxContainerSettings()
         for flag in (
             "--network none",
             "--read-only",
             "--cap-drop ALL",
             "--security-opt no-new-privileges",
-            "--user 10001:10001",
-            "--pids-limit 128",
-            "--memory 512m",
-            "--memory-swap 512m",
+            f"--user {limits.sandbox_user}",
+            f"--pids-limit {limits.sandbox_pids}",
+            f"--memory {limits.sandbox_memory_mb}m",
+            f"--memory-swap {limits.sandbox_memory_mb}m",
             "--rm",
             "-i",
         ):
             assert f" {flag} " in f" {args} ", flag  # fmt: skip
         assert f"--volume {sys.prefix}:{sys.prefix}:ro" in args
-        assert args.endswith(f"{image_tag(SandboxContainerSettings())} mcp-server-time")
+        assert args.endswith(f"{image_tag(limits)} mcp-server-time")
         assert "DATABASE_URL" not in args and set(params.env or {}) <= {
             "HOME", "LANG", "LC_ALL", "PATH", "DOCKER_HOST", "DOCKER_CONTEXT",
             "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY",
