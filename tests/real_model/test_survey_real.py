@@ -99,7 +99,8 @@ def test_a_whole_survey_runs_on_the_real_server(
             assert resp.status_code == 202, resp.text
             job_id = str(resp.json()["id"])
             job = wait_job(client, job_id, timeout_s=1200)
-            assert job["status"] == "succeeded", (job, real_model.log()[-3000:])
+            # The error first: a long job dict is cut by pytest before it would show.
+            assert job["status"] == "succeeded", (job.get("error"), real_model.log()[-3000:], job)
             files = artifacts(client, job_id)
             stages = _stage_steps(client, job_id)
 
