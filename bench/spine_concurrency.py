@@ -57,9 +57,9 @@ from bench.cpu_baselines import (
 )
 from bench.scratch_stack import PG_ADMIN, ScratchStack, scratch_stack
 from services.cli.up.commands import celery_worker_argv, model_sim_argv
+from services.common.contracts.tasks import ADVANCE_TASK, AGENT_QUEUE
 from services.common.db import build_engine, build_sessionmaker
 from services.common.models import ChatSession, Job, JobStep, User
-from services.common.task_names import ADVANCE_TASK, AGENT_QUEUE
 from services.worker.llm.client import ModelClient
 from services.worker.runtime.conversation import append_message
 from tests.faults.private_servers import PrivateRedis

@@ -3,7 +3,8 @@
 - a service (api, worker, sandbox, library) imports only itself and ``common``;
 - ``common`` imports no other part of the tree;
 - no import cycle inside a part (deferred imports in functions count);
-- Celery task and queue names are spelled only in ``services/common/task_names.py``;
+- Celery task and queue names are spelled only in ``services/common/contracts/tasks.py``,
+  and only its typed senders call ``send_task`` (a message is spelled once);
 - no module is over 400 lines;
 - a job's terminal statuses are spelled as a set only in ``services/common/contracts/``
   (Python collections, SQL text and the pages' JS arrays; ``tests/fixtures/status_literals.py``);
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.import_graph import (
+    TASK_NAMES_MODULE,
     Module,
     celery_name_literals,
     celery_names,
@@ -30,6 +32,7 @@ from tests.fixtures.import_graph import (
     import_cycles,
     load_tree,
     oversized_modules,
+    send_task_calls,
 )
 from tests.fixtures.status_literals import terminal_sets
 
@@ -90,13 +93,20 @@ def test_no_import_cycle_inside_a_service(tree: dict[str, Module]) -> None:
     _fail("import cycle", import_cycles(tree))
 
 
-def test_task_and_queue_names_only_in_task_names(tree: dict[str, Module]) -> None:
+def test_task_and_queue_names_only_in_contracts_tasks(tree: dict[str, Module]) -> None:
     tasks, queues = celery_names(tree)
-    assert tasks and queues, "services/common/task_names.py defines no *_TASK / *_QUEUE names"
+    assert tasks and queues, "services/common/contracts/tasks.py defines no *_TASK / *_QUEUE names"
     offenders = celery_name_literals(
         tree, tasks=tasks, queues=queues, allowed_modules=TASK_NAME_EXCEPTIONS
     )
-    _fail("task or queue name spelled outside services/common/task_names.py", offenders)
+    _fail("task or queue name spelled outside services/common/contracts/tasks.py", offenders)
+
+
+def test_messages_sent_only_through_contracts_senders(tree: dict[str, Module]) -> None:
+    _fail(
+        "a Celery message spelled at its call site",
+        send_task_calls(tree, allowed_module=TASK_NAMES_MODULE),
+    )
 
 
 def test_terminal_statuses_spelled_only_in_contracts() -> None:
@@ -196,7 +206,7 @@ class TestRulesCanFail:
         tree = _write(
             tmp_path,
             {
-                "services/common/task_names.py": TASK_NAMES,
+                "services/common/contracts/tasks.py": TASK_NAMES,
                 "services/common/routes.py": 'ROUTES = {"agent.*": {"queue": "agent"}}\n',
                 "services/worker/app.py": (
                     '@app.task(name="agent.advance")\ndef advance() -> None: ...\n'
@@ -220,6 +230,26 @@ class TestRulesCanFail:
             "services/common/routes.py:1: queue name 'agent'",
             "services/worker/app.py:1: task name 'agent.advance'",
             "services/worker/app.py:3: queue name 'agent'",
+        ]
+
+    def test_send_task_outside_the_senders(self, tmp_path: Path) -> None:
+        tree = _write(
+            tmp_path,
+            {
+                "services/common/contracts/tasks.py": (
+                    "def send_advance(celery, job_id):\n"
+                    '    celery.send_task("agent.advance", args=[job_id])\n'
+                ),
+                "services/api/jobs.py": (
+                    "from services.common.contracts.tasks import send_advance\n"
+                    "def submit(celery, job_id):\n"
+                    "    send_advance(celery, job_id)\n"
+                    "    celery.send_task(ADVANCE_TASK, args=[job_id])\n"
+                ),
+            },
+        )
+        assert send_task_calls(tree, allowed_module=TASK_NAMES_MODULE) == [
+            "services/api/jobs.py:4: send_task (use a sender of contracts.tasks)"
         ]
 
     def test_oversized_module(self, tmp_path: Path) -> None:

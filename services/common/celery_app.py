@@ -11,8 +11,8 @@ from typing import Any
 
 from celery import Celery
 
+from services.common.contracts.tasks import AGENT_QUEUE, LIBRARY_QUEUE, SANDBOX_QUEUE
 from services.common.settings import CommonSettings
-from services.common.task_names import AGENT_QUEUE, LIBRARY_QUEUE, SANDBOX_QUEUE
 
 TASK_ROUTES = {
     "agent.*": {"queue": AGENT_QUEUE},

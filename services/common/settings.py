@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.common.task_names import SANDBOX_QUEUE
+from services.common.contracts.tasks import SANDBOX_QUEUE
 
 DEV_INTERNAL_TOKEN = "leaflab-internal-dev-token"  # noqa: S105 - refused in prod below
 

@@ -19,9 +19,9 @@ from celery import Celery
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.tasks import send_ingest
 from services.common.db import transaction
 from services.common.models import Document
-from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
 from services.library.imports.sweep import sweep_imports
 from services.library.lease import IN_FLIGHT
 
@@ -97,9 +97,7 @@ def sweep_once(
                 owner,
             )
     for doc_id in requeue:  # after commit, so the task sees the released lease
-        celery.send_task(
-            LIBRARY_INGEST_TASK, args=[str(doc_id)], queue=LIBRARY_QUEUE, ignore_result=True
-        )
+        send_ingest(celery, doc_id)
     return len(requeue), failed
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from celery import Celery
 from celery.worker import WorkController
 
-from services.common.task_names import LIBRARY_IMPORT_TASK, LIBRARY_INGEST_TASK, LIBRARY_QUEUE
+from services.common.contracts.tasks import LIBRARY_IMPORT_TASK, LIBRARY_INGEST_TASK, LIBRARY_QUEUE
 from services.library.imports.run import run_import
 from services.library.ingest import ingest_document
 from services.library.runtime import LibraryRuntime

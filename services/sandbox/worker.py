@@ -18,8 +18,8 @@ from celery.signals import worker_ready, worker_shutdown
 from opentelemetry import trace
 
 from services.common.celery_app import build_celery
+from services.common.contracts.tasks import SANDBOX_DROP_WORKSPACE_TASK, SANDBOX_EXEC_TASK
 from services.common.metrics import SANDBOX_EXEC_DURATION, start_metrics_server
-from services.common.task_names import SANDBOX_DROP_WORKSPACE_TASK, SANDBOX_EXEC_TASK
 from services.common.telemetry import TelemetrySettings, instrument_celery, setup_tracing
 from services.common.telemetry.names import SERVICE_SANDBOX, SPAN_SANDBOX_EXEC, TRACER_SANDBOX
 from services.sandbox.backends.base import SandboxUnavailable

@@ -18,12 +18,12 @@ from celery import signals
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.celery_app import build_celery
+from services.common.contracts.tasks import ADVANCE_TASK
 from services.common.db import build_engine, build_sessionmaker
 from services.common.events import EventPublisher
 from services.common.metrics import start_metrics_server
 from services.common.migrate import ensure_migrated
 from services.common.redis_client import build_redis
-from services.common.task_names import ADVANCE_TASK
 from services.common.telemetry import TelemetrySettings, instrument_celery, setup_tracing
 from services.common.telemetry.names import SERVICE_WORKER
 from services.worker.llm.client import client_from_settings

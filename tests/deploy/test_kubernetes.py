@@ -26,8 +26,8 @@ from click.testing import CliRunner
 
 from services.cli.serve_cmd import serve
 from services.cli.up.roles import ROLES
+from services.common.contracts.tasks import AGENT_QUEUE, LIBRARY_QUEUE, SANDBOX_QUEUE
 from services.common.settings import CommonSettings
-from services.common.task_names import AGENT_QUEUE, LIBRARY_QUEUE, SANDBOX_QUEUE
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "kubernetes"

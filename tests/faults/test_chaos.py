@@ -31,9 +31,9 @@ import pytest
 from sqlalchemy import select
 
 from services.cli.up.commands import celery_worker_argv
+from services.common.contracts.tasks import SANDBOX_QUEUE
 from services.common.models import Job, Message
 from services.common.models.sandbox import SandboxExecution
-from services.common.task_names import SANDBOX_QUEUE
 from services.sandbox.backends.docker.containers import LABEL, LABEL_OWNER
 from tests.faults.chains import MARKER, expected_chain
 from tests.faults.conftest import FaultStack

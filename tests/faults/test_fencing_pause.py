@@ -21,8 +21,8 @@ import pytest
 from sqlalchemy import select
 
 from services.cli.up.commands import celery_worker_argv
+from services.common.contracts.tasks import AGENT_QUEUE
 from services.common.models import JobStep
-from services.common.task_names import AGENT_QUEUE
 from tests.faults.chains import chain_script, chain_text, expected_chain, ledger_problems
 from tests.faults.conftest import FaultStack
 from tests.faults.stale_writer import wait_model_request, wait_refusal

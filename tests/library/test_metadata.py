@@ -16,9 +16,9 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.celery_app import build_celery
+from services.common.contracts.tasks import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
 from services.common.models import Document
 from services.common.settings import get_settings
-from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
 from tests.fixtures.builders import make_project, make_user
 from tests.library.api_app import api_client, bearer
 from tests.library.conftest import PDF_DIR, LibraryService, wait_terminal

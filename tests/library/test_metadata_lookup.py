@@ -21,10 +21,10 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.celery_app import build_celery
+from services.common.contracts.tasks import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
 from services.common.models import Document
 from services.common.net_guard import NetGuard, parse_allow_list
 from services.common.settings import get_settings
-from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
 from services.library.metadata.lookup import MetadataLookup, build_lookup
 from services.library.settings import LibrarySettings
 from tests.fixtures.builders import make_user

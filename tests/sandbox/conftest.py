@@ -28,9 +28,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.cli.up.commands import celery_worker_argv
 from services.common.celery_app import build_celery
+from services.common.contracts.tasks import SANDBOX_QUEUE
 from services.common.models import Base, Job, Project, User
 from services.common.models.sandbox import SandboxExecution
-from services.common.task_names import SANDBOX_QUEUE
 from services.sandbox.backends.docker.containers import LABEL, LABEL_OWNER, LABEL_RUN
 from services.sandbox.backends.docker.egress import remove_egress
 from services.sandbox.image import ensure_image

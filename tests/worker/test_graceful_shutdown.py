@@ -22,7 +22,7 @@ import httpx
 import redis
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.common.task_names import AGENT_QUEUE
+from services.common.contracts.tasks import AGENT_QUEUE
 from tests.fixtures.builders import client_for, make_user, wait_job
 from tests.fixtures.counting import counting_script, succeeded_steps
 from tests.fixtures.processes import Proc, Services, Simulator

@@ -29,12 +29,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.api.admin.service import add_member, remove_member
 from services.cli.main import cli
 from services.common.celery_app import build_celery
+from services.common.contracts.tasks import send_advance
 from services.common.db import transaction
 from services.common.events import decode_entry, stream_key
 from services.common.models import Job, JobStep, MemoryDocument, MemoryProposal, Project, User
 from services.common.settings import get_settings
 from services.common.turns import JobOrigin, create_queued_job
-from services.worker.runtime.dispatch import send_advance
 from tests.conftest import Stack
 from tests.fixtures.builders import TestUser, client_for, make_project, make_user, wait_job
 from tests.fixtures.processes import Services, Simulator

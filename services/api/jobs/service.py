@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from services.api.errors import ApiError
 from services.api.sessions.service import DEFAULT_TITLE
 from services.api.transaction import after_commit
+from services.common.contracts.tasks import send_advance
 from services.common.models import (
     TERMINAL_STATUSES,
     Approval,
@@ -29,7 +30,6 @@ from services.common.models import (
     Project,
     User,
 )
-from services.common.task_names import ADVANCE_TASK, AGENT_QUEUE
 from services.common.telemetry import current_trace_id_hex, inject_carrier
 from services.common.turns import JobOrigin, create_queued_job, next_queued_turn, open_session
 
@@ -175,6 +175,6 @@ def enqueue(celery: Celery, job_id: uuid.UUID) -> None:
     try:
         # ignore_result: nobody reads it, and registering for it makes a send with
         # Redis down retry the result store for ~19 s before failing (a hung request).
-        celery.send_task(ADVANCE_TASK, args=[str(job_id)], queue=AGENT_QUEUE, ignore_result=True)
+        send_advance(celery, job_id)
     except Exception:  # broker down: the job row is safe; the sweeper will enqueue it
         trace.get_current_span().add_event("enqueue_failed", {"job_id": str(job_id)})

@@ -38,10 +38,10 @@ from services.api.state import AppState
 from services.common.bibliography import NotABibliography, ParsedBibliography, read_bibliography
 from services.common.bibliography.keys import make_key
 from services.common.bibliography.writer import render_bib
+from services.common.contracts.tasks import send_import
 from services.common.documents.intake import UploadRefused, read_json_body, receive_small_file
 from services.common.documents.settings import IntakeSettings
 from services.common.models import Document
-from services.common.task_names import LIBRARY_IMPORT_TASK, LIBRARY_QUEUE
 
 router = APIRouter(prefix="/v1/library", tags=["library"], responses=error_responses(401, 422))
 log = logging.getLogger(__name__)
@@ -127,9 +127,7 @@ def _create_and_queue(
         view = import_view(db, access, job, with_entries=False)
         db.commit()
     if view.summary.pending:  # after commit: the task must find the rows
-        state.celery.send_task(
-            LIBRARY_IMPORT_TASK, args=[view.id], queue=LIBRARY_QUEUE, ignore_result=True
-        )
+        send_import(state.celery, view.id)
     log.info("library: import %s (%d entries) queued in %s", view.id, view.total, collection)
     return view
 

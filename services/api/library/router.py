@@ -40,6 +40,7 @@ from services.api.library.schemas import (
     LibrarySearchResults,
 )
 from services.api.state import AppState
+from services.common.contracts.tasks import send_ingest
 from services.common.documents.blobs import BlobStore
 from services.common.documents.intake import (
     UploadRefused,
@@ -51,7 +52,6 @@ from services.common.documents.intake import (
 )
 from services.common.documents.settings import IntakeSettings
 from services.common.net_guard import AddressRefused, InvalidUrl, check_url
-from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
 from services.common.telemetry import ainject_httpx_request
 
 # The library's search modes (services/library/retrieval.py), as the API promises them.
@@ -230,9 +230,7 @@ def _register_and_queue(
             db.rollback()
             raise ApiError(409, "conflict", "the same document is being added; retry") from None
     if created:  # after commit: the task must find the row
-        state.celery.send_task(
-            LIBRARY_INGEST_TASK, args=[doc_id], queue=LIBRARY_QUEUE, ignore_result=True
-        )
+        send_ingest(state.celery, doc_id)
         log.info("library: document %s queued in %s", doc_id, collection)
     return LibraryDocumentAccepted(id=doc_id, status=status, duplicate=not created)
 

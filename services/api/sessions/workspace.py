@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 
 from services.api.settings import ApiSettings
 from services.api.transaction import after_commit
+from services.common.contracts.tasks import send_drop_workspace
 from services.common.models import ChatSession
-from services.common.task_names import SANDBOX_DROP_WORKSPACE_TASK
 from services.common.workspace_usage import (
     MB,
     directory_bytes,
@@ -52,12 +52,7 @@ def drop_after_commit(db: Session, celery: Celery, queue: str, session_id: uuid.
 
     def send() -> None:
         try:
-            celery.send_task(
-                SANDBOX_DROP_WORKSPACE_TASK,
-                args=[str(session_id)],
-                queue=queue,
-                ignore_result=True,
-            )
+            send_drop_workspace(celery, session_id, queue=queue)
         except Exception:  # broker down: the row says deleted; the sandbox sweep removes it
             trace.get_current_span().add_event(
                 "workspace_drop_failed", {"session": str(session_id)}

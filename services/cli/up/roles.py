@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.cli.up.commands import celery_worker_argv, model_sim_argv, uvicorn_argv
-from services.common.task_names import AGENT_QUEUE, LIBRARY_QUEUE, SANDBOX_QUEUE
+from services.common.contracts.tasks import AGENT_QUEUE, LIBRARY_QUEUE, SANDBOX_QUEUE
 
 
 @dataclass(frozen=True)

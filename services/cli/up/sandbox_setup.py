@@ -13,7 +13,7 @@ from services.cli.up.commands import celery_worker_argv
 from services.cli.up.ports import StackPorts
 from services.cli.up.stack import celery_spec
 from services.cli.up.supervisor import ProcessSpec
-from services.common.task_names import SANDBOX_QUEUE
+from services.common.contracts.tasks import SANDBOX_QUEUE
 from services.sandbox.operator import SandboxSettings, SandboxUnavailable, ensure_image
 
 

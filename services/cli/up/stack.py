@@ -12,9 +12,9 @@ from services.cli.up.local_model import LocalModel
 from services.cli.up.ports import StackPorts, free_port
 from services.cli.up.stackfile import write_private
 from services.cli.up.supervisor import WORKER_STOP_S, ProcessSpec, Tier
+from services.common.contracts.tasks import AGENT_QUEUE
 from services.common.migrate import upgrade_to_head
 from services.common.settings import CommonSettings
-from services.common.task_names import AGENT_QUEUE
 
 ADMIN_EMAIL = "admin@leaflab.local"
 

@@ -17,6 +17,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 from sqlalchemy import Engine, text
 
+from services.common.contracts.tasks import AGENT_QUEUE, LIBRARY_QUEUE, SANDBOX_QUEUE
 from services.common.metrics.definitions import (
     COLLECTOR_UP_METRIC,
     JOBS_BY_STATUS_METRIC,
@@ -24,7 +25,6 @@ from services.common.metrics.definitions import (
     QUEUE_DEPTH_METRIC,
 )
 from services.common.models.jobs import JOB_STATUSES, TERMINAL_STATUSES
-from services.common.task_names import AGENT_QUEUE, LIBRARY_QUEUE, SANDBOX_QUEUE
 
 log = logging.getLogger(__name__)
 

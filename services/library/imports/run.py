@@ -22,12 +22,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.bibliography import Entry
+from services.common.contracts.tasks import send_ingest
 from services.common.db import transaction
 from services.common.documents.collections import readable_collections
 from services.common.failpoints import failpoint
 from services.common.models import LibraryImport, LibraryImportEntry
 from services.common.models.library_imports import ENTRY_PENDING, IMPORT_DONE
-from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
 from services.library.imports.catalog import Catalog, load_catalog
 from services.library.imports.lease import ImportClaim, LeaseLost, claim_import, renew
 from services.library.imports.settle import Fetched, Settled, fetch_pdf, settle_entry
@@ -108,12 +108,7 @@ def _settle_one(
     if outcome is None:
         return 0
     if outcome.ingest:  # after commit: the task must find the row
-        runtime.celery.send_task(
-            LIBRARY_INGEST_TASK,
-            args=[str(outcome.document_id)],
-            queue=LIBRARY_QUEUE,
-            ignore_result=True,
-        )
+        send_ingest(runtime.celery, outcome.document_id)
     failpoint("library.import.after_entry")
     return 1
 

@@ -14,10 +14,10 @@ from celery import Celery
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.tasks import send_import
 from services.common.db import transaction
 from services.common.models import LibraryImport
 from services.common.models.library_imports import IMPORT_DONE, IMPORT_IN_FLIGHT
-from services.common.task_names import LIBRARY_IMPORT_TASK, LIBRARY_QUEUE
 
 log = logging.getLogger(__name__)
 # An import makes progress on every attempt; one that stops this often is stuck.
@@ -57,7 +57,5 @@ def sweep_imports(
             db.execute(update(LibraryImport).where(LibraryImport.id == import_id).values(values))
     for import_id in again:
         log.warning("library.sweep: resuming import %s", import_id)
-        celery.send_task(
-            LIBRARY_IMPORT_TASK, args=[str(import_id)], queue=LIBRARY_QUEUE, ignore_result=True
-        )
+        send_import(celery, import_id)
     return len(again)

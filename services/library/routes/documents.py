@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
+from services.common.contracts.tasks import send_ingest
 from services.common.db import transaction
 from services.common.documents.collections import personal_collection
 from services.common.documents.intake import (
@@ -23,7 +24,6 @@ from services.common.documents.intake import (
 )
 from services.common.models import Document
 from services.common.net_guard import AddressRefused
-from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
 from services.library.access import Caller, CallerDep, RuntimeDep
 from services.library.errors import LibraryError
 from services.library.fetch import check_url
@@ -122,9 +122,7 @@ def _register_and_queue(
     except IntegrityError:
         raise LibraryError(400, "invalid_request", f"unknown collection {collection}") from None
     if created:  # after commit, so the task never sees a missing row
-        runtime.celery.send_task(
-            LIBRARY_INGEST_TASK, args=[doc_id], queue=LIBRARY_QUEUE, ignore_result=True
-        )
+        send_ingest(runtime.celery, doc_id)
         log.info("library: document %s queued in %s", doc_id, collection)
     return DocumentAccepted(id=doc_id, status=status, duplicate=not created)
 

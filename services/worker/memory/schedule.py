@@ -16,13 +16,13 @@ from datetime import datetime
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
+from services.common.contracts.tasks import send_advance
 from services.common.db import transaction
 from services.common.models import ChatSession, Job, JobStep
 from services.common.one_statement import OneStatement
 from services.common.turns import JobOrigin, create_queued_job
 from services.worker.memory.tool import MEMORY_TOOL
 from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.dispatch import send_advance
 
 MEMORY_JOB = "memory"
 ACTIVE = (

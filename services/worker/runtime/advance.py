@@ -14,6 +14,7 @@ import uuid
 from opentelemetry import trace
 from sqlalchemy import text
 
+from services.common.contracts.tasks import send_advance
 from services.common.db import autocommit
 from services.common.models import Job
 from services.common.telemetry import attached_context, job_attributes
@@ -21,7 +22,6 @@ from services.common.telemetry.names import SPAN_JOB, TRACER_WORKER
 from services.worker.memory.maintenance import MaintenanceRunner
 from services.worker.runtime.batch import BatchRunner
 from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.dispatch import send_advance
 from services.worker.runtime.drain import draining
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import commit_finish

@@ -15,11 +15,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.common.contracts.tasks import send_advance
 from services.common.failpoints import failpoint
 from services.common.models import TERMINAL_STATUSES, Job
 from services.common.turns import JobOrigin, create_queued_job, open_session
 from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.dispatch import send_advance
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import finish_job
 from services.worker.runtime.lease import Lease, check_fence

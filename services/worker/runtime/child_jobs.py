@@ -17,12 +17,12 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from services.common.contracts.tasks import send_advance
 from services.common.failpoints import failpoint
 from services.common.models import TERMINAL_STATUSES, Job
 from services.common.telemetry import inject_carrier
 from services.common.turns import JobOrigin, create_queued_job, open_session
 from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.dispatch import send_advance
 from services.worker.runtime.lease import Lease
 from services.worker.runtime.ledger import StepView
 from services.worker.runtime.recorder import StepWrite, record

@@ -10,11 +10,11 @@ from celery import Celery
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
+from services.common.contracts.tasks import send_advance
 from services.common.failpoints import failpoint
 from services.common.metrics import JOB_DURATION
 from services.common.one_statement import OneStatement
 from services.worker.runtime.admission import EARLIER_IN_SESSION
-from services.worker.runtime.dispatch import send_advance
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.lease import Lease, LeaseLost
 from services.worker.runtime.outcome import Outcome

@@ -30,9 +30,9 @@ from celery import Celery
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.tasks import send_advance
 from services.common.db import autocommit
 from services.common.events import EventPublisher
-from services.worker.runtime.dispatch import send_advance
 
 log = logging.getLogger(__name__)
 LOCK_KEY = "leaflab:model_wait:lock"

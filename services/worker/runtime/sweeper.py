@@ -19,10 +19,10 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.contracts.statuses import TERMINAL, sql_list
+from services.common.contracts.tasks import send_advance
 from services.common.db import autocommit
 from services.worker.budget.orphans import sweep_reservations
 from services.worker.runtime.admission import CAPPED, EARLIER_IN_SESSION
-from services.worker.runtime.dispatch import send_advance
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from celery import Celery
 from sqlalchemy.exc import IntegrityError
 
+from services.common.contracts.tasks import send_ingest
 from services.common.documents.blobs import BlobStore
 from services.common.documents.collections import personal_collection, project_collection
 from services.common.documents.intake import register_document
-from services.common.task_names import LIBRARY_INGEST_TASK, LIBRARY_QUEUE
 from services.worker.tools.base import ToolContext, ToolError
 from services.worker.tools.ports import IngestQueue
 
@@ -32,9 +32,7 @@ class CeleryIngestQueue:
         self._celery = celery
 
     def queue_ingest(self, document_id: str) -> None:
-        self._celery.send_task(
-            LIBRARY_INGEST_TASK, args=[document_id], queue=LIBRARY_QUEUE, ignore_result=True
-        )
+        send_ingest(self._celery, document_id)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 from celery import Celery
 from celery.exceptions import TimeoutError as CeleryTimeout
 
-from services.common.task_names import SANDBOX_EXEC_TASK
+from services.common.contracts.tasks import send_sandbox_exec
 from services.worker.tools.base import ToolError
 from services.worker.tools.ports import SandboxRequest
 
@@ -21,9 +21,7 @@ class CelerySandbox:
         self._queue = queue
 
     def execute(self, request: SandboxRequest, *, wait_s: float) -> dict[str, Any]:
-        pending = self._celery.send_task(
-            SANDBOX_EXEC_TASK, kwargs=asdict(request), queue=self._queue
-        )
+        pending = send_sandbox_exec(self._celery, asdict(request), queue=self._queue)
         try:
             result: dict[str, Any] = pending.get(timeout=wait_s, disable_sync_subtasks=False)
         except CeleryTimeout:

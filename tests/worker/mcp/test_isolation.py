@@ -2,7 +2,7 @@
 
 The probe server (probe_server.py, run as ``python -c <source>``) tries to reach
 two HTTP servers this test starts on the host — one on loopback, one on the
-Docker bridge's gateway address (what a container on Docker's default network
+gateway of a Docker bridge network the test makes and removes (what a container on a bridge network
 would reach) — and to write to ``/`` and into its mounted Python environment.
 Isolated, every attempt fails; with ``"isolation": "none"`` the loopback one
 answers (so the probe would report a reachable server). mcp-server-time works
@@ -11,9 +11,7 @@ through the isolated path.
 
 from __future__ import annotations
 
-import ipaddress
 import json
-import re
 import subprocess
 import sys
 import threading
@@ -59,21 +57,24 @@ def _serve(host: str) -> tuple[ThreadingHTTPServer, str]:
     return httpd, f"{host}:{httpd.server_address[1]}"
 
 
-def _bridge_gateway() -> str:
-    """This host's address on Docker's default bridge (what a container there reaches)."""
-    subnet = subprocess.run(
-        ["docker", "network", "inspect", "bridge", "--format",
-         "{{range .IPAM.Config}}{{.Subnet}} {{end}}"],
-        capture_output=True, text=True, check=True, timeout=30,
-    ).stdout.split()  # fmt: skip
-    networks = [ipaddress.ip_network(s) for s in subnet if ":" not in s]
-    addresses = subprocess.run(
-        ["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, check=True, timeout=30
-    ).stdout
-    for found in re.findall(r"inet (\d+\.\d+\.\d+\.\d+)/", addresses):
-        if any(ipaddress.ip_address(found) in net for net in networks):
-            return found
-    raise AssertionError(f"no address of this host on Docker's bridge {subnet}: {addresses}")
+@pytest.fixture(scope="module")
+def made_network_gateway() -> Iterator[str]:
+    """This host's address on a Docker bridge network this module makes and removes:
+    what a bridge-networked container would reach the host at."""
+    require_docker("for a bridge network to probe")
+    name = f"leaflab-mcp-probe-{uuid.uuid4().hex[:10]}"
+    subprocess.run(
+        ["docker", "network", "create", name], capture_output=True, check=True, timeout=60
+    )
+    try:
+        gateway = subprocess.run(
+            ["docker", "network", "inspect", name, "--format",
+             "{{range .IPAM.Config}}{{.Gateway}} {{end}}"],
+            capture_output=True, text=True, check=True, timeout=30,
+        ).stdout.split()  # fmt: skip
+        yield next(g for g in gateway if ":" not in g)
+    finally:
+        subprocess.run(["docker", "network", "rm", name], capture_output=True, timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -83,9 +84,9 @@ def image() -> str:
 
 
 @pytest.fixture(scope="module")
-def targets() -> Iterator[list[str]]:
-    """Host HTTP servers: on loopback and on the Docker bridge gateway."""
-    servers = [_serve("127.0.0.1"), _serve(_bridge_gateway())]
+def targets(made_network_gateway: str) -> Iterator[list[str]]:
+    """Host HTTP servers: on loopback and on a Docker bridge's gateway (one this module made)."""
+    servers = [_serve("127.0.0.1"), _serve(made_network_gateway)]
     addresses = [address for _, address in servers]
     assert all(a.split(":")[0] for a in addresses), addresses  # never a wildcard bind
     yield addresses

@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 
 from services.api.admin.ops.schemas import CircuitState, QueueDepth, TopJob, WorkerState
 from services.common.circuits import BREAKER_KEY_PREFIX, split_breaker_key
+from services.common.contracts.tasks import AGENT_QUEUE, LIBRARY_QUEUE, SANDBOX_QUEUE
 from services.common.models import Job, SpendRecord, User
-from services.common.task_names import AGENT_QUEUE, LIBRARY_QUEUE, SANDBOX_QUEUE
 
 QUEUES = (AGENT_QUEUE, SANDBOX_QUEUE, LIBRARY_QUEUE)
 # Kombu's Redis transport keeps priority levels in sibling lists "<queue>\x06\x16<n>".

@@ -12,9 +12,9 @@ from celery import Celery
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.tasks import LIBRARY_QUEUE
 from services.common.documents.blobs import BlobStore
 from services.common.models import Document
-from services.common.task_names import LIBRARY_QUEUE
 from services.worker.tools.base import ToolContext, ToolError
 from services.worker.tools.library_intake import CeleryIngestQueue
 from services.worker.tools.web.pdf import PdfFetchArgs, PdfFetchTool
