@@ -164,7 +164,9 @@ class SpanPipeline(SpanProcessor):
                 return False
             self._wake.set()
             time.sleep(0.005)
-        return all(sink.force_flush(timeout_millis) for sink in self._sinks.values())
+        # An exporter's force_flush may return None (the SDK's base class): only False fails.
+        flushed = [sink.force_flush(timeout_millis) for sink in self._sinks.values()]
+        return all(result is not False for result in flushed)
 
     def shutdown(self) -> None:
         self.force_flush(5000)
