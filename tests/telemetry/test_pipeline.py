@@ -80,6 +80,6 @@ def test_a_hung_sink_holds_up_neither_the_agent_nor_the_other_sink() -> None:
     finally:
         gate.set()
         provider.shutdown()
-    # 2,000 spans = 4 batches: the hung sink held one and queued the rest (bound 16).
+    # 2,000 spans: the hung sink held one batch and queued the rest (bound 8,192 spans).
     assert SPANS_DROPPED.labels(sink="hung", reason="queue_full")._value.get() == full_before
     assert len(hung.spans) == 2000

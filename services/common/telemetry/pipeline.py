@@ -9,7 +9,7 @@ Here ``on_end`` appends the finished span to one deque (atomic under the GIL,
 no lock) and, once per batch, sets an event. The redaction thread drains the
 deque in batches, redacts each span once, and hands the same cleaned batch to
 every sink's writer thread. A writer that is slow or hung (a dead collector)
-only fills its own small queue of batches: its sink loses spans (counted as
+only fills its own bounded queue: its sink loses spans (counted as
 ``queue_full``), the other sinks and the agent do not wait.
 
 Every span that is not delivered is counted in ``leaflab_spans_dropped_total``.
@@ -41,29 +41,35 @@ _STOP: list[ReadableSpan] = []  # sentinel batch that ends a writer thread
 class _SinkWriter:
     """One sink's thread and its bounded queue of cleaned batches."""
 
-    def __init__(self, sink: str, exporter: SpanExporter, max_batches: int) -> None:
+    def __init__(self, sink: str, exporter: SpanExporter, max_spans: int) -> None:
         self.sink = sink
         self.exporter = exporter
-        self.batches: queue.Queue[list[ReadableSpan]] = queue.Queue(maxsize=max_batches)
+        # Bounded in spans, not batches: while the redactor catches up with a
+        # burst it hands over many small batches.
+        self.batches: queue.Queue[list[ReadableSpan]] = queue.Queue()
+        self._max_spans = max_spans
+        self._pending = 0
+        self._lock = threading.Lock()
         self._full = SPANS_DROPPED.labels(sink=sink, reason="queue_full")
         self.thread = threading.Thread(target=self._run, name=f"span-sink-{sink}", daemon=True)
         self.thread.start()
 
     def submit(self, batch: list[ReadableSpan]) -> None:
-        try:
+        with self._lock:
+            accepted = self._pending + len(batch) <= self._max_spans
+            if accepted:
+                self._pending += len(batch)
+        if accepted:
             self.batches.put_nowait(batch)
-        except queue.Full:  # this sink is behind or hung: lose its copy, counted
+        else:  # this sink is behind or hung: lose its copy, counted
             self._full.inc(len(batch))
 
     def idle(self) -> bool:
         return self.batches.unfinished_tasks == 0
 
     def stop(self, timeout_s: float) -> None:
-        try:
-            self.batches.put(_STOP, timeout=timeout_s)
-        except queue.Full:
-            return  # hung sink: the daemon thread is abandoned
-        self.thread.join(timeout_s)
+        self.batches.put_nowait(_STOP)
+        self.thread.join(timeout_s)  # a hung sink's daemon thread is abandoned
 
     def _run(self) -> None:
         while True:
@@ -75,6 +81,8 @@ class _SinkWriter:
             except Exception as exc:  # belt and braces: the thread must survive
                 log.warning("span sink %s writer raised: %s", self.sink, exc)
             finally:
+                with self._lock:
+                    self._pending -= len(batch)
                 self.batches.task_done()
 
 
@@ -82,8 +90,7 @@ class SpanPipeline(SpanProcessor):
     """One bounded buffer for all sinks, redaction once per span, a writer per sink.
 
     ``max_queue_size`` bounds the spans waiting for redaction; each sink also
-    holds at most ``max_queue_size`` redacted spans (in batches) while it
-    writes. Past either bound spans are dropped, never waited for.
+    holds at most ``max_queue_size`` redacted spans while it writes. Past either bound spans are dropped, never waited for.
     """
 
     def __init__(
@@ -110,9 +117,9 @@ class SpanPipeline(SpanProcessor):
         self._buffer: deque[ReadableSpan] = deque()
         self._wake = threading.Event()
         self._busy = False
+        self._flushing = False
         self._stopped = False
-        max_batches = max(1, self._max_queue // self._batch)
-        self._writers = [_SinkWriter(s, e, max_batches) for s, e in self._sinks.items()]
+        self._writers = [_SinkWriter(s, e, self._max_queue) for s, e in self._sinks.items()]
         self._redactor = threading.Thread(target=self._run, name="span-redactor", daemon=True)
         self._redactor.start()
 
@@ -134,16 +141,19 @@ class SpanPipeline(SpanProcessor):
 
     def _run(self) -> None:
         while not self._stopped:
-            self._wake.wait(self._delay_s)
+            woken = self._wake.wait(self._delay_s)
             self._wake.clear()
-            self._drain()
-        self._drain()
+            # Woken by a full batch: take full batches only, so a burst does not
+            # become many tiny batches (a transaction each); the schedule or a
+            # flush takes the rest.
+            self._drain(self._batch if woken and not self._flushing else 1)
+        self._drain(1)
 
-    def _drain(self) -> None:
+    def _drain(self, at_least: int) -> None:
         buffer, sinks = self._buffer, tuple(self._sinks)
         self._busy = True  # before popping, so a flush never sees "empty and idle" too early
         try:
-            while buffer:
+            while len(buffer) >= at_least:
                 batch = [buffer.popleft() for _ in range(min(self._batch, len(buffer)))]
                 cleaned, _failed = redact_batch(self._policy, batch, sinks=sinks)
                 if cleaned:
@@ -159,11 +169,15 @@ class SpanPipeline(SpanProcessor):
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         deadline = time.monotonic() + timeout_millis / 1000
-        while not self._idle():
-            if time.monotonic() >= deadline:
-                return False
-            self._wake.set()
-            time.sleep(0.005)
+        self._flushing = True
+        try:
+            while not self._idle():
+                if time.monotonic() >= deadline:
+                    return False
+                self._wake.set()
+                time.sleep(0.005)
+        finally:
+            self._flushing = False
         # An exporter's force_flush may return None (the SDK's base class): only False fails.
         flushed = [sink.force_flush(timeout_millis) for sink in self._sinks.values()]
         return all(result is not False for result in flushed)

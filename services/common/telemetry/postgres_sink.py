@@ -1,6 +1,6 @@
 """The Postgres span sink: batches of spans become rows of the ``spans`` table.
 
-The exporter runs on the batch processor's thread. It never raises: when the
+The exporter runs on its sink writer thread (pipeline.py). It never raises: when the
 database is slow or down it counts the batch as dropped and backs off for a
 moment, so the application never waits on tracing.
 """
