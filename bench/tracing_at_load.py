@@ -47,7 +47,9 @@ def span_counters(metrics_url: str) -> dict[str, float]:
     return out
 
 
-def settled_counters(metrics_url: str, quiet_s: float = 1.5, limit_s: float = 30) -> dict[str, float]:
+def settled_counters(
+    metrics_url: str, quiet_s: float = 1.5, limit_s: float = 30
+) -> dict[str, float]:
     """The counters once they have not moved for ``quiet_s`` (the exporter caught up)."""
     deadline = time.monotonic() + limit_s
     last = span_counters(metrics_url)

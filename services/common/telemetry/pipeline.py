@@ -90,7 +90,8 @@ class SpanPipeline(SpanProcessor):
     """One bounded buffer for all sinks, redaction once per span, a writer per sink.
 
     ``max_queue_size`` bounds the spans waiting for redaction; each sink also
-    holds at most ``max_queue_size`` redacted spans while it writes. Past either bound spans are dropped, never waited for.
+    holds at most ``max_queue_size`` redacted spans while it writes. Past
+    either bound spans are dropped, never waited for.
     """
 
     def __init__(
@@ -102,7 +103,9 @@ class SpanPipeline(SpanProcessor):
         max_export_batch_size: int,
         schedule_delay_millis: float,
     ) -> None:
-        self._sinks = {sink: GuardedSpanExporter(exporter, sink) for sink, exporter in sinks.items()}
+        self._sinks = {
+            sink: GuardedSpanExporter(exporter, sink) for sink, exporter in sinks.items()
+        }
         self._policy = policy
         self._max_queue = max_queue_size
         self._batch = max(1, min(max_export_batch_size, max_queue_size))

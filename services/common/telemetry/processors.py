@@ -56,4 +56,3 @@ class GuardedSpanExporter(SpanExporter):
             return self.inner.force_flush(timeout_millis)
         except Exception:
             return False
-

@@ -21,8 +21,8 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from services.common.settings import CommonSettings
 from services.common.telemetry.otel_env import build_sampler, parse_headers, traces_url
-from services.common.telemetry.postgres_sink import SINK_POSTGRES, PostgresSpanExporter
 from services.common.telemetry.pipeline import SpanPipeline
+from services.common.telemetry.postgres_sink import SINK_POSTGRES, PostgresSpanExporter
 from services.common.telemetry.redaction import RedactionPolicy
 from services.common.telemetry.settings import TelemetrySettings
 
