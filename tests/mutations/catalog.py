@@ -275,8 +275,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "redaction: spans reach the sinks uncleaned",
         "services/common/telemetry/redaction.py",
-        "                cleaned.append(self.policy.clean_span(span))",
-        "                cleaned.append(span)",
+        "            cleaned.append(policy.clean_span(span))",
+        "            cleaned.append(span)",
         ("tests/telemetry/test_sinks.py", "-k", "redacted"),
     ),
     Mutation(
@@ -1168,6 +1168,27 @@ MUTATIONS: tuple[Mutation, ...] = (
         "  const TERMINAL = LeaflabContracts.TERMINAL_STATUSES;",
         '  const TERMINAL = ["succeeded", "failed", "cancelled"];',
         ("tests/test_import_rules.py", "-k", "terminal_statuses_spelled"),
+    ),
+    Mutation(
+        "span pipeline: the agent's buffer drops once one batch is waiting",
+        "services/common/telemetry/pipeline.py",
+        "        if len(buffer) >= self._max_queue or self._stopped:",
+        "        if len(buffer) >= self._batch or self._stopped:",
+        ("tests/telemetry/test_pipeline.py", "-k", "burst"),
+    ),
+    Mutation(
+        "span pipeline: batches reach the sinks unredacted",
+        "services/common/telemetry/pipeline.py",
+        "                cleaned, _failed = redact_batch(self._policy, batch, sinks=sinks)",
+        "                cleaned, _failed = list(batch), 0",
+        ("tests/telemetry/test_pipeline.py", "-k", "burst"),
+    ),
+    Mutation(
+        "span pipeline: sinks written in turn on one thread (a hung sink stalls the rest)",
+        "services/common/telemetry/pipeline.py",
+        "                        writer.submit(cleaned)",
+        "                        writer.exporter.export(cleaned)",
+        ("tests/telemetry/test_pipeline.py", "-k", "hung"),
     ),
 )
 

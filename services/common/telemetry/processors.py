@@ -1,4 +1,4 @@
-"""Batching with bounded queues, and sink guards that count what gets lost."""
+"""The sink guard: counts what each sink writes and loses, and backs off from a dead one."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from services.common.metrics.definitions import SPANS_DROPPED, SPANS_EXPORTED
 
@@ -56,42 +56,3 @@ class GuardedSpanExporter(SpanExporter):
             return self.inner.force_flush(timeout_millis)
         except Exception:
             return False
-
-
-class CountingBatchSpanProcessor(BatchSpanProcessor):
-    """A ``BatchSpanProcessor`` that counts spans it drops on a full queue.
-
-    The SDK's processor already drops the oldest span when its bounded queue
-    is full (so a stalled sink costs memory up to the bound and no latency);
-    it only logs that. We count it, because silent loss is the one thing an
-    operator must be able to see.
-    """
-
-    def __init__(
-        self,
-        exporter: SpanExporter,
-        *,
-        sink: str,
-        max_queue_size: int,
-        max_export_batch_size: int,
-        schedule_delay_millis: float,
-    ) -> None:
-        super().__init__(
-            exporter,
-            max_queue_size=max_queue_size,
-            max_export_batch_size=min(max_export_batch_size, max_queue_size),
-            schedule_delay_millis=schedule_delay_millis,
-        )
-        self.sink = sink
-        self._max_queue = max_queue_size
-        self._dropped = SPANS_DROPPED.labels(sink=sink, reason="queue_full")
-
-    def queue_length(self) -> int:
-        """Spans waiting for export (0 when the SDK's internals are not reachable)."""
-        queue = getattr(getattr(self, "_batch_processor", None), "_queue", None)
-        return len(queue) if queue is not None else 0
-
-    def on_end(self, span: ReadableSpan) -> None:
-        if self.queue_length() >= self._max_queue:
-            self._dropped.inc()
-        super().on_end(span)

@@ -228,6 +228,35 @@ class RedactionPolicy:
         )
 
 
+def redact_batch(
+    policy: RedactionPolicy, spans: Sequence[ReadableSpan], *, sinks: Sequence[str]
+) -> tuple[list[ReadableSpan], int]:
+    """The cleaned spans of a batch, and how many could not be cleaned (dropped).
+
+    A span whose cleaning fails is dropped (never sent uncleaned), logged and
+    counted in ``leaflab_spans_redaction_failed_total`` for each of ``sinks``
+    (the sinks that will not receive it).
+    """
+    cleaned: list[ReadableSpan] = []
+    failed: list[str] = []
+    for span in spans:
+        try:
+            cleaned.append(policy.clean_span(span))
+        except Exception as exc:  # a malformed span must not take its batch down
+            failed.append(f"{span.name!r} ({type(exc).__name__})")
+    if failed:
+        for sink in sinks:
+            SPANS_REDACTION_FAILED.labels(sink=sink).inc(len(failed))
+        # Names and error types only: the span's content is what failed to clean.
+        log.error(
+            "span sink %s: dropped %d span(s) that could not be redacted: %s",
+            ", ".join(sinks),
+            len(failed),
+            ", ".join(failed[:10]),
+        )
+    return cleaned, len(failed)
+
+
 class RedactingSpanExporter(SpanExporter):
     """Cleans every span, then hands the batch to the wrapped sink.
 
@@ -244,23 +273,8 @@ class RedactingSpanExporter(SpanExporter):
         self.dropped_last = 0
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        cleaned: list[ReadableSpan] = []
-        failed: list[str] = []
-        for span in spans:
-            try:
-                cleaned.append(self.policy.clean_span(span))
-            except Exception as exc:  # a malformed span must not take its batch down
-                failed.append(f"{span.name!r} ({type(exc).__name__})")
-        if failed:
-            SPANS_REDACTION_FAILED.labels(sink=self.sink).inc(len(failed))
-            # Names and error types only: the span's content is what failed to clean.
-            log.error(
-                "span sink %s: dropped %d span(s) that could not be redacted: %s",
-                self.sink,
-                len(failed),
-                ", ".join(failed[:10]),
-            )
-        self.dropped_last = len(failed)
+        cleaned, failed = redact_batch(self.policy, spans, sinks=(self.sink,))
+        self.dropped_last = failed
         if failed and not cleaned:
             return SpanExportResult.SUCCESS  # the sink is fine: nothing to send
         return self.inner.export(cleaned)

@@ -21,9 +21,9 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from services.common.settings import CommonSettings
 from services.common.telemetry.otel_env import build_sampler, parse_headers, traces_url
+from services.common.telemetry.pipeline import SpanPipeline
 from services.common.telemetry.postgres_sink import SINK_POSTGRES, PostgresSpanExporter
-from services.common.telemetry.processors import CountingBatchSpanProcessor, GuardedSpanExporter
-from services.common.telemetry.redaction import RedactingSpanExporter, RedactionPolicy
+from services.common.telemetry.redaction import RedactionPolicy
 from services.common.telemetry.settings import TelemetrySettings
 
 log = logging.getLogger(__name__)
@@ -91,12 +91,13 @@ def build_tracer_provider(
         max_events=settings.trace_max_events,
     )
     sinks = {**_sink_exporters(settings), **(extra_sinks or {})}
-    for sink, exporter in sinks.items():
-        guarded = GuardedSpanExporter(RedactingSpanExporter(exporter, policy, sink=sink), sink)
+    if sinks:
+        # One processor for every sink: the agent's thread only appends the span
+        # (pipeline.py); redaction runs once, off that thread.
         provider.add_span_processor(
-            CountingBatchSpanProcessor(
-                guarded,
-                sink=sink,
+            SpanPipeline(
+                sinks,
+                policy,
                 max_queue_size=settings.trace_queue_size,
                 max_export_batch_size=settings.trace_batch_size,
                 schedule_delay_millis=settings.trace_schedule_delay_ms,
