@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +28,8 @@ class ChildArgs:
     threads: int
     pool: int  # database connections the peer may hold
     options: dict[str, str]
+    # ``threads`` threads, started before READY and kept until exit (see ``serve``).
+    executor: ThreadPoolExecutor | None = None
 
 
 def child_argv(module: str, args: ChildArgs) -> list[str]:
@@ -46,7 +49,12 @@ def serve(prepare: Callable[[ChildArgs], Batch]) -> None:
     parser.add_argument("--pool", type=int, required=True)
     parser.add_argument("--options", default="{}")
     ns = parser.parse_args()
-    args = ChildArgs(ns.dsn, ns.sim_url, ns.jobs, ns.threads, ns.pool, json.loads(ns.options))
+    # The threads live across the whole measured span: the CPU ledger reads a process
+    # that has one thread left from its main thread's schedstat, which would drop the
+    # CPU of worker threads that had exited before the last reading.
+    executor = _started(ns.threads)
+    options = json.loads(ns.options)
+    args = ChildArgs(ns.dsn, ns.sim_url, ns.jobs, ns.threads, ns.pool, options, executor)
     batch = prepare(args)
     print("READY", flush=True)
     sys.stdin.readline()
@@ -55,10 +63,20 @@ def serve(prepare: Callable[[ChildArgs], Batch]) -> None:
     makespan = time.perf_counter() - start
     print(json.dumps({"makespan": makespan, "failed": failed}), flush=True)
     sys.stdin.readline()  # the runner has read its counters; the process may now exit
+    executor.shutdown()
 
 
-def run_threads(jobs: int, threads: int, job: Callable[[int], None]) -> int:
-    """Every job on a pool of ``threads`` threads, as a worker's thread pool runs them."""
+def _started(threads: int) -> ThreadPoolExecutor:
+    executor = ThreadPoolExecutor(threads)
+    barrier = threading.Barrier(threads)
+    for future in [executor.submit(barrier.wait) for _ in range(threads)]:
+        future.result()
+    return executor
+
+
+def run_threads(args: ChildArgs, job: Callable[[int], None]) -> int:
+    """Every job on the ``threads`` threads, as a worker's thread pool runs them."""
+    assert args.executor is not None
 
     def guarded(number: int) -> bool:
         try:
@@ -68,5 +86,4 @@ def run_threads(jobs: int, threads: int, job: Callable[[int], None]) -> int:
             print(f"job {number} failed: {exc!r}", file=sys.stderr, flush=True)
             return False
 
-    with ThreadPoolExecutor(threads) as pool:
-        return sum(not ok for ok in pool.map(guarded, range(jobs)))
+    return sum(not ok for ok in args.executor.map(guarded, range(args.jobs)))

@@ -62,7 +62,7 @@ def prepare(args: ChildArgs) -> Batch:
                     (number, n, kind, output),
                 )
 
-    return lambda: run_threads(args.jobs, args.threads, job)
+    return lambda: run_threads(args, job)
 
 
 def _prepare_bare(args: ChildArgs) -> Batch:
@@ -72,7 +72,7 @@ def _prepare_bare(args: ChildArgs) -> Batch:
         for n, kind in enumerate(STEPS):
             model_call(client) if kind == "model" else tool_call(number, n)
 
-    return lambda: run_threads(args.jobs, args.threads, job)
+    return lambda: run_threads(args, job)
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ def prepare(args: ChildArgs) -> Batch:
         config = {"configurable": {"thread_id": f"job-{number}"}}
         app.invoke({"job": number, "outputs": []}, config, durability=durability)  # type: ignore[arg-type]
 
-    return lambda: run_threads(args.jobs, args.threads, job)
+    return lambda: run_threads(args, job)
 
 
 if __name__ == "__main__":
