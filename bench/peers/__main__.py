@@ -1,0 +1,3 @@
+from bench.peers.runner import main
+
+main()
