@@ -46,6 +46,7 @@ BENCHMARKS = [
     ["bench/cli_watch_render.py"],
     ["bench/cli_startup.py"],
     ["bench/web_paint.py"],
+    ["bench/tracing_at_load.py"],
     # Short runs on the local real model (llama.cpp + Gemma 3 270M, 2 CPUs: minutes).
     ["bench/real_model_latency.py", "--start-local", "--rounds", "2", "--max-tokens", "32"],
     ["bench/survey_real_model.py", "--start-local", "--pdfs", "2", "--length", "short"],

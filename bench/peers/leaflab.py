@@ -27,9 +27,9 @@ from bench.peers.workload import STEPS
 from bench.scratch_stack import PG_ADMIN, scratch_stack
 from bench.spine_concurrency import _create_jobs, _wait_worker_ready
 from services.cli.up.commands import celery_worker_argv
+from services.common.contracts.tasks import ADVANCE_TASK, AGENT_QUEUE
 from services.common.db import build_engine, build_sessionmaker
 from services.common.models import Job, JobStep
-from services.common.task_names import ADVANCE_TASK, AGENT_QUEUE
 from tests.faults.private_servers import PrivateRedis
 from tests.fixtures.processes import Proc, free_port
 
