@@ -1169,6 +1169,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         '  const TERMINAL = ["succeeded", "failed", "cancelled"];',
         ("tests/test_import_rules.py", "-k", "terminal_statuses_spelled"),
     ),
+    Mutation(
+        "embedding: length-bucketed batches drop the order restore",
+        "services/library/embedding/base.py",
+        "                out[idx] = self._encode_batch([texts[i] for i in idx])",
+        "                out[start : start + len(idx)] = "
+        "self._encode_batch([texts[i] for i in idx])",
+        ("tests/library/test_length_buckets.py", "-k", "input_order"),
+    ),
 )
 
 
