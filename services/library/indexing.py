@@ -95,10 +95,16 @@ def index_chunks(
 ) -> BatchProgress:
     """Embed and store ``chunks`` in batches; returns the final tally.
 
+    The whole document is put in the embedder's batch order (by token length
+    when it buckets), so each batch pads little; every chunk keeps its own
+    vector and id, so the stored result does not depend on that order.
+
     An error in either stage stops both and propagates; batches stored before
     it stay stored (point ids are stable, so a retry overwrites them).
     """
-    parts = [chunks[s : s + batch] for s in range(0, len(chunks), batch)]
+    order = embedder.batch_order([embed_text(c, title) for c in chunks])
+    ordered = [chunks[i] for i in order]
+    parts = [ordered[s : s + batch] for s in range(0, len(ordered), batch)]
     ready: queue.Queue[object] = queue.Queue(maxsize=QUEUE_DEPTH)
     stop = threading.Event()
 

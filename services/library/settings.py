@@ -51,8 +51,18 @@ class LibrarySettings(IntakeSettings):
     # Where ONNX exports live (done once per machine); None = the machine cache
     # (services/common/machine_cache.py).
     embedding_models_dir: Path | None = None
-    # onnxruntime intra-op threads; 0 = its default (one per core).
+    # onnxruntime intra-op threads; 0 = one per core this process may use
+    # (its affinity mask). Inter-op threads only matter in the "parallel"
+    # execution mode (0 = onnxruntime's default). The graph is fused at export,
+    # so the optimisation level mostly matters for other models. Measured on
+    # 2 cores in bench/RESULTS.md, "ingestion levers".
     embedding_threads: int = 0
+    embedding_inter_op_threads: int = 0
+    embedding_graph_optimization: Literal["disable", "basic", "extended", "all"] = "all"
+    embedding_execution_mode: Literal["sequential", "parallel"] = "sequential"
+    # Sort a document's chunks by token length before batching (vectors are
+    # put back in chunk order), so each batch pads to its own longest chunk.
+    embedding_length_buckets: bool = True
     embedding_batch_size: int = 32
     embedding_max_seq_length: int = 256
     # Chunks are sized to fit the model's window (word pieces ≈ 1.3 × words).

@@ -1190,6 +1190,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "                        writer.exporter.export(cleaned)",
         ("tests/telemetry/test_pipeline.py", "-k", "hung"),
     ),
+    Mutation(
+        "embedding: length-bucketed batches drop the order restore",
+        "services/library/embedding/base.py",
+        "                out[idx] = self._encode_batch([texts[i] for i in idx])",
+        "                out[start : start + len(idx)] = "
+        "self._encode_batch([texts[i] for i in idx])",
+        ("tests/library/test_length_buckets.py", "-k", "input_order"),
+    ),
 )
 
 

@@ -1,4 +1,4 @@
-"""What every embedding backend shares: length-sorted batches, unit vectors,
+"""What every embedding backend shares: length-bucketed batches, unit vectors,
 one forward pass at a time, and a count of the texts actually run through the
 model (``computed``), which the hash cache and its tests rely on."""
 
@@ -33,6 +33,7 @@ class Embedder(ABC):
         device: str = "cpu",
         batch_size: int = 32,
         max_seq_length: int = 256,
+        length_buckets: bool = True,
     ) -> None:
         self.model_name = model or default_model_path()
         # Cache keys name the packaged model, not its install path, so a moved
@@ -41,6 +42,8 @@ class Embedder(ABC):
         self.device = device
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
+        # Batches of similar token lengths pad less (bench/RESULTS.md, "ingestion levers").
+        self.length_buckets = length_buckets
         self.computed = 0  # texts run through the model by this instance
         # One forward pass at a time: parallel passes on a few cores only thrash.
         self._lock = threading.Lock()
@@ -59,15 +62,24 @@ class Embedder(ABC):
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         """Unit vectors for one batch of similar-length texts."""
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """Unit-length float32 vectors, one row per text, in input order.
+    def lengths(self, texts: list[str]) -> list[int]:
+        """What a batch pads to, per text; characters unless the backend can
+        count its own tokens (``onnx_backend``)."""
+        return [len(t) for t in texts]
 
-        Texts are sorted by length before batching so each batch pads to its
-        own longest text, not the longest of the call.
-        """
+    def batch_order(self, texts: list[str]) -> list[int]:
+        """Input positions in the order they are batched: by length when
+        bucketing, so each batch pads to its own longest text."""
+        if not self.length_buckets:
+            return list(range(len(texts)))
+        sizes = self.lengths(texts)
+        return sorted(range(len(texts)), key=lambda i: sizes[i])
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Unit-length float32 vectors, one row per text, in input order."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        order = self.batch_order(texts)
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
             idx = order[start : start + self.batch_size]

@@ -26,6 +26,7 @@ class CachedEmbedder(Embedder):
             device=inner.device,
             batch_size=inner.batch_size,
             max_seq_length=inner.max_seq_length,
+            length_buckets=inner.length_buckets,
         )
         self.backend = inner.backend
         self.cache_dir = cache_dir
@@ -36,6 +37,9 @@ class CachedEmbedder(Embedder):
     @property
     def dimension(self) -> int:
         return self.inner.dimension
+
+    def lengths(self, texts: list[str]) -> list[int]:
+        return self.inner.lengths(texts)
 
     @property
     def model_key(self) -> str:

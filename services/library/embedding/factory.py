@@ -19,6 +19,10 @@ def build_embedder(
     max_seq_length: int,
     models_dir: Path,
     threads: int = 0,
+    inter_op_threads: int = 0,
+    optimization: str = "all",
+    execution: str = "sequential",
+    length_buckets: bool = True,
 ) -> Embedder:
     """``backend`` is torch, onnx or onnx-int8; ONNX files are exported into
     ``models_dir`` on first use (a few seconds, once per machine)."""
@@ -27,6 +31,7 @@ def build_embedder(
         "device": device,
         "batch_size": batch_size,
         "max_seq_length": max_seq_length,
+        "length_buckets": length_buckets,
     }
     if backend == "torch":
         return TorchEmbedder(**common)
@@ -35,6 +40,9 @@ def build_embedder(
             models_dir=models_dir,
             int8=backend == "onnx-int8",
             threads=threads,
+            inter_op_threads=inter_op_threads,
+            optimization=optimization,
+            execution=execution,
             **common,
         )
     raise ValueError(f"unknown embedding backend {backend!r}: torch, onnx or onnx-int8")
@@ -49,4 +57,8 @@ def embedder_from_settings(settings: LibrarySettings, *, backend: str | None = N
         max_seq_length=settings.embedding_max_seq_length,
         models_dir=settings.resolved_models_dir,
         threads=settings.embedding_threads,
+        inter_op_threads=settings.embedding_inter_op_threads,
+        optimization=settings.embedding_graph_optimization,
+        execution=settings.embedding_execution_mode,
+        length_buckets=settings.embedding_length_buckets,
     )

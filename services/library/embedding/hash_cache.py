@@ -33,6 +33,7 @@ class HashCachedEmbedder(Embedder):
             device=inner.device,
             batch_size=inner.batch_size,
             max_seq_length=inner.max_seq_length,
+            length_buckets=inner.length_buckets,
         )
         self.backend = inner.backend
         self.inner = inner
@@ -46,6 +47,9 @@ class HashCachedEmbedder(Embedder):
     @property
     def dimension(self) -> int:
         return self.inner.dimension
+
+    def lengths(self, texts: list[str]) -> list[int]:
+        return self.inner.lengths(texts)
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         return self.inner.encode(texts)
