@@ -1169,6 +1169,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         '  const TERMINAL = ["succeeded", "failed", "cancelled"];',
         ("tests/test_import_rules.py", "-k", "terminal_statuses_spelled"),
     ),
+    Mutation(
+        "library: the claim spells the document status parsing again",
+        "services/library/lease.py",
+        "                status=DocumentStatus.PARSING,",
+        '                status="parsing",',
+        ("tests/test_status_literals.py", "-k", "spelled_only_in_contracts"),
+    ),
+    Mutation(
+        "ledger: a done step stops counting interrupted",
+        "services/common/contracts/statuses.py",
+        "    {StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.INTERRUPTED}",
+        "    {StepStatus.SUCCEEDED, StepStatus.FAILED}",
+        ("tests/common/test_contracts.py", "-k", "step_done"),
+    ),
 )
 
 
