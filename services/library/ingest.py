@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from services.common.contracts.statuses import DocumentStatus
 from services.common.documents.intake import PDF_MAGIC
 from services.common.metrics import LIBRARY_INGEST_DURATION
 from services.common.net_guard import AddressRefused
@@ -88,7 +89,7 @@ def _run(runtime: LibraryRuntime, lease: Claim) -> str:
         parsed = _parse(runtime, lease, path)
     except DocumentUnusable as exc:
         log.warning("library.ingest: document %s failed: %s", lease.document_id, exc)
-        fenced_set(runtime.session_factory, lease, status="failed", error=str(exc))
+        fenced_set(runtime.session_factory, lease, status=DocumentStatus.FAILED, error=str(exc))
         events.publish("document.failed", {"reason": str(exc)})
         return "failed"
     extracted = parsed.get("metadata") or {}
@@ -112,7 +113,7 @@ def _run(runtime: LibraryRuntime, lease: Claim) -> str:
     fenced_set(
         runtime.session_factory,
         lease,
-        status="embedding",
+        status=DocumentStatus.EMBEDDING,
         title=title,
         pages=parsed["pages"],
         structure=structure,
@@ -152,7 +153,7 @@ def _run(runtime: LibraryRuntime, lease: Claim) -> str:
         batch=runtime.settings.embedding_batch_size * 2,
         progress=on_batch,
     )
-    fenced_set(runtime.session_factory, lease, status="ready", chunks=tally.done)
+    fenced_set(runtime.session_factory, lease, status=DocumentStatus.READY, chunks=tally.done)
     seconds = time.perf_counter() - started
     summary = {
         "chunks": tally.done,

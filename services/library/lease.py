@@ -21,11 +21,16 @@ from typing import Any
 from sqlalchemy import func, or_, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.statuses import (
+    DOCUMENT_IN_FLIGHT,
+    DOCUMENT_INGESTED,
+    DocumentStatus,
+)
 from services.common.db import transaction
 from services.common.models import Document
 
 log = logging.getLogger(__name__)
-IN_FLIGHT = ("queued", "parsing", "embedding")
+IN_FLIGHT = DOCUMENT_IN_FLIGHT  # the name its callers import
 
 
 class LeaseLost(Exception):
@@ -66,7 +71,7 @@ def claim(
                 lease_owner=owner,
                 lease_until=func.now() + timedelta(seconds=ttl_s),
                 attempts=Document.attempts + 1,
-                status="parsing",
+                status=DocumentStatus.PARSING,
                 error=None,
                 updated_at=func.now(),
             )
@@ -85,7 +90,7 @@ def claim(
 
 def fenced_set(factory: sessionmaker[Session], lease: Claim, **values: Any) -> None:
     """Write ``values`` only while ``lease`` is still ours; a final status releases it."""
-    if values.get("status") in ("ready", "failed"):
+    if values.get("status") in DOCUMENT_INGESTED:
         values = {**values, "lease_owner": None, "lease_until": None}
     with transaction(factory) as db:
         result = db.execute(

@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import delete, func, literal, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.statuses import DocumentStatus
 from services.common.db import transaction
 from services.common.models import Document, DocumentReference
 
@@ -143,7 +144,7 @@ def record_references(
             select(Document).where(
                 Document.collection == doc.collection,
                 Document.id != document_id,
-                Document.status != "failed",
+                Document.status != DocumentStatus.FAILED,
             )
         ).all()
         by_doi: dict[str, uuid.UUID] = {}

@@ -19,6 +19,7 @@ from celery import Celery
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.statuses import DocumentStatus
 from services.common.contracts.tasks import send_ingest
 from services.common.db import transaction
 from services.common.models import Document
@@ -68,7 +69,7 @@ def sweep_once(
                     update(Document)
                     .where(Document.id == doc_id)
                     .values(
-                        status="failed",
+                        status=DocumentStatus.FAILED,
                         error=give_up_reason(attempts, last_error),
                         lease_owner=None,
                         lease_until=None,

@@ -18,6 +18,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.statuses import EXECUTION_DONE, ExecutionStatus
 from services.common.db import transaction
 from services.common.models.sandbox import SandboxExecution
 
@@ -64,7 +65,7 @@ def claim(
                 exec_key=key,
                 job_id=uuid.UUID(job_id) if job_id else None,
                 tool_call_id=tool_call_id,
-                status="running",
+                status=ExecutionStatus.RUNNING,
                 owner=owner,
                 deadline_at=deadline,
             )
@@ -88,14 +89,18 @@ def _await_existing(factory: sessionmaker[Session], key: str) -> dict[str, Any]:
                         "message": "an earlier attempt released this exec",
                     },
                 }
-            if row.status != "running" and row.result is not None:
+            if row.status in EXECUTION_DONE and row.result is not None:
                 return dict(row.result)
             if row.deadline_at <= datetime.now(UTC):
                 result = interrupted_result(key)
                 s.execute(
                     update(SandboxExecution)
                     .where(SandboxExecution.exec_key == key)
-                    .values(status="interrupted", result=result, finished_at=datetime.now(UTC))
+                    .values(
+                        status=ExecutionStatus.INTERRUPTED,
+                        result=result,
+                        finished_at=datetime.now(UTC),
+                    )
                 )
                 return result
         time.sleep(POLL_S)
@@ -111,11 +116,11 @@ def interrupt(factory: sessionmaker[Session], *, key: str, owner: str) -> dict[s
                 "status": "error",
                 "error": {"code": "sandbox_retry", "message": "the exec was never started"},
             }
-        if row.status == "running":
+        if row.status == ExecutionStatus.RUNNING:
             if row.owner != owner:
                 return None
             result = interrupted_result(key)
-            row.status = "interrupted"
+            row.status = ExecutionStatus.INTERRUPTED
             row.result = result
             row.finished_at = datetime.now(UTC)
             return result
@@ -127,7 +132,7 @@ def finish(factory: sessionmaker[Session], *, key: str, result: dict[str, Any]) 
         s.execute(
             update(SandboxExecution)
             .where(SandboxExecution.exec_key == key)
-            .values(status="finished", result=result, finished_at=datetime.now(UTC))
+            .values(status=ExecutionStatus.FINISHED, result=result, finished_at=datetime.now(UTC))
         )
 
 
@@ -136,7 +141,7 @@ def release(factory: sessionmaker[Session], *, key: str) -> None:
     with transaction(factory) as s:
         s.execute(
             delete(SandboxExecution).where(
-                SandboxExecution.exec_key == key, SandboxExecution.status == "running"
+                SandboxExecution.exec_key == key, SandboxExecution.status == ExecutionStatus.RUNNING
             )
         )
 

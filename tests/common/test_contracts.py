@@ -17,7 +17,20 @@ import pytest
 from redis import Redis
 
 from services.common.contracts.events import EVENT_TYPES, parse_event
-from services.common.contracts.statuses import ACTIVE, TERMINAL, JobStatus, sql_list
+from services.common.contracts.statuses import (
+    ACTIVE,
+    DOCUMENT_IN_FLIGHT,
+    DOCUMENT_INGESTED,
+    DOCUMENT_SETTLED,
+    EXECUTION_DONE,
+    STEP_DONE,
+    TERMINAL,
+    DocumentStatus,
+    ExecutionStatus,
+    JobStatus,
+    StepStatus,
+    sql_list,
+)
 from services.common.contracts.write_js import rendered
 from services.common.events import EventPublisher, InvalidEvent, decode_entry, stream_key
 from services.common.job_states import JOB_STATUSES, JobStatusName
@@ -81,6 +94,23 @@ class TestStatuses:
 
     def test_sql_list_is_quoted_and_stable(self) -> None:
         assert sql_list(TERMINAL) == "'cancelled', 'failed', 'succeeded'"
+
+
+class TestOtherVocabularies:
+    def test_step_done_is_every_step_status_but_running(self) -> None:
+        # A resumed job re-runs only a running step (and reports it interrupted).
+        assert frozenset(StepStatus) - STEP_DONE == {StepStatus.RUNNING}
+        assert "interrupted" in STEP_DONE
+
+    def test_execution_done_is_every_execution_status_but_running(self) -> None:
+        assert frozenset(ExecutionStatus) - EXECUTION_DONE == {ExecutionStatus.RUNNING}
+
+    def test_document_sets(self) -> None:
+        assert DOCUMENT_IN_FLIGHT == {"queued", "parsing", "embedding"}
+        assert DOCUMENT_INGESTED <= DOCUMENT_SETTLED
+        assert DOCUMENT_SETTLED == {"ready", "failed", "metadata_only"}
+        assert sql_list(DOCUMENT_SETTLED) == "'failed', 'metadata_only', 'ready'"
+        assert DocumentStatus.QUEUED == JobStatus.QUEUED  # shared words, separate names
 
 
 class TestEvents:

@@ -1198,6 +1198,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "self._encode_batch([texts[i] for i in idx])",
         ("tests/library/test_length_buckets.py", "-k", "input_order"),
     ),
+    Mutation(
+        "library: the claim spells the document status parsing again",
+        "services/library/lease.py",
+        "                status=DocumentStatus.PARSING,",
+        '                status="parsing",',
+        ("tests/test_status_literals.py", "-k", "spelled_only_in_contracts"),
+    ),
+    Mutation(
+        "ledger: a done step stops counting interrupted",
+        "services/common/contracts/statuses.py",
+        "    {StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.INTERRUPTED}",
+        "    {StepStatus.SUCCEEDED, StepStatus.FAILED}",
+        ("tests/common/test_contracts.py", "-k", "step_done"),
+    ),
 )
 
 

@@ -30,6 +30,7 @@ from services.api.events.stream_access import stream_access
 from services.api.events.stream_follow import Finished, FollowedStream, ResumeFrom, follow
 from services.api.library.access import AccessDep, library_access, visible_document
 from services.api.state import AppState
+from services.common.contracts.statuses import DocumentStatus
 from services.common.documents.streams import TERMINAL_EVENTS, document_stream_key
 from services.common.models import Document
 
@@ -97,13 +98,13 @@ async def _ended(state: AppState, doc_id: str) -> tuple[str, dict[str, Any]] | N
             doc = db.get(Document, uuid.UUID(doc_id))
             if doc is None:
                 return "document.failed", {"document_id": doc_id, "reason": "document deleted"}
-            if doc.status == "ready":
+            if doc.status == DocumentStatus.READY:
                 return "document.ready", {
                     "document_id": doc_id,
                     "chunks": doc.chunks,
                     "pages": doc.pages,
                 }
-            if doc.status == "failed":
+            if doc.status == DocumentStatus.FAILED:
                 return "document.failed", {"document_id": doc_id, "reason": doc.error}
             return None
 

@@ -38,6 +38,7 @@ from services.api.state import AppState
 from services.common.bibliography import NotABibliography, ParsedBibliography, read_bibliography
 from services.common.bibliography.keys import make_key
 from services.common.bibliography.writer import render_bib
+from services.common.contracts.statuses import DocumentStatus
 from services.common.contracts.tasks import send_import
 from services.common.documents.intake import UploadRefused, read_json_body, receive_small_file
 from services.common.documents.settings import IntakeSettings
@@ -167,7 +168,7 @@ def export_bibtex(
         select(Document)
         .where(
             Document.collection == target,
-            Document.status != "failed",
+            Document.status != DocumentStatus.FAILED,
             Document.duplicate_of.is_(None),
         )
         .order_by(Document.created_at, Document.id)

@@ -16,6 +16,7 @@ from decimal import Decimal
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from services.common.contracts.statuses import DocumentStatus
 from services.common.documents.collections import (
     LAB_COLLECTION,
     personal_collection,
@@ -45,7 +46,7 @@ def library_papers(db: Session, *, user_id: uuid.UUID, project_id: uuid.UUID | N
         db.scalar(
             select(func.count())
             .select_from(Document)
-            .where(Document.collection.in_(collections), Document.status == "ready")
+            .where(Document.collection.in_(collections), Document.status == DocumentStatus.READY)
         )
         or 0
     )

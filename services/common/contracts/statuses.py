@@ -1,4 +1,9 @@
-"""A job's statuses, and the sets every process decides "finished" by.
+"""Statuses that cross a process boundary, and the sets every process decides "finished" by.
+
+Four vocabularies, one ``StrEnum`` each: a job's (``JobStatus``), a ledger step's
+(``StepStatus``), a sandbox execution's (``ExecutionStatus``) and a library
+document's (``DocumentStatus``). They share words ("failed", "running",
+"queued"), so code names the vocabulary it means instead of the word.
 
 One owner for the words: the ORM, the API schemas, the sweeper's SQL, the CLI's
 watch and (through the generated ``static/contracts.js``) the browser read them
@@ -37,7 +42,61 @@ ACTIVE: frozenset[JobStatus] = frozenset(JobStatus) - TERMINAL
 PARKED: frozenset[JobStatus] = frozenset({JobStatus.WAITING_MODEL, JobStatus.BUDGET_EXHAUSTED})
 
 
-def sql_list(statuses: Iterable[JobStatus]) -> str:
+class StepStatus(StrEnum):
+    """A ``job_steps`` row: written running (a tool call in flight), then once finished."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    # The worker stopped during a call that may have half-run: reported, never repeated.
+    INTERRUPTED = "interrupted"
+
+
+# A step in one of these is never run again: a resumed job reads it back instead.
+STEP_DONE: frozenset[StepStatus] = frozenset(
+    {StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.INTERRUPTED}
+)
+
+
+class ExecutionStatus(StrEnum):
+    """A ``sandbox_executions`` row: running → finished | interrupted."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    # Its sandbox worker died (deadline passed) before it answered.
+    INTERRUPTED = "interrupted"
+
+
+EXECUTION_DONE: frozenset[ExecutionStatus] = frozenset(
+    {ExecutionStatus.FINISHED, ExecutionStatus.INTERRUPTED}
+)
+
+
+class DocumentStatus(StrEnum):
+    """A library ``documents`` row through its ingest."""
+
+    QUEUED = "queued"
+    PARSING = "parsing"
+    EMBEDDING = "embedding"
+    READY = "ready"
+    FAILED = "failed"
+    # Known by its metadata only (an import that found no readable full text).
+    METADATA_ONLY = "metadata_only"
+
+
+# An ingest may still claim it (library/lease.py); the sweeper re-queues a stale one.
+DOCUMENT_IN_FLIGHT: frozenset[DocumentStatus] = frozenset(
+    {DocumentStatus.QUEUED, DocumentStatus.PARSING, DocumentStatus.EMBEDDING}
+)
+# How an ingest ends: writing one of these releases the document's lease.
+DOCUMENT_INGESTED: frozenset[DocumentStatus] = frozenset(
+    {DocumentStatus.READY, DocumentStatus.FAILED}
+)
+# Never claimed again (the partial index on in-flight documents excludes these).
+DOCUMENT_SETTLED: frozenset[DocumentStatus] = frozenset(DocumentStatus) - DOCUMENT_IN_FLIGHT
+
+
+def sql_list(statuses: Iterable[StrEnum]) -> str:
     """``'a', 'b'`` for ``status IN (…)`` inside SQL text, in a stable order.
 
     The members are fixed identifiers (no quotes in them, checked here), not user

@@ -25,6 +25,7 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 
+from services.common.contracts.statuses import DocumentStatus
 from services.common.documents.blobs import BlobStore
 from services.common.models import Document
 from services.common.pdf_child.runner import ChildLimits, PdfReadFailed, read_pdf
@@ -233,10 +234,10 @@ def register_document(
         )
     ).first()
     now = datetime.now(UTC)
-    if existing is not None and existing.status != "failed":
+    if existing is not None and existing.status != DocumentStatus.FAILED:
         return existing, False
     if existing is not None:
-        existing.status, existing.error, existing.attempts = "queued", None, 0
+        existing.status, existing.error, existing.attempts = DocumentStatus.QUEUED, None, 0
         existing.lease_owner, existing.lease_until, existing.updated_at = None, now, now
         return existing, True
     doc = Document(
@@ -246,7 +247,7 @@ def register_document(
         content_hash=content_hash,
         filename=filename,
         source_url=source_url,
-        status="queued",
+        status=DocumentStatus.QUEUED,
         attempts=0,
         lease_until=now,
     )

@@ -25,6 +25,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
+from services.common.contracts.statuses import StepStatus
 from services.common.job_states import (  # noqa: F401 - re-exported for the ORM's users
     JOB_KINDS,
     JOB_STATUSES,
@@ -137,7 +138,7 @@ class JobStep(Base):
     name: Mapped[str] = mapped_column(String(200), nullable=False)
     round: Mapped[int] = mapped_column(Integer, nullable=False)
     tool_call_id: Mapped[str | None] = mapped_column(String(200))
-    status: Mapped[str] = mapped_column(String(20), nullable=False)
+    status: Mapped[StepStatus] = mapped_column(String(20), nullable=False)
     arguments: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     intent: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     result: Mapped[Any | None] = mapped_column(JSONB)

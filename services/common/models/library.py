@@ -21,12 +21,13 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
+from services.common.contracts.statuses import DOCUMENT_SETTLED, DocumentStatus, sql_list
 from services.common.models.base import Base, Timestamped, new_id
 
 # metadata_only: a bibliography entry kept without a PDF (no passages, never
 # ingested); like ready and failed it is settled, out of the sweeper's sight.
-METADATA_ONLY = "metadata_only"
-DOCUMENT_STATUSES = ("queued", "parsing", "embedding", "ready", "failed", METADATA_ONLY)
+METADATA_ONLY = DocumentStatus.METADATA_ONLY
+DOCUMENT_STATUSES = tuple(DocumentStatus)
 
 
 class Document(Timestamped, Base):
@@ -37,7 +38,7 @@ class Document(Timestamped, Base):
         Index(
             "ix_documents_in_flight",
             "lease_until",
-            postgresql_where=text("status NOT IN ('ready', 'failed', 'metadata_only')"),
+            postgresql_where=text(f"status NOT IN ({sql_list(DOCUMENT_SETTLED)})"),
         ),
     )
 
@@ -54,7 +55,9 @@ class Document(Timestamped, Base):
     filename: Mapped[str | None] = mapped_column(String(500))
     source_url: Mapped[str | None] = mapped_column(Text)
     title: Mapped[str | None] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(20), default="queued", nullable=False)
+    status: Mapped[DocumentStatus] = mapped_column(
+        String(20), default=DocumentStatus.QUEUED, nullable=False
+    )
     error: Mapped[str | None] = mapped_column(Text)
     pages: Mapped[int | None] = mapped_column(Integer)
     chunks: Mapped[int | None] = mapped_column(Integer)

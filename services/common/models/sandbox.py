@@ -10,6 +10,7 @@ from sqlalchemy import DateTime, ForeignKey, String, func
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
+from services.common.contracts.statuses import ExecutionStatus
 from services.common.models.base import Base
 
 
@@ -28,7 +29,7 @@ class SandboxExecution(Base):
         ForeignKey("jobs.id", ondelete="CASCADE"), index=True
     )
     tool_call_id: Mapped[str] = mapped_column(String(200), nullable=False)
-    status: Mapped[str] = mapped_column(String(20), nullable=False)
+    status: Mapped[ExecutionStatus] = mapped_column(String(20), nullable=False)
     owner: Mapped[str] = mapped_column(String(200), nullable=False)
     deadline_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSONB)

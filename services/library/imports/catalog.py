@@ -14,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.common.bibliography import Entry, normalise_title
+from services.common.contracts.statuses import DocumentStatus
 from services.common.models import Document
 
 # Titles shorter than this ("Introduction", "Notes") would match unrelated papers.
@@ -52,7 +53,7 @@ def load_catalog(db: Session, *, collections: list[str], target: str) -> Catalog
     """Every usable document of ``collections``; the target's own win ties, then the oldest."""
     rows = db.execute(
         select(Document.id, Document.collection, Document.doi, Document.arxiv_id, Document.title)
-        .where(Document.collection.in_(collections), Document.status != "failed")
+        .where(Document.collection.in_(collections), Document.status != DocumentStatus.FAILED)
         .order_by(Document.created_at, Document.id)
     ).all()
     catalog = Catalog(target)

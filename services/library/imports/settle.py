@@ -21,6 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.common.bibliography import Entry
+from services.common.contracts.statuses import DocumentStatus
 from services.common.documents.intake import PDF_MAGIC, url_key
 from services.common.models import Document, LibraryImportEntry
 from services.common.models.library import METADATA_ONLY
@@ -151,7 +152,7 @@ def settle_entry(
         **values,
     )
     if fetched and fetched.url:
-        doc.source_url, doc.status, doc.lease_until = fetched.url, "queued", now
+        doc.source_url, doc.status, doc.lease_until = fetched.url, DocumentStatus.QUEUED, now
         doc.filename = fetched.url.rstrip("/").rsplit("/", 1)[-1][:200] or "paper.pdf"
     else:
         doc.status = METADATA_ONLY

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from services.common.contracts.statuses import DocumentStatus
 from services.common.documents.collections import (
     LAB_COLLECTION,
     member_projects,
@@ -94,7 +95,7 @@ def find_original(
             Document.id != doc.id,
             Document.collection.in_(readable_collections(db, doc.owner_id)),
             Document.duplicate_of.is_(None),
-            Document.status != "failed",
+            Document.status != DocumentStatus.FAILED,
             Document.created_at <= doc.created_at,
         )
         .order_by(Document.created_at, Document.id)

@@ -15,9 +15,10 @@ from typing import Any
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
+from services.common.contracts.statuses import STEP_DONE
 from services.common.one_statement import OneStatement, rows_of
 
-DONE_STATUSES = ("succeeded", "failed", "interrupted")
+DONE_STATUSES = STEP_DONE  # the name its callers import
 
 
 def llm_key(round_no: int) -> str:

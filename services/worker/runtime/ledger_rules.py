@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.common.contracts.statuses import StepStatus
 from services.worker.runtime.ledger import StepView
 
 
@@ -18,7 +19,7 @@ def trailing_tool_failures(steps: dict[str, StepView]) -> int:
     for step in reversed(list(steps.values())):
         if step.kind != "tool":
             continue
-        if step.status != "failed":
+        if step.status != StepStatus.FAILED:
             break
         count += 1
     return count

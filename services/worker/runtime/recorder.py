@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
+from services.common.contracts.statuses import StepStatus
 from services.common.models import Message
 from services.common.one_statement import OneStatement
 from services.worker.budget.reservation import (
@@ -189,7 +190,7 @@ def record(
         "round": step.round_no,
         "tool_call_id": step.tool_call_id,
         "status": step.status,
-        "finished": step.status != "running",
+        "finished": step.status != StepStatus.RUNNING,
         "arguments": _json(step.arguments),
         "intent": _json(step.intent),
         "result": _json(step.result),
@@ -252,7 +253,7 @@ def record_failed_llm(
             kind="llm",
             name=str(request["model"]),
             round_no=round_no,
-            status="failed",
+            status=StepStatus.FAILED,
             arguments=request,
             error=error,
         ),

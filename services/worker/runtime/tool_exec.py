@@ -12,6 +12,7 @@ from typing import Any
 from opentelemetry import trace
 from pydantic import BaseModel
 
+from services.common.contracts.statuses import StepStatus
 from services.common.failpoints import failpoint
 from services.common.metrics import STEP_DURATION
 from services.common.telemetry import tool_call_attributes
@@ -80,7 +81,7 @@ class ToolStepRunner:
         return self.mcp.schemas(self.deps.registry.schemas(only=self.who.tools))
 
     def _begin(self, **fields: Any) -> None:
-        step = StepWrite(status="running", **fields)
+        step = StepWrite(status=StepStatus.RUNNING, **fields)
         done = record(self.deps.writer, self.lease, session_id=self.who.session_id, step=step)
         self.state.cancel_requested |= done.cancel_requested
         self.state.started(**fields)
@@ -106,7 +107,7 @@ class ToolStepRunner:
                 span.set_attribute("error.type", err.code)
                 return
             ctx = self._context(call, key)
-            if existing is not None and existing.status == "running":
+            if existing is not None and existing.status == StepStatus.RUNNING:
                 if self._resume_interrupted(tool, ctx, round_no, call, key, existing):
                     return
             if tool.effect is ToolEffect.CHILD_JOB:
@@ -162,9 +163,9 @@ class ToolStepRunner:
             if existing is None:
                 self._record_unrun(round_no, call, key, err)
             else:
-                self._complete(round_no, call, key, status="failed", error=err)
+                self._complete(round_no, call, key, status=StepStatus.FAILED, error=err)
             return
-        self._complete(round_no, call, key, status="succeeded", result=result)
+        self._complete(round_no, call, key, status=StepStatus.SUCCEEDED, result=result)
 
     def _context(self, call: ToolCallSpec, key: str) -> ToolContext:
         shared = self.who.workspace_session_id
@@ -200,9 +201,9 @@ class ToolStepRunner:
             # may suspend again while the approval is still pending.
             outcome = self.gate.resume_exec(ctx)
             if isinstance(outcome, ToolResult):
-                self._complete(round_no, call, key, status="succeeded", result=outcome)
+                self._complete(round_no, call, key, status=StepStatus.SUCCEEDED, result=outcome)
             else:
-                self._complete(round_no, call, key, status="interrupted", error=outcome)
+                self._complete(round_no, call, key, status=StepStatus.INTERRUPTED, error=outcome)
             return True
         if tool.effect is ToolEffect.EXTERNAL:
             # An external service's call that may have half-run: never repeated.
@@ -212,7 +213,7 @@ class ToolStepRunner:
                 "may not have taken effect and was not run again: check before calling it again",
                 category="interrupted",
             )
-            self._complete(round_no, call, key, status="interrupted", error=interrupted)
+            self._complete(round_no, call, key, status=StepStatus.INTERRUPTED, error=interrupted)
             return True
         if tool.effect is ToolEffect.WORKSPACE_EDIT and existing.intent:
             if tool.is_applied(existing.intent, ctx):
@@ -220,7 +221,7 @@ class ToolStepRunner:
                     content=f"{call.name} applied (confirmed after a worker restart)",
                     data={"recovered": True},
                 )
-                self._complete(round_no, call, key, status="succeeded", result=result)
+                self._complete(round_no, call, key, status=StepStatus.SUCCEEDED, result=result)
                 return True
         return False
 
@@ -280,12 +281,12 @@ class ToolStepRunner:
             if hold is not None:
                 err = hold.after_failure(err)
             span.set_attribute("error.type", err.code)
-            self._complete(round_no, call, key, status="failed", error=err, fresh=fresh)
+            self._complete(round_no, call, key, status=StepStatus.FAILED, error=err, fresh=fresh)
             return
         failpoint("tool.after_effect")
         if hold is not None:
             result = hold.after_success(result)  # suspends when protected files changed
-        self._complete(round_no, call, key, status="succeeded", result=result, fresh=fresh)
+        self._complete(round_no, call, key, status=StepStatus.SUCCEEDED, result=result, fresh=fresh)
         if approval is not None:
             self.gate.applied(approval)
 
@@ -307,7 +308,7 @@ class ToolStepRunner:
             "tool_call_id": call.id,
             "arguments": {"raw": call.arguments[:10_000]},
         }
-        self._complete(round_no, call, key, status="failed", error=err, fresh=fresh)
+        self._complete(round_no, call, key, status=StepStatus.FAILED, error=err, fresh=fresh)
 
     def _complete(
         self,

@@ -7,6 +7,7 @@ opening the steps (e.g. ``web_fetch [url_refused] …; web_search [not_configure
 
 from __future__ import annotations
 
+from services.common.contracts.statuses import StepStatus
 from services.worker.runtime.ledger import StepView
 
 MESSAGE_CHARS = 120
@@ -18,7 +19,7 @@ def trailing_failed_tool_steps(steps: dict[str, StepView]) -> list[StepView]:
     for step in reversed(list(steps.values())):
         if step.kind != "tool":
             continue
-        if step.status != "failed":
+        if step.status != StepStatus.FAILED:
             break
         run.append(step)
     return run[::-1]

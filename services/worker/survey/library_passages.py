@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from services.common.contracts.statuses import DocumentStatus
 from services.common.models import Document
 from services.common.surveys import CHUNK_CHARS, CHUNKS_PER_PAPER
 from services.worker.survey.context import SurveyContext
@@ -47,7 +48,7 @@ def read_from_library(
     for paper in fetched:
         status = statuses.get(paper["document_id"])
         chunks: list[dict[str, Any]] = []
-        if status == "ready":
+        if status == DocumentStatus.READY:
             chunks = _best_passages(ctx, paper["document_id"], queries)
         if chunks:
             paper.update(chunks=chunks, passages=LIBRARY)
@@ -115,8 +116,8 @@ def _best_passages(
 def _why_first_pages(status: str | None, wait_s: float) -> str:
     if status is None:
         return "the fetched document left the library before it was read"
-    if status == "failed":
+    if status == DocumentStatus.FAILED:
         return "the library could not ingest the fetched PDF"
-    if status == "ready":
+    if status == DocumentStatus.READY:
         return "the library found no passage of it for the survey's queries"
     return f"the library had not finished ingesting it within {wait_s:g} s"
