@@ -20,6 +20,7 @@ class State(TypedDict):
 
 
 def prepare(args: ChildArgs) -> Batch:
+    import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
     from langgraph.graph import END, START, StateGraph
     from psycopg.rows import dict_row
@@ -47,8 +48,11 @@ def prepare(args: ChildArgs) -> Batch:
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
         open=True,
     )
+    # Its own connection, closed at once, so the migrations' rows are reported before
+    # the batch (an idle pooled backend may hold its counts into the batch).
+    with psycopg.connect(args.dsn, autocommit=True, row_factory=dict_row) as conn:
+        PostgresSaver(conn).setup()  # type: ignore[arg-type]
     saver = PostgresSaver(pool)  # type: ignore[arg-type]
-    saver.setup()
     app = graph.compile(checkpointer=saver)
     durability = args.options.get("durability", "sync")
 

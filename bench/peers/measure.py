@@ -23,6 +23,8 @@ from bench.peers.wal import WalMeter, WalSpan
 from bench.peers.workload import STEPS
 from bench.scratch_stack import PG_ADMIN
 
+STATS_SETTLE_S = 1.5
+
 
 @dataclass
 class Run:
@@ -32,19 +34,19 @@ class Run:
     steps: int
     cpu: dict[str, float]  # CPU s per process group
     wal: WalSpan
-    rows: int
+    rows: dict[str, int]  # rows inserted or updated, per table
 
 
 def libpq_url(sqlalchemy_url: str) -> str:
     return sqlalchemy_url.replace("postgresql+psycopg://", "postgresql://", 1)
 
 
-def _rows_written(dsn: str) -> int:
+def _rows_written(dsn: str) -> dict[str, int]:
     with psycopg.connect(dsn, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT coalesce(sum(n_tup_ins + n_tup_upd), 0) FROM pg_stat_user_tables"
-        ).fetchone()
-    return int(row[0]) if row else 0
+        rows = conn.execute(
+            "SELECT schemaname || '.' || relname, n_tup_ins + n_tup_upd FROM pg_stat_user_tables"
+        ).fetchall()
+    return {str(name): int(count) for name, count in rows}
 
 
 class Window:
@@ -54,10 +56,13 @@ class Window:
         # Sampled while running so that a backend exiting mid-batch is still counted.
         self._ledger = CpuLedger(groups, sample_s=0.2)
         self._dsn = dsn
-        self._rows = 0
+        self._rows: dict[str, int] = {}
         self._wal = WalMeter(dsn)
 
     def start(self) -> None:
+        # A backend reports its counts when idle for a second at most, or at exit: the
+        # set-up's rows (a framework's migrations) are counted before the batch, not in it.
+        time.sleep(STATS_SETTLE_S)
         self._rows = _rows_written(self._dsn)
         self._wal.start()
         self._ledger.start()
@@ -67,10 +72,13 @@ class Window:
         cpu = self._ledger.stop()
         return cpu, self._wal.stop()
 
-    def rows(self) -> int:
-        """Rows written since ``start``; call once the system's connections are closed."""
-        time.sleep(0.5)  # an exiting backend reports its counts as it goes
-        return _rows_written(self._dsn) - self._rows
+    def rows(self) -> dict[str, int]:
+        """Rows written per table since ``start``; call once the system's connections
+        are closed."""
+        time.sleep(STATS_SETTLE_S)
+        now = _rows_written(self._dsn)
+        grown = {name: count - self._rows.get(name, 0) for name, count in now.items()}
+        return {name: count for name, count in grown.items() if count}
 
 
 def run_child(system: str, module: str, args: ChildArgs, database: str, logs: Path) -> Run:

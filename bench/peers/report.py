@@ -20,7 +20,7 @@ def figures(run: Run) -> dict[str, float]:
         "wal_bytes_per_step": (run.wal.ours if run.wal.ours is not None else run.wal.cluster)
         / run.steps,
         "cluster_wal_bytes_per_step": run.wal.cluster / run.steps,
-        "rows_per_step": run.rows / run.steps,
+        "rows_per_step": sum(run.rows.values()) / run.steps,
     }
 
 
@@ -45,6 +45,11 @@ def report(rounds: list[dict[str, Run]], header: str) -> None:
         failed = sum(run.failed for run in runs)
         values = " | ".join(_fmt(medians[name][m]) for m in SHOWN)
         print(f"| {name} | {values} | {split} | {failed} |")
+    print("\nrows written per step, by table (first round):")
+    for name in systems:
+        run = next(r[name] for r in rounds if name in r)
+        top = sorted(run.rows.items(), key=lambda kv: -kv[1])
+        print(f"  {name}: " + (", ".join(f"{t} {n / run.steps:.2f}" for t, n in top) or "none"))
     ratios = _paired_ratios(rounds, systems)
     if ratios:
         print("\npaired ratios, Leaflab / system (median of per-round ratios):")
