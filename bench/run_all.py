@@ -34,6 +34,7 @@ BENCHMARKS = [
     ["bench/library_embedding.py"],
     ["bench/library_backends.py"],
     ["bench/library_ingest.py", "--pdfs", str(SHARED / "pdfs")],
+    ["bench/ingest_levers.py", "--pdfs", str(SHARED / "pdfs"), "--variants", "plain,buckets"],
     ["bench/library_scale.py"],
     ["bench/metadata_completeness.py", "--pdfs", str(SHARED / "pdfs")],
     ["bench/import_throughput.py"],
