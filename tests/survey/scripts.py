@@ -5,7 +5,8 @@ conversation key the worker uses (``<session>:survey:<stage>[:<item>]``).
 They include a plan reply that needs the repair retry, a claim the verifier
 judges unsupported, a fabricated citation (``smith2099quantum``), a claim taken
 from its cited passage (SciBERT's vocabulary result) and a claim the model calls
-supported whose cited passages (reference lists) share no word with it.
+supported whose cited passages share no word with it (survey searches leave
+reference lists out, so the claim is one no passage of the three papers speaks of).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from services.worker.survey.keys import conversation
 FABRICATED = "smith2099quantum"
 UNSUPPORTED_CLAIM = "Every scientific language model is trained on chemistry patents"
 FABRICATED_CLAIM = "Quantum annealing answers every literature question"
-# The model says "supported"; its passages are two papers' reference lists.
-UNRELATED_CLAIM = "Retrieval grounds answers in passages"
+# The model says "supported"; no word of it is in any of the three papers, so
+# whichever passages gather picks, they share nothing with it.
+UNRELATED_CLAIM = "Glaciers calve icebergs beneath auroras"
 SUPPORTED_CLAIM = "An in-domain scientific vocabulary adds +0.60 F1 averaged across datasets"
 
 

@@ -103,7 +103,7 @@ class TestSurveyCommand:
             ]
             assert job["input"]["years"] == "2019-2026"
             # Only claims the model-independent checks support keep their citations (the
-            # script cites two papers over their reference lists: those need checking).
+            # script cites two papers for a claim no passage speaks of: it needs checking).
             report_md = artifacts(client, job["id"])["report.md"]
             cited = cited_keys(report_md)
             assert cited and cited < set(keys), cited

@@ -40,7 +40,7 @@ class TestSurveyEndToEnd:
         assert set(baseline.files) == ARTIFACTS
         result = baseline.job["result"]
         # Only the claim drawn from its passage survives: the one the model calls
-        # supported over two reference lists does not (test below).
+        # supported over two unrelated passages does not (test below).
         assert result["papers_found"] == 3 and result["papers_cited"] == 1
         assert result["needs_checking"] == 3
         assert baseline.job["cost_usd"] > 0 and baseline.job["usage"]["input_tokens"] > 0
