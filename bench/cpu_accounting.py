@@ -4,7 +4,9 @@ Wall time on a shared 2-core machine says little; CPU time per process does not
 depend on what else runs. A single-threaded process (a Postgres backend, Redis) is
 read from ``/proc/<pid>/schedstat``, the scheduler's nanosecond run time: its
 ``stat`` counters move in whole 10 ms ticks, so a backend that opens mid-batch and
-works 6 ms read 0. A multi-threaded process is read from ``stat`` through psutil,
+works 6 ms read 0 — unless its ticks exceed that by more than their error, which
+means threads that have exited (their time is kept only in ``stat``). A
+multi-threaded process is read from ``stat`` through psutil,
 which also counts its exited threads (their ``schedstat`` is gone with them); over
 a run its tick error is small against its total.
 Groups are named sets of pids. They are re-read at start, at stop and every
@@ -25,6 +27,8 @@ import psutil
 import psycopg
 
 PidSource = Callable[[], list[int]]
+# stat's user and system counters each move in whole ticks (10 ms at USER_HZ=100).
+TICK_ERROR_S = 0.02
 
 
 def _cpu_s(pid: int) -> tuple[float, float] | None:
@@ -39,7 +43,10 @@ def _cpu_s(pid: int) -> tuple[float, float] | None:
     total = float(times.user) + float(times.system)
     if threads == 1:
         precise = _schedstat_s(pid)
-        if precise is not None:
+        # schedstat is the main thread's alone: a process whose other threads
+        # have exited keeps their time only in stat's ticks. Trust schedstat
+        # only where the ticks agree with it to their own error.
+        if precise is not None and total - precise <= TICK_ERROR_S:
             total = precise
     return total, float(times.system)
 
