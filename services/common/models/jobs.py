@@ -25,7 +25,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from services.common.contracts.statuses import StepStatus
+from services.common.contracts.statuses import JobStatus, StepStatus
 from services.common.job_states import (  # noqa: F401 - re-exported for the ORM's users
     JOB_KINDS,
     JOB_STATUSES,
@@ -69,7 +69,7 @@ class Job(Timestamped, Base):
     )
     schedule_slot: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     kind: Mapped[str] = mapped_column(String(20), nullable=False)
-    status: Mapped[str] = mapped_column(String(20), default="queued", nullable=False)
+    status: Mapped[JobStatus] = mapped_column(String(20), default=JobStatus.QUEUED, nullable=False)
     input: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict, nullable=False)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     error: Mapped[str | None] = mapped_column(Text)

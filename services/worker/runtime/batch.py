@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.common.contracts.statuses import JobStatus
 from services.common.contracts.tasks import send_advance
 from services.common.failpoints import failpoint
 from services.common.models import TERMINAL_STATUSES, Job
@@ -47,8 +48,8 @@ class BatchRunner:
                 for child in children.values():
                     if child.status not in TERMINAL_STATUSES:
                         child.cancel_requested = True
-                        if child.status == "queued":
-                            child.status = "cancelled"
+                        if child.status == JobStatus.QUEUED:
+                            child.status = JobStatus.CANCELLED
             active = sum(1 for c in children.values() if c.status not in TERMINAL_STATUSES)
             if not cancel:
                 for index, task in enumerate(tasks):
@@ -60,7 +61,7 @@ class BatchRunner:
             done = len(children) == len(tasks) and active == 0 and not to_start
             if done or (cancel and active == 0):
                 summary = _summary(tasks, self._children(db))
-                status = "cancelled" if cancel else "succeeded"
+                status = JobStatus.CANCELLED if cancel else JobStatus.SUCCEEDED
                 failpoint("job.before_finish")
                 finish_job(db, self.lease, status=status, result=summary)
         if done or (cancel and active == 0):
@@ -71,7 +72,7 @@ class BatchRunner:
             self.events.emit("final", {"status": status, "result": summary})
             return Outcome.FINISHED
         progress = _progress(children, tasks, started=len(to_start))
-        self.events.emit("status", {"status": "running", "progress": progress})
+        self.events.emit("status", {"status": JobStatus.RUNNING, "progress": progress})
         return Outcome.WAITING
 
     def _children(self, db: Session) -> dict[int, Job]:
@@ -120,8 +121,8 @@ def _progress(
     in this wake-up (not in ``children``, read before), the rest wait their turn."""
     statuses = [c.status for c in children.values()]
     running = sum(1 for s in statuses if s not in TERMINAL_STATUSES) + started
-    succeeded = statuses.count("succeeded")
-    failed = statuses.count("failed") + statuses.count("cancelled")
+    succeeded = statuses.count(JobStatus.SUCCEEDED)
+    failed = statuses.count(JobStatus.FAILED) + statuses.count(JobStatus.CANCELLED)
     return {
         "total": len(tasks),
         "succeeded": succeeded,
@@ -148,7 +149,7 @@ def _summary(tasks: list[dict[str, Any]], children: dict[int, Job]) -> dict[str,
     statuses = [i["status"] for i in items]
     return {
         "total": len(items),
-        "succeeded": statuses.count("succeeded"),
-        "failed": len(items) - statuses.count("succeeded"),
+        "succeeded": statuses.count(JobStatus.SUCCEEDED),
+        "failed": len(items) - statuses.count(JobStatus.SUCCEEDED),
         "tasks": items,
     }
