@@ -13,7 +13,7 @@ up:      ## install and run the whole stack here (embedded Postgres/Redis; MODEL
 test:    ## install, start Postgres/Redis/Docker if needed, run the test suite
 	scripts/test.sh
 
-lint:    ## ruff + mypy, ESLint + tsc (browser code)
+lint:    ## ruff + mypy + import-linter, ESLint + tsc (browser code)
 	scripts/lint.sh
 
 format:
