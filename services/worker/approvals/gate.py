@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from sqlalchemy import select, text
 from sqlalchemy.dialects.postgresql import insert
 
+from services.common.contracts.statuses import JobStatus
 from services.common.failpoints import failpoint
 from services.common.models import Approval, Project
 from services.worker.approvals import exec_hold
@@ -136,7 +137,7 @@ class ApprovalGate:
     def wait_again(self, approval: Approval) -> None:
         # Woken without a decision (a stray message): wait again.
         with self.deps.factory() as db, db.begin():
-            suspend_job(db, self.lease, status="waiting_approval")
+            suspend_job(db, self.lease, status=JobStatus.WAITING_APPROVAL)
         raise StepSuspended(f"waiting for approval {approval.id}")
 
     def fail(self, approval: Approval, message: str, ctx: ToolContext) -> None:
@@ -175,7 +176,7 @@ class ApprovalGate:
     def request(self, tool_name: str, proposal: Proposal, ctx: ToolContext) -> None:
         """Insert the approval row with the job's suspension, tell the watcher, suspend."""
         with self.deps.factory() as db, db.begin():
-            suspend_job(db, self.lease, status="waiting_approval")
+            suspend_job(db, self.lease, status=JobStatus.WAITING_APPROVAL)
             approval_id = db.scalar(
                 insert(Approval)
                 .values(
@@ -196,7 +197,7 @@ class ApprovalGate:
         failpoint("approval.after_request")
         assert approval_id is not None
         self._emit(approval_id, "pending", tool_name, ctx, proposal)
-        self.events.emit("status", {"status": "waiting_approval"})
+        self.events.emit("status", {"status": JobStatus.WAITING_APPROVAL})
         raise StepSuspended(f"waiting for approval {approval_id}")
 
     def _decided(self, approval: Approval, ctx: ToolContext) -> uuid.UUID | None:

@@ -16,6 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from services.common.contracts.statuses import JobStatus
 from services.common.models import Job
 from services.worker.context.view import render_transcript
 from services.worker.llm.errors import ModelError
@@ -80,19 +81,25 @@ class MaintenanceRunner:
             if round_no:
                 last = self.steps[llm_key(round_no - 1)]
                 if last.status != "succeeded":
-                    return self._finish("failed", error=(last.error or {}).get("message"))
+                    return self._finish(JobStatus.FAILED, error=(last.error or {}).get("message"))
                 calls = (last.result or {}).get("tool_calls") or []
                 if not calls:
-                    return self._finish("succeeded", result={"content": last.result.get("content")})
+                    return self._finish(
+                        JobStatus.SUCCEEDED, result={"content": last.result.get("content")}
+                    )
                 pending = [c for c in calls if tool_key(round_no - 1, c["id"]) not in self.steps]
                 for call in pending:
                     self._run_tool(round_no - 1, call)
                 if pending:
                     continue
             if round_no >= self.max_steps:
-                return self._finish("succeeded", result={"content": "stopped at the step cap"})
+                return self._finish(
+                    JobStatus.SUCCEEDED, result={"content": "stopped at the step cap"}
+                )
             if self._tokens_used() >= self.deps.settings.memory_max_tokens:
-                return self._finish("succeeded", result={"content": "stopped at the token cap"})
+                return self._finish(
+                    JobStatus.SUCCEEDED, result={"content": "stopped at the token cap"}
+                )
             outcome = self._model_round(round_no, brief)
             if outcome is not None:
                 return outcome
@@ -183,7 +190,7 @@ class MaintenanceRunner:
                     error=error,
                 )
             )
-            return self._finish("failed", error=f"model call failed: {err}")
+            return self._finish(JobStatus.FAILED, error=f"model call failed: {err}")
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in resp.tool_calls]
         usage = {"input_tokens": resp.usage.input_tokens, "output_tokens": resp.usage.output_tokens}
         cost = Decimal(str(round(self.deps.prices.cost_usd(model, resp.usage), 8)))
@@ -277,7 +284,7 @@ class MaintenanceRunner:
         return total
 
     def _finish(
-        self, status: str, *, result: dict[str, Any] | None = None, error: str | None = None
+        self, status: JobStatus, *, result: dict[str, Any] | None = None, error: str | None = None
     ) -> Outcome:
         return finish_slice(
             self.deps, self.lease, self.events, status=status, result=result, error=error

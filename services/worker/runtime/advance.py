@@ -14,6 +14,7 @@ import uuid
 from opentelemetry import trace
 from sqlalchemy import text
 
+from services.common.contracts.statuses import JobStatus
 from services.common.contracts.tasks import send_advance
 from services.common.db import autocommit
 from services.common.models import Job
@@ -99,7 +100,7 @@ def _run_slice(deps: RuntimeDeps, lease: Lease) -> Outcome:
                 return Outcome.LEASE_LOST
             db.expunge(job)
     if job.attempts == 1:
-        events.emit("status", {"status": "running"})
+        events.emit("status", {"status": JobStatus.RUNNING})
     # Every slice, on any worker, joins the trace the API request started.
     with attached_context(job.trace_context), tracer.start_as_current_span(SPAN_JOB) as span:
         span.set_attributes(
@@ -151,8 +152,8 @@ def _give_up_lost(deps: RuntimeDeps, lease: Lease) -> Outcome:
 
 
 def _fail(deps: RuntimeDeps, lease: Lease, error: str) -> Outcome:
-    commit_finish(deps.writer, lease, status="failed", error=error)
-    deps.publisher.publish(str(lease.job_id), "final", {"status": "failed", "error": error})
+    commit_finish(deps.writer, lease, status=JobStatus.FAILED, error=error)
+    deps.publisher.publish(str(lease.job_id), "final", {"status": JobStatus.FAILED, "error": error})
     return Outcome.FINISHED
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from services.common.contracts.statuses import JobStatus
 from services.common.contracts.tasks import send_advance
 from services.common.failpoints import failpoint
 from services.common.models import TERMINAL_STATUSES, Job
@@ -75,7 +76,7 @@ def spawn_child(
             session_id=None,
             step=StepWrite(**step, status=WAITING, result={"job_id": str(child.id)}),
         )
-        suspend_job(db, lease, status="running")
+        suspend_job(db, lease, status=JobStatus.RUNNING)
         child_id = child.id
     failpoint("subagent.after_spawn")
     send_advance(deps.celery, child_id)
@@ -96,11 +97,11 @@ def child_outcome(deps: RuntimeDeps, lease: Lease, existing: StepView) -> ToolRe
             raise ToolError("subagent_lost", f"subagent job {child_id} no longer exists")
         status, result, error = child.status, child.result, child.error
         if status not in TERMINAL_STATUSES:
-            suspend_job(db, lease, status="running")
+            suspend_job(db, lease, status=JobStatus.RUNNING)
     if status not in TERMINAL_STATUSES:  # raised after the commit, never inside it
         raise StepSuspended(f"waiting for subagent job {child_id}")
     data = {"job_id": str(child_id), "status": status}
-    if status == "succeeded":
+    if status == JobStatus.SUCCEEDED:
         return ToolResult(content=str((result or {}).get("content") or ""), data=data)
     raise ToolError(
         "subagent_failed",

@@ -10,6 +10,7 @@ from celery import Celery
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
+from services.common.contracts.statuses import JobStatus
 from services.common.contracts.tasks import send_advance
 from services.common.failpoints import failpoint
 from services.common.metrics import JOB_DURATION
@@ -75,7 +76,7 @@ def finish_job(
     db: Session | Engine,
     lease: Lease,
     *,
-    status: str,
+    status: JobStatus,
     result: dict[str, Any] | None = None,
     error: str | None = None,
 ) -> list[uuid.UUID]:
@@ -113,7 +114,7 @@ def commit_finish(
     writer: Engine,
     lease: Lease,
     *,
-    status: str,
+    status: JobStatus,
     result: dict[str, Any] | None = None,
     error: str | None = None,
 ) -> list[uuid.UUID]:
@@ -131,7 +132,7 @@ def finish_and_announce(
     lease: Lease,
     events: JobEvents,
     *,
-    status: str,
+    status: JobStatus,
     result: dict[str, Any] | None = None,
     error: str | None = None,
 ) -> None:
@@ -152,7 +153,7 @@ def finish_slice(
     lease: Lease,
     events: JobEvents,
     *,
-    status: str,
+    status: JobStatus,
     result: dict[str, Any] | None = None,
     error: str | None = None,
 ) -> Outcome:

@@ -35,6 +35,7 @@ from typing import Any
 
 from sqlalchemy import text
 
+from services.common.contracts.statuses import JobStatus
 from services.worker.llm.errors import ModelError, is_retryable_status
 from services.worker.llm.routing.router import ModelRouter
 from services.worker.runtime.deps import RuntimeDeps
@@ -44,7 +45,7 @@ from services.worker.runtime.lease import Lease, check_fence
 from services.worker.runtime.outcome import Outcome
 
 log = logging.getLogger(__name__)
-WAITING_MODEL = "waiting_model"
+WAITING_MODEL = JobStatus.WAITING_MODEL
 
 # Since when the job has waited, as a re-park would leave it: kept while no step
 # finished after it (no progress since the wait began), else a new wait starts now.
@@ -169,12 +170,16 @@ def park_for_model(deps: RuntimeDeps, lease: Lease, events: JobEvents, outage: O
                 },
             )
     if cancel:
-        return finish_slice(deps, lease, events, status="cancelled", error="cancelled by user")
+        return finish_slice(
+            deps, lease, events, status=JobStatus.CANCELLED, error="cancelled by user"
+        )
     if poisoned:
         error = refused_request(outage, server_errors)
-        return finish_slice(deps, lease, events, status="failed", error=error)
+        return finish_slice(deps, lease, events, status=JobStatus.FAILED, error=error)
     if not parked:
-        return finish_slice(deps, lease, events, status="failed", error=gave_up(outage, waited))
+        return finish_slice(
+            deps, lease, events, status=JobStatus.FAILED, error=gave_up(outage, waited)
+        )
     log.warning("job %s parked: %s", lease.job_id, message)
     events.emit("status", {"status": WAITING_MODEL, "message": message})
     return Outcome.PAUSED

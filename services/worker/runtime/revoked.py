@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Protocol
 
+from services.common.contracts.statuses import JobStatus
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
 from services.worker.runtime.finish import finish_slice
@@ -40,4 +41,6 @@ def stop_if_revoked(
     if reason is None:
         return None
     events.emit(REVOKED_EVENT, {"reason": reason})
-    return finish_slice(deps, lease, events, status="cancelled", error=REVOKED_PREFIX + reason)
+    return finish_slice(
+        deps, lease, events, status=JobStatus.CANCELLED, error=REVOKED_PREFIX + reason
+    )

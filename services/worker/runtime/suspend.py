@@ -15,6 +15,7 @@ from opentelemetry import trace
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from services.common.contracts.statuses import JobStatus
 from services.worker.runtime.lease import Lease, check_fence
 
 
@@ -26,7 +27,7 @@ class StepSuspended(Exception):
         self.reason = reason
 
 
-def suspend_job(db: Session, lease: Lease, *, status: str) -> None:
+def suspend_job(db: Session, lease: Lease, *, status: JobStatus) -> None:
     """In the caller's transaction: check the fence, set ``status``, give the lease up."""
     check_fence(db, lease)
     db.execute(

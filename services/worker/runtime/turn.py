@@ -17,6 +17,7 @@ from typing import Any
 
 from opentelemetry import trace
 
+from services.common.contracts.statuses import JobStatus
 from services.common.failpoints import failpoint
 from services.common.models import ChatSession, Job
 from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER
@@ -119,15 +120,15 @@ class TurnRunner:
                 return Outcome.SLICE_EXPIRED
             first = False
             if self.state.cancel_requested:
-                return self._finish("cancelled", error="cancelled by user")
+                return self._finish(JobStatus.CANCELLED, error="cancelled by user")
             if (stop := stop_if_revoked(self.deps, self.lease, self.events, self.who)) is not None:
                 return stop  # before each step: removed from the project, or disabled
             steps = self.state.steps
             plan = self._plan(steps)
             if plan.action == "fail":
-                return self._finish("failed", error=plan.reason)
+                return self._finish(JobStatus.FAILED, error=plan.reason)
             if plan.action == "answer":
-                return self._finish("succeeded", result={"content": plan.answer or ""})
+                return self._finish(JobStatus.SUCCEEDED, result={"content": plan.answer or ""})
             if plan.action == "tools":
                 with tracer.start_as_current_span(SPAN_AGENT_ROUND) as span:
                     span.set_attribute("leaflab.round", plan.round_no)
@@ -280,7 +281,7 @@ class TurnRunner:
             request=request,
             message=error,
         )
-        return self._finish("failed", error=error)
+        return self._finish(JobStatus.FAILED, error=error)
 
     def _current_todos(self) -> list[dict[str, Any]]:
         # Read fresh: the todo tool writes the session row, not the ledger.
@@ -342,7 +343,9 @@ class TurnRunner:
         self.state.history.append(done.message)
         if calls:
             return None
-        return self._finish("succeeded", result=answer_result(resp.content, truncated, empty))
+        return self._finish(
+            JobStatus.SUCCEEDED, result=answer_result(resp.content, truncated, empty)
+        )
 
     def _model_failed(
         self, key: str, round_no: int, request: dict[str, Any], err: ModelError
@@ -371,14 +374,14 @@ class TurnRunner:
             request=request,
             error=error,
         )
-        return self._finish("failed", error=f"model call failed: {err}")
+        return self._finish(JobStatus.FAILED, error=f"model call failed: {err}")
 
     def _finish(
-        self, status: str, *, result: dict[str, Any] | None = None, error: str | None = None
+        self, status: JobStatus, *, result: dict[str, Any] | None = None, error: str | None = None
     ) -> Outcome:
         outcome = finish_slice(
             self.deps, self.lease, self.events, status=status, result=result, error=error
         )
-        if status == "succeeded" and self.kind == "turn":
+        if status == JobStatus.SUCCEEDED and self.kind == "turn":
             schedule_maintenance(self.deps, job_id=self.job_id)
         return outcome

@@ -12,6 +12,7 @@ import time
 from decimal import Decimal
 from typing import Any
 
+from services.common.contracts.statuses import JobStatus
 from services.common.models import Job
 from services.worker.budget.gate import BudgetGate
 from services.worker.budget.pause import pause_for_budget
@@ -74,7 +75,7 @@ class SurveyRunner:
                 # The model is down: the survey waits at the stage it is in (every
                 # finished unit is in the ledger) instead of failing hours of work.
                 return park_for_model(self.deps, self.lease, self.events, outage)
-            return self._finish("failed", error=f"survey failed: {failed}")
+            return self._finish(JobStatus.FAILED, error=f"survey failed: {failed}")
 
     def _stages(self) -> Outcome:
         ctx = self.ctx
@@ -89,7 +90,7 @@ class SurveyRunner:
         papers: dict[str, dict[str, Any]] = gathered["papers"]
         if not papers:
             return self._finish(
-                "failed",
+                JobStatus.FAILED,
                 error="survey failed: no papers found in the library for this topic "
                 "(ingest papers with `leaflab library ingest`, or give seed DOIs)",
             )
@@ -116,7 +117,7 @@ class SurveyRunner:
             return stop
         result = run_assemble(ctx, plan, gathered, notes, checked)
         ctx.report(stage="done")
-        return self._finish("succeeded", result=result)
+        return self._finish(JobStatus.SUCCEEDED, result=result)
 
     def _should_stop(self) -> bool:
         return (
@@ -131,14 +132,14 @@ class SurveyRunner:
         if self.lease.lost.is_set():
             return Outcome.LEASE_LOST
         if self.ctx.cancel_requested:
-            return self._finish("cancelled", error="cancelled by user")
+            return self._finish(JobStatus.CANCELLED, error="cancelled by user")
         # The first stage of a slice always runs, so every slice makes progress.
         if not first and (time.monotonic() >= self.deadline or draining()):
             return Outcome.SLICE_EXPIRED
         return None
 
     def _finish(
-        self, status: str, *, result: dict[str, Any] | None = None, error: str | None = None
+        self, status: JobStatus, *, result: dict[str, Any] | None = None, error: str | None = None
     ) -> Outcome:
         return finish_slice(
             self.deps, self.lease, self.events, status=status, result=result, error=error
