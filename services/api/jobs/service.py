@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from services.api.errors import ApiError
 from services.api.sessions.service import DEFAULT_TITLE
 from services.api.transaction import after_commit
+from services.common.contracts.statuses import JobStatus
 from services.common.contracts.tasks import send_advance
 from services.common.models import (
     TERMINAL_STATUSES,
@@ -137,8 +138,8 @@ def cancel_job(db: Session, *, celery: Celery, job: Job) -> Job:
     # and its worker ends it as cancelled at once.
     db.execute(
         update(Job)
-        .where(Job.id == job.id, Job.status == "waiting_approval")
-        .values(status="running")
+        .where(Job.id == job.id, Job.status == JobStatus.WAITING_APPROVAL)
+        .values(status=JobStatus.RUNNING)
     )
     db.execute(
         update(Approval)
@@ -151,13 +152,13 @@ def cancel_job(db: Session, *, celery: Celery, job: Job) -> Job:
         # it stops at once too.
         .where(
             Job.id == job.id,
-            Job.status.in_(("queued", "budget_exhausted", "waiting_model")),
+            Job.status.in_((JobStatus.QUEUED, JobStatus.BUDGET_EXHAUSTED, JobStatus.WAITING_MODEL)),
             Job.lease_until.is_(None),
         )
-        .values(status="cancelled", error="cancelled by user", finished_at=func.now())
+        .values(status=JobStatus.CANCELLED, error="cancelled by user", finished_at=func.now())
     )
     db.refresh(job)
-    if job.status != "cancelled" or job.kind == "batch":
+    if job.status != JobStatus.CANCELLED or job.kind == "batch":
         _enqueue_after_commit(db, celery, job.id)
     elif job.session_id is not None:
         waiting = next_queued_turn(db, session_id=job.session_id)
