@@ -40,15 +40,16 @@ from services.cli.watch_text import (
     usage_line,
     waiting_line,
 )
+from services.common.contracts.statuses import JobStatus, StepStatus
 
 STATUS_STYLE = {
-    "succeeded": "bold green",
-    "failed": "bold red",
-    "cancelled": "bold yellow",
-    "budget_exhausted": "bold yellow",  # parked until a raise, not failed
-    "waiting_approval": "bold magenta",
-    "running": "bold cyan",
-    "waiting_model": "bold yellow",
+    JobStatus.SUCCEEDED: "bold green",
+    JobStatus.FAILED: "bold red",
+    JobStatus.CANCELLED: "bold yellow",
+    JobStatus.BUDGET_EXHAUSTED: "bold yellow",  # parked until a raise, not failed
+    JobStatus.WAITING_APPROVAL: "bold magenta",
+    JobStatus.RUNNING: "bold cyan",
+    JobStatus.WAITING_MODEL: "bold yellow",
 }
 TODO_MARK = {"completed": ("✓", "green"), "in_progress": ("▶", "yellow")}
 USAGE_REFRESH_S = 0.5
@@ -143,7 +144,7 @@ def _event_lines(event: dict[str, Any], st: WatchState) -> list[Text]:
     kind, data = event.get("event"), event.get("data") or {}
     if kind == "tool_end" and st.last_ended is not None:
         call = st.last_ended
-        ok = call.status == "succeeded"
+        ok = call.status == StepStatus.SUCCEEDED
         took = f" ({call.seconds:.2f}s)" if call.seconds is not None else ""
         return [
             Text.assemble(

@@ -25,7 +25,7 @@ from services.common.contracts.events import (
     ToolStart,
     parse_event,
 )
-from services.common.contracts.statuses import PARKED, TERMINAL, JobStatus
+from services.common.contracts.statuses import PARKED, TERMINAL, JobStatus, StepStatus
 from services.common.surveys import STAGES
 
 __all__ = ["BUDGET_EXHAUSTED", "PARKED", "TERMINAL", "WAITING_MODEL", "WatchState"]
@@ -61,7 +61,7 @@ class ToolCall:
     name: str
     started_ms: int | None
     ended_ms: int | None = None
-    status: str = "running"
+    status: str = StepStatus.RUNNING  # then the tool_end event's word
 
     @property
     def seconds(self) -> float | None:
@@ -97,7 +97,7 @@ class Bar:
 class WatchState:
     job_id: str = ""
     kind: str = ""
-    status: str = "queued"
+    status: str = JobStatus.QUEUED
     stage: str | None = None
     batch_progress: dict[str, Any] | str | None = None  # the batch's task counts
     text: str = ""  # the answer streamed since the last tool call
@@ -134,7 +134,7 @@ class WatchState:
         self.previous, self.current = self.current, str(kind)
         self.resumed = None
         if kind in ACTIVITY and self.status in PARKED:
-            self.resumed, self.status, self.waiting = self.status, "running", None
+            self.resumed, self.status, self.waiting = self.status, JobStatus.RUNNING, None
         if at is not None:
             self.first_ms = self.first_ms if self.first_ms is not None else at
             self.last_ms = at

@@ -8,6 +8,7 @@ import click
 
 from services.cli.term.literal import literal
 from services.cli.watch_state import BUDGET_EXHAUSTED, WatchState
+from services.common.contracts.statuses import JobStatus
 
 # `leaflab admin budget set` (services/cli/budget_cmd.py) is what an admin raises it with.
 BUDGET_PAUSE = (
@@ -79,13 +80,13 @@ def unseen_answer(st: WatchState) -> str | None:
     """The job's answer when none of it streamed past the last tool call (its tokens
     went out before the watch began, or were lost): the watch still ends with it."""
     content = (st.result or {}).get("content")
-    if st.final != "succeeded" or not isinstance(content, str) or st.text.strip():
+    if st.final != JobStatus.SUCCEEDED or not isinstance(content, str) or st.text.strip():
         return None
     return literal(content, multiline=True) or None
 
 
 def report_error(job: dict[str, Any]) -> None:
-    if job["status"] != "succeeded" and job.get("error"):
+    if job["status"] != JobStatus.SUCCEEDED and job.get("error"):
         click.echo(f"error: {literal(job['error'])}", err=True)
 
 

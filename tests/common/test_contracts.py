@@ -97,9 +97,10 @@ class TestStatuses:
 
 
 class TestOtherVocabularies:
-    def test_step_done_is_every_step_status_but_running(self) -> None:
-        # A resumed job re-runs only a running step (and reports it interrupted).
-        assert frozenset(StepStatus) - STEP_DONE == {StepStatus.RUNNING}
+    def test_step_done_is_every_step_status_but_running_and_waiting(self) -> None:
+        # A resumed job re-runs only a running step (and reports it interrupted); a
+        # waiting one (a subagent's) is read back through its child job.
+        assert frozenset(StepStatus) - STEP_DONE == {StepStatus.RUNNING, StepStatus.WAITING}
         assert "interrupted" in STEP_DONE
 
     def test_execution_done_is_every_execution_status_but_running(self) -> None:

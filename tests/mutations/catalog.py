@@ -1093,6 +1093,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/web/test_library_page.py", "-k", "retracted_badge"),
     ),
     Mutation(
+        "survey: the repair of a cut reply is fitted like the first (asks for less only in words)",
+        "services/worker/survey/reply_fit.py",
+        "    return max(MIN_CHARS_PER_TOKEN, min(CHARS_PER_TOKEN, observed) * REPAIR_MARGIN)",
+        "    return CHARS_PER_TOKEN",
+        ("tests/survey/test_structured_reply.py", "-k", "truncated"),
+    ),
+    Mutation(
         "lookup: on although the address guard refuses the OpenAlex URL",
         "services/library/metadata/lookup.py",
         'URL cannot be asked: %s", refused)\n        return None\n',

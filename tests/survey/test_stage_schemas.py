@@ -95,7 +95,7 @@ def _reply(content: str) -> ModelResponse:
 def test_an_empty_outline_from_a_free_server_is_accepted_without_a_repair() -> None:
     calls: list[list[dict[str, Any]]] = []
 
-    def call(messages: list[dict[str, Any]]) -> ModelResponse:
+    def call(messages: list[dict[str, Any]], _chars_per_token: float) -> ModelResponse:
         calls.append(messages)
         return _reply('{"sections": []}')
 

@@ -14,6 +14,7 @@ import pytest
 from services.model_sim.server import SimServerHandle, serve_in_thread
 from services.worker.llm.client import ModelClient
 from services.worker.llm.types import ModelResponse
+from services.worker.survey.reply_fit import CHARS_PER_TOKEN
 from services.worker.survey.structured import (
     StageFailed,
     answer_with_one_repair,
@@ -48,11 +49,16 @@ class Conversation:
         url = f"{sim.url}/_sim/scripts/{self.key}"
         httpx.put(url, json={"replies": replies}, timeout=5).raise_for_status()
         self.client = ModelClient(sim.base_url, "k", timeout_s=5, max_retries=0)
+        self.densities: list[float] = []  # the chars per token each call was fitted to
+        self.replies: list[str] = []
 
-    def call(self, messages: list[dict[str, Any]]) -> ModelResponse:
-        return self.client.complete(
+    def call(self, messages: list[dict[str, Any]], chars_per_token: float) -> ModelResponse:
+        self.densities.append(chars_per_token)
+        reply = self.client.complete(
             model="m", messages=messages, max_tokens=8, conversation_key=self.key
         )
+        self.replies.append(reply.content or "")
+        return reply
 
     def sent(self) -> list[list[dict[str, Any]]]:
         items = httpx.get(
@@ -118,6 +124,17 @@ def test_a_reply_cut_at_max_tokens_is_reported_as_truncated(sim: SimServerHandle
     assert "invalid JSON" not in message
     repair = talk.sent()[1][-1]["content"]
     assert "cut off" in repair and "shorter" in repair
+    # Less in the bounds too: fitted under the density the cut reply showed.
+    first, second = talk.densities
+    assert first == CHARS_PER_TOKEN
+    shown = len(talk.replies[0]) / 8
+    assert second < min(first, shown)
+
+
+def test_a_repair_for_a_wrong_shape_keeps_the_bounds(sim: SimServerHandle) -> None:
+    talk = Conversation(sim, [{"content": '{"title": "Models"}'}, {"content": VALID}])
+    answer_with_one_repair("outline", SCHEMA, ASK, talk.call, max_tokens=8)
+    assert talk.densities == [CHARS_PER_TOKEN, CHARS_PER_TOKEN]
 
 
 def test_invalid_json_twice_fails_with_the_json_error(sim: SimServerHandle) -> None:

@@ -50,6 +50,9 @@ class StepStatus(StrEnum):
     FAILED = "failed"
     # The worker stopped during a call that may have half-run: reported, never repeated.
     INTERRUPTED = "interrupted"
+    # A subagent's step while its child job runs (result: the child's id); a resumed
+    # parent reads the child's outcome, it never spawns it again.
+    WAITING = "waiting"
 
 
 # A step in one of these is never run again: a resumed job reads it back instead.

@@ -14,6 +14,7 @@ from decimal import Decimal
 
 from opentelemetry import trace
 
+from services.common.contracts.statuses import StepStatus
 from services.common.failpoints import failpoint
 from services.common.telemetry.names import SPAN_CONTEXT_SUMMARIZE, TRACER_WORKER
 from services.worker.context.view import (
@@ -144,7 +145,7 @@ def make_summary(
             kind=SUMMARY_KIND,
             name=model,
             round_no=round_no,
-            status="succeeded",
+            status=StepStatus.SUCCEEDED,
             arguments=arguments,
             result=result,
         ),
@@ -157,6 +158,6 @@ def make_summary(
         name=model,
         round_no=round_no,
         arguments=arguments,
-        status="succeeded",
+        status=StepStatus.SUCCEEDED,
         result=result,
     )

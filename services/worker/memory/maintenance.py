@@ -16,7 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from services.common.contracts.statuses import JobStatus
+from services.common.contracts.statuses import JobStatus, StepStatus
 from services.common.models import Job
 from services.worker.context.view import render_transcript
 from services.worker.llm.errors import ModelError
@@ -80,7 +80,7 @@ class MaintenanceRunner:
             round_no = sum(1 for s in self.steps.values() if s.kind == "llm" and s.done)
             if round_no:
                 last = self.steps[llm_key(round_no - 1)]
-                if last.status != "succeeded":
+                if last.status != StepStatus.SUCCEEDED:
                     return self._finish(JobStatus.FAILED, error=(last.error or {}).get("message"))
                 calls = (last.result or {}).get("tool_calls") or []
                 if not calls:
@@ -119,7 +119,7 @@ class MaintenanceRunner:
                 kind="brief",
                 name="memory",
                 round_no=0,
-                status="succeeded",
+                status=StepStatus.SUCCEEDED,
                 result={"content": content},
             )
         )
@@ -185,7 +185,7 @@ class MaintenanceRunner:
                     kind="llm",
                     name=model,
                     round_no=round_no,
-                    status="failed",
+                    status=StepStatus.FAILED,
                     arguments={"model": model},
                     error=error,
                 )
@@ -200,7 +200,7 @@ class MaintenanceRunner:
                 kind="llm",
                 name=resp.model or model,
                 round_no=round_no,
-                status="succeeded",
+                status=StepStatus.SUCCEEDED,
                 arguments={"model": model},
                 result={"content": resp.content, "tool_calls": calls, "usage": usage},
             ),
@@ -234,11 +234,13 @@ class MaintenanceRunner:
                 ) from exc
             result = tool.run(tool.parse(raw), self._context(call["id"], key))
         except ToolError as err:
-            self._record(StepWrite(**base, status="failed", error=err.to_dict()))
+            self._record(StepWrite(**base, status=StepStatus.FAILED, error=err.to_dict()))
             return
         self._record(
             StepWrite(
-                **base, status="succeeded", result={"content": result.content, "data": result.data}
+                **base,
+                status=StepStatus.SUCCEEDED,
+                result={"content": result.content, "data": result.data},
             )
         )
 
@@ -294,6 +296,6 @@ class MaintenanceRunner:
 def _tool_text(step: StepView | None) -> str:
     if step is None:
         return "(no result)"
-    if step.status == "succeeded":
+    if step.status == StepStatus.SUCCEEDED:
         return str((step.result or {}).get("content") or "")
     return f"ERROR {(step.error or {}).get('message', 'failed')}"

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services.common.contracts.statuses import JobStatus
+from services.common.contracts.statuses import JobStatus, StepStatus
 from services.common.contracts.tasks import send_advance
 from services.common.failpoints import failpoint
 from services.common.models import TERMINAL_STATUSES, Job
@@ -106,7 +106,7 @@ class BatchRunner:
                 kind="spawn",
                 name="batch_task",
                 round_no=index,
-                status="succeeded",
+                status=StepStatus.SUCCEEDED,
                 arguments=task,
                 result={"job_id": str(child.id)},
             ),

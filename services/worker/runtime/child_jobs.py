@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from services.common.contracts.statuses import JobStatus
+from services.common.contracts.statuses import JobStatus, StepStatus
 from services.common.contracts.tasks import send_advance
 from services.common.failpoints import failpoint
 from services.common.models import TERMINAL_STATUSES, Job
@@ -31,7 +31,6 @@ from services.worker.runtime.suspend import StepSuspended, suspend_job
 from services.worker.tools.base import ToolContext, ToolError, ToolResult
 from services.worker.tools.subagent import AgentTool
 
-WAITING = "waiting"
 TITLE_CHARS = 60
 
 
@@ -74,7 +73,7 @@ def spawn_child(
             db,
             lease,
             session_id=None,
-            step=StepWrite(**step, status=WAITING, result={"job_id": str(child.id)}),
+            step=StepWrite(**step, status=StepStatus.WAITING, result={"job_id": str(child.id)}),
         )
         suspend_job(db, lease, status=JobStatus.RUNNING)
         child_id = child.id

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from services.common.contracts.statuses import STEP_DONE
+from services.common.contracts.statuses import STEP_DONE, StepStatus
 from services.common.one_statement import OneStatement, rows_of
 
 DONE_STATUSES = STEP_DONE  # the name its callers import
@@ -36,7 +36,7 @@ class StepView:
     name: str
     round: int
     tool_call_id: str | None
-    status: str
+    status: StepStatus
     arguments: dict[str, Any] | None
     intent: dict[str, Any] | None
     result: Any
@@ -68,7 +68,7 @@ def load_steps(db: Session | Engine, job_id: uuid.UUID) -> dict[str, StepView]:
             name=r.name,
             round=r.round,
             tool_call_id=r.tool_call_id,
-            status=r.status,
+            status=StepStatus(r.status),
             arguments=r.arguments,
             intent=r.intent,
             result=r.result,

@@ -106,7 +106,7 @@ class StepWrite:
     kind: str
     name: str
     round_no: int
-    status: str
+    status: StepStatus
     tool_call_id: str | None = None
     arguments: Any = None
     intent: Any = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from services.common.contracts.statuses import StepStatus
 from services.common.models import Message
 from services.worker.runtime.ledger import StepView
 
@@ -30,7 +31,8 @@ class TurnState:
             name=fields["name"],
             round=fields["round_no"],
             tool_call_id=fields.get("tool_call_id"),
-            status=fields.get("status", "running"),
+            # Checked here: the fields arrive untyped, a misspelt status must not pass.
+            status=StepStatus(fields.get("status", StepStatus.RUNNING)),
             arguments=fields.get("arguments"),
             intent=fields.get("intent"),
             result=fields.get("result"),
@@ -38,5 +40,5 @@ class TurnState:
             executions=executions,
         )
 
-    def finished(self, key: str, *, status: str, result: Any, error: Any) -> None:
+    def finished(self, key: str, *, status: StepStatus, result: Any, error: Any) -> None:
         self.steps[key] = replace(self.steps[key], status=status, result=result, error=error)

@@ -17,7 +17,7 @@ from typing import Any
 
 from opentelemetry import trace
 
-from services.common.contracts.statuses import JobStatus
+from services.common.contracts.statuses import JobStatus, StepStatus
 from services.common.failpoints import failpoint
 from services.common.models import ChatSession, Job
 from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER
@@ -149,7 +149,7 @@ class TurnRunner:
         round_no = len(done_rounds)
         if round_no:
             last = steps[llm_key(round_no - 1)]
-            if last.status != "succeeded":
+            if last.status != StepStatus.SUCCEEDED:
                 return Plan("fail", round_no, [], {}, reason=error_text(last.error))
             calls = [ToolCallSpec(**c) for c in (last.result or {}).get("tool_calls") or []]
             if not calls:
@@ -313,7 +313,7 @@ class TurnRunner:
                 kind="llm",
                 name=name,
                 round_no=round_no,
-                status="succeeded",
+                status=StepStatus.SUCCEEDED,
                 arguments=request,
                 result=result,
                 started_at=called_at,
@@ -336,7 +336,7 @@ class TurnRunner:
             name=name,
             round_no=round_no,
             arguments=request,
-            status="succeeded",
+            status=StepStatus.SUCCEEDED,
             result=result,
         )
         assert done.message is not None

@@ -15,6 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from services.common.contracts.statuses import StepStatus
 from services.common.surveys import SurveyShape, shape_for
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.events import JobEvents
@@ -103,7 +104,7 @@ class SurveyContext:
     def result(self, key: str) -> Any:
         """A finished step's data, or None when the step has not succeeded yet."""
         step = self.steps.get(key)
-        return step.result if step is not None and step.status == "succeeded" else None
+        return step.result if step is not None and step.status == StepStatus.SUCCEEDED else None
 
     def done(self, key: str, *, stage: str, result: Any, spent: Spent | None = None) -> None:
         """Record a finished unit of work with its usage (fenced; raises LeaseLost)."""
@@ -124,7 +125,7 @@ class SurveyContext:
                 kind="survey",
                 name=stage,
                 round_no=STAGES.index(stage),
-                status="succeeded",
+                status=StepStatus.SUCCEEDED,
                 arguments=arguments,
                 result=result,
                 started_at=spent.started_at,
@@ -139,7 +140,7 @@ class SurveyContext:
                 name=stage,
                 round=STAGES.index(stage),
                 tool_call_id=None,
-                status="succeeded",
+                status=StepStatus.SUCCEEDED,
                 arguments=arguments,
                 intent=None,
                 result=result,

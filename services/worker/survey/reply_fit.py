@@ -10,6 +10,12 @@ decoding) then close each string in time; others read the bounds as guidance.
 
 The reply is still *checked* against the unbounded schema: a longer answer that
 parses is a good answer, and a bound is never a new way to fail.
+
+Prose runs about three characters a token, but a note that copies a passage's table
+or numbers does not (a tokenizer that splits digits spends a token on each): when a
+reply is cut anyway, its repair is fitted with the density the cut reply itself
+showed (``repair_density``), so the repair asks for less in its bounds, not only in
+its words.
 """
 
 from __future__ import annotations
@@ -31,24 +37,39 @@ SLACK = 0.9
 MAX_TEXT_CHARS = 600
 MIN_TEXT_CHARS = 24
 ARRAY_CAPS = (8, 6, 4, 3, 2, 1)
+# A repair is fitted below the density its cut reply showed, never under the floor
+# (one token for two characters: byte-level pieces of unusual text).
+REPAIR_MARGIN = 0.6
+MIN_CHARS_PER_TOKEN = 0.5
 
 
-def fit_to_reply(schema: dict[str, Any], *, max_tokens: int) -> dict[str, Any]:
+def fit_to_reply(
+    schema: dict[str, Any], *, max_tokens: int, chars_per_token: float = CHARS_PER_TOKEN
+) -> dict[str, Any]:
     """A copy of ``schema`` with ``maxItems``/``maxLength`` bounds whose largest
-    reply fits ``max_tokens``; bounds already in the schema are kept when tighter.
-    Arrays shrink (8 items, then 6, 4, …) before strings go under MIN_TEXT_CHARS."""
+    reply fits ``max_tokens`` when free text runs ``chars_per_token``; bounds already
+    in the schema are kept when tighter. Arrays shrink (8 items, then 6, 4, …)
+    before strings go under MIN_TEXT_CHARS."""
     chars = MIN_TEXT_CHARS
     cap = ARRAY_CAPS[-1]
     for cap in ARRAY_CAPS:
         slots, fixed = _measure(schema, cap)
         if slots == 0:
             break
-        chars = int((max_tokens * SLACK - fixed) * CHARS_PER_TOKEN / slots)
+        chars = int((max_tokens * SLACK - fixed) * chars_per_token / slots)
         if chars >= MIN_TEXT_CHARS:
             break
     bounded = copy.deepcopy(schema)
     _bound(bounded, cap, max(MIN_TEXT_CHARS, min(chars, MAX_TEXT_CHARS)))
     return bounded
+
+
+def repair_density(cut_reply: str, tokens: int) -> float:
+    """Characters per token to fit the repair of a reply cut after ``tokens`` tokens:
+    under what the cut reply itself used (and never above the first fit's), so a
+    model that writes the same way again fits."""
+    observed = len(cut_reply) / max(1, tokens)
+    return max(MIN_CHARS_PER_TOKEN, min(CHARS_PER_TOKEN, observed) * REPAIR_MARGIN)
 
 
 def _is_text(node: dict[str, Any]) -> bool:

@@ -9,7 +9,9 @@ the object, a raw newline or tab inside a string: what small models and servers
 without schema-constrained decoding produce), then validated against the schema.
 A reply that still fails is sent back once with the problem; a second bad reply
 fails the stage with it. A reply cut at its token limit (or the stream's deadline)
-is reported as truncated, never as a JSON error, and its repair asks for less.
+is reported as truncated, never as a JSON error, and its repair asks for less: in
+its words, and in the bounds it is sent with (fitted to the density the cut reply
+showed, ``reply_fit.repair_density``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from services.worker.llm.errors import ModelError
 from services.worker.llm.types import ModelResponse
 from services.worker.runtime.deps import RuntimeDeps
 from services.worker.runtime.model_call import call_model
-from services.worker.survey.reply_fit import fit_to_reply
+from services.worker.survey.reply_fit import CHARS_PER_TOKEN, fit_to_reply, repair_density
 from services.worker.survey.schemas import response_format
 
 SCENE = "survey_writing"  # routed to the flagship tier unless configured otherwise
@@ -102,15 +104,15 @@ class StructuredCaller:
         spent = Spent()
         check = reply_check(ask.schema, lenient_enums=ask.lenient_enums)
         max_tokens = self.deps.settings.llm_max_tokens
-        # Sent with bounds that fit the reply's tokens, checked without them.
-        fitted = fit_to_reply(ask.schema, max_tokens=max_tokens)
-        data = answer_with_one_repair(
-            ask.name,
-            check,
-            messages,
-            lambda sent: self._call(ask, fitted, sent, spent),
-            max_tokens=max_tokens,
-        )
+
+        def send(sent: list[dict[str, Any]], chars_per_token: float) -> ModelResponse:
+            # Sent with bounds that fit the reply's tokens, checked without them.
+            fitted = fit_to_reply(
+                ask.schema, max_tokens=max_tokens, chars_per_token=chars_per_token
+            )
+            return self._call(ask, fitted, sent, spent)
+
+        data = answer_with_one_repair(ask.name, check, messages, send, max_tokens=max_tokens)
         return data, spent
 
     def _call(
@@ -163,14 +165,16 @@ def answer_with_one_repair(
     name: str,
     schema: dict[str, Any],
     messages: list[dict[str, Any]],
-    call: Callable[[list[dict[str, Any]]], ModelResponse],
+    call: Callable[[list[dict[str, Any]], float], ModelResponse],
     *,
     max_tokens: int,
 ) -> dict[str, Any]:
-    """The schema-valid object of ``call(messages)``'s reply, after at most one repair
-    call that shows the model its reply and what is wrong with it; raises StageFailed.
-    ``max_tokens`` is the limit the calls are sent with (named when a reply is cut)."""
-    reply = call(messages)
+    """The schema-valid object of ``call(messages, chars_per_token)``'s reply, after at
+    most one repair call that shows the model its reply and what is wrong with it;
+    raises StageFailed. ``chars_per_token`` is the density the call fits its bounds
+    to: the prose default first, the cut reply's own (lower) for the repair of a
+    truncated one. ``max_tokens`` is the limit the calls are sent with."""
+    reply = call(messages, CHARS_PER_TOKEN)
     data, problem = _judge(reply, schema, max_tokens)
     if problem is None:
         return data
@@ -179,7 +183,10 @@ def answer_with_one_repair(
         {"role": "assistant", "content": reply.content or ""},
         {"role": "user", "content": _repair_request(name, problem, reply)},
     ]
-    reply = call(repair)
+    density = CHARS_PER_TOKEN
+    if reply.truncated:
+        density = repair_density(reply.content or "", _cut_at(reply, max_tokens))
+    reply = call(repair, density)
     data, problem = _judge(reply, schema, max_tokens)
     if problem is None:
         return data
@@ -197,9 +204,12 @@ def _judge(
     data, problem = _parse(reply.content or "", schema)
     if problem is None or not reply.truncated:
         return data, problem
+    return {}, f"the reply was truncated at {_cut_at(reply, max_tokens)} tokens"
+
+
+def _cut_at(reply: ModelResponse, max_tokens: int) -> int:
     # A stream cut at its deadline ends where its tokens stopped; "length" at the limit.
-    cut_at = max_tokens if reply.finish_reason == "length" else reply.usage.output_tokens
-    return {}, f"the reply was truncated at {cut_at} tokens"
+    return max_tokens if reply.finish_reason == "length" else reply.usage.output_tokens
 
 
 def _repair_request(name: str, problem: str, reply: ModelResponse) -> str:
