@@ -29,7 +29,7 @@ from services.api.rate_limits import TokenBucket
 from services.common.db import build_engine, build_sessionmaker
 from services.common.models import ApiKey, Job, User
 from services.common.turns import JobOrigin, create_queued_job
-from services.worker.runtime.lease import acquire
+from services.worker.spine.lease import acquire
 
 
 def _ms(fn: Callable[[], object], n: int) -> list[float]:

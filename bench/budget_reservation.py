@@ -32,7 +32,7 @@ from bench.harness import percentile
 from bench.scratch_stack import scratch_stack
 from services.common.db import build_sessionmaker
 from services.common.models import Budget, Project, User
-from services.worker.budget.reservation import (
+from services.worker.spine.budget.reservation import (
     RESERVE_SQL,
     SETTLE_SQL,
     Ask,

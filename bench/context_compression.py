@@ -25,9 +25,9 @@ from collections import defaultdict
 from typing import Any
 
 from services.common.models import Message
-from services.worker.context.tokens import view_tokens
 from services.worker.context.view import Budget, RecordedSummary, build_view
-from services.worker.runtime.conversation import to_model_messages
+from services.worker.llm.token_estimate import view_tokens
+from services.worker.spine.conversation import to_model_messages
 
 SESSION_BUDGET = Budget(input_tokens=5000, truncate_primary_chars=1500, truncate_all_chars=800)
 SYSTEM = "You are Leaflab. " * 70  # about the size of the assembled prompt

@@ -18,9 +18,9 @@ from services.common.redis_client import build_redis
 from services.worker.llm.client import client_from_settings
 from services.worker.llm.pricing import PriceBook
 from services.worker.llm.types import ModelResponse
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.lease import LeaseKeeper
 from services.worker.settings import WorkerSettings
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.lease import LeaseKeeper
 from services.worker.tools.base import Tool, ToolContext, ToolResult
 from services.worker.tools.registry import ToolRegistry
 

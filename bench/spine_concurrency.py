@@ -61,7 +61,7 @@ from services.common.contracts.tasks import ADVANCE_TASK, AGENT_QUEUE
 from services.common.db import build_engine, build_sessionmaker
 from services.common.models import ChatSession, Job, JobStep, User
 from services.worker.llm.client import ModelClient
-from services.worker.runtime.conversation import append_message
+from services.worker.spine.conversation import append_message
 from tests.faults.private_servers import PrivateRedis
 from tests.fixtures.processes import Proc, free_port, wait_http
 

@@ -44,9 +44,10 @@ from services.cli.up.commands import model_sim_argv
 from services.common.models import ChatSession, Job, User
 from services.common.telemetry import TelemetrySettings, build_tracer_provider
 from services.worker.llm.client import ModelClient
-from services.worker.runtime.advance import advance
-from services.worker.runtime.conversation import append_message
-from services.worker.runtime.deps import RuntimeDeps
+from services.worker.runtime.runners import job_runners
+from services.worker.spine.conversation import append_message
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.dispatch import advance
 from services.worker.tools.files import file_tools
 from tests.fixtures.processes import Proc, free_port, wait_http
 
@@ -96,11 +97,12 @@ def run_pass(
         user_id = user.id
     result = PassResult([], [], 0.0, [])
     cpu = 0.0
+    runners = job_runners()
     for _ in range(args.jobs):
         job_id = _make_job(factory, user_id)
         timings.clear()
         cpu_start, start = time.process_time(), time.perf_counter()
-        advance(deps, job_id)
+        advance(deps, job_id, runners)
         end, cpu_end = time.perf_counter(), time.process_time()
         steps, finish = _split(start, end, timings, args.latency_ms / 1000)
         expected = 2 * args.rounds + 1

@@ -42,7 +42,7 @@ from services.cli.watch_text import (
 )
 from services.common.contracts.statuses import JobStatus, StepStatus
 
-STATUS_STYLE = {
+STATUS_STYLE: dict[str, str] = {
     JobStatus.SUCCEEDED: "bold green",
     JobStatus.FAILED: "bold red",
     JobStatus.CANCELLED: "bold yellow",

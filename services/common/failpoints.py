@@ -13,7 +13,7 @@ or a VM stall — until someone sends SIGCONT), ``raise`` (a
 only on the Nth hit of that point in this process (counting from 1). With the
 variable unset :func:`failpoint` returns after one truth test of an empty dict.
 
-Points placed in the agent worker (``services/worker/runtime``), one at each
+Points placed in the agent worker (``services/worker/spine`` and ``runtime``), one at each
 ledger boundary:
 
 - ``model.before_record`` / ``model.after_record``: a model reply has arrived /

@@ -32,13 +32,14 @@ from services.worker.llm.pricing import PriceBook
 from services.worker.llm.routing.setup import discovered_router
 from services.worker.notify.dispatcher import EmailDispatcher, WebhookDispatcher
 from services.worker.notify.settings import EmailSettings, WebhookSettings
-from services.worker.runtime.advance import advance
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.drain import start_draining
-from services.worker.runtime.lease import LeaseKeeper
-from services.worker.runtime.model_probe import ModelWaitWatcher
-from services.worker.runtime.sweeper import Sweeper
+from services.worker.runtime.runners import job_runners
 from services.worker.settings import WorkerSettings
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.dispatch import advance
+from services.worker.spine.drain import start_draining
+from services.worker.spine.lease import LeaseKeeper
+from services.worker.spine.model_probe import ModelWaitWatcher
+from services.worker.spine.sweeper import Sweeper
 from services.worker.tools.library_intake import CeleryIngestQueue
 from services.worker.tools.mcp import McpSettings
 from services.worker.tools.ports import LibraryEndpoint
@@ -47,6 +48,8 @@ from services.worker.tools.web.settings import ResearchToolSettings
 from services.worker.toolset import build_registry
 
 log = logging.getLogger(__name__)
+# Job kind -> runner: what the spine's dispatch runs a slice with.
+_runners = job_runners()
 
 settings = WorkerSettings()
 # A malformed LEAFLAB_MCP_SERVERS stops the worker here, naming the entry and field.
@@ -189,5 +192,5 @@ def advance_task(job_id: str) -> str | None:
         log.error("%s got a malformed job id %r", ADVANCE_TASK, job_id)
         return None
     deps = get_deps()
-    outcome = advance(deps, parsed)
+    outcome = advance(deps, parsed, _runners)
     return outcome.value if outcome else None

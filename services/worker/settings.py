@@ -35,7 +35,7 @@ class WorkerSettings(ContextSettings, LlmSettings):
     # crash, a segfaulting library) with no step finished in between is failed
     # after this many, instead of killing workers every lease TTL for hours.
     max_lost_slices: int = Field(default=5, ge=1)
-    # Outages (runtime/model_wait.py): a job whose model call found every endpoint
+    # Outages (spine/model_wait.py): a job whose model call found every endpoint
     # down waits as ``waiting_model`` (no worker, no lease) and is failed after this
     # long without progress; the waited-on endpoints are probed (GET /models) at most
     # once per interval, cluster-wide, each probe bounded by the timeout.

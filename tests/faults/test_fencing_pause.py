@@ -97,7 +97,7 @@ class TestWorkerFrozenBeforeAnEdit:
     before applying it, past its lease. The rescuer takes over, finds the file not
     yet in that state, applies edit 2 and finishes the job. Woken, the victim must
     not apply edit 2 a second time: the fence is checked before the workspace is
-    touched (services.worker.runtime.lease.fenced_effect).
+    touched (services.worker.spine.lease.fenced_effect).
     """
 
     def test_woken_worker_never_applies_the_edit_the_rescuer_applied(

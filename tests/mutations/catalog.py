@@ -253,21 +253,21 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "budget: reservations read the budget rows without FOR UPDATE",
-        "services/worker/budget/reservation.py",
+        "services/worker/spine/budget/reservation.py",
         "         ORDER BY b.id\n           FOR UPDATE\n    ), ask AS (",
         "         ORDER BY b.id\n    ), ask AS (",
         ("tests/worker/budget/test_invariant.py", "-k", "user-only"),
     ),
     Mutation(
         "fence: a stale lease's step write is accepted",
-        "services/worker/runtime/recorder.py",
+        "services/worker/spine/recorder.py",
         "         WHERE id = :job_id AND fence = :fence\n        RETURNING cancel_requested",
         "         WHERE id = :job_id\n        RETURNING cancel_requested",
         ("tests/worker/test_fence_refusals.py", "-k", "step"),
     ),
     Mutation(
         "fence: a workspace edit under a stale lease goes ahead",
-        "services/worker/runtime/lease.py",
+        "services/worker/spine/lease.py",
         "    if row is None or int(row.fence) != lease.fence:",
         "    if row is None:",
         ("tests/worker/test_fence_refusals.py", "-k", "edit"),
@@ -394,7 +394,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "step numbers taken from the statement's snapshot",
-        "services/worker/runtime/recorder.py",
+        "services/worker/spine/recorder.py",
         "        SELECT :step_id, :job_id, j.step_seq, :key,",
         "        SELECT :step_id, :job_id,\n"
         "               COALESCE((SELECT max(seq) FROM job_steps WHERE job_id = :job_id), 0) + 1,"
@@ -417,7 +417,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "a budget-paused job keeps no record of what its call needs",
-        "services/worker/budget/pause.py",
+        "services/worker/spine/budget/pause.py",
         '        "need_usd": None if overrun else held.usd,',
         '        "need_usd": None,',
         ("tests/web/test_admin_page.py", "-k", "raising_a_budget"),
@@ -459,7 +459,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "a finish points at the user's next waiting job without handing it the slot",
-        "services/worker/runtime/finish.py",
+        "services/worker/spine/finish.py",
         "        UPDATE jobs SET enqueued_at = now()\n"
         "         WHERE id = (SELECT j.id FROM jobs j, done",
         "        UPDATE jobs SET enqueued_at = NULL\n"
@@ -468,7 +468,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "a job refused by the lease's re-count stays marked as sent",
-        "services/worker/runtime/lease.py",
+        "services/worker/spine/lease.py",
         "        if row is None:\n            mark_waiting(tx, job_id=job_id)\n",
         "",
         ("tests/worker/test_fairness.py", "-k", "race"),

@@ -18,10 +18,10 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.models import SpendRecord
-from services.worker.budget.gate import BudgetGate
 from services.worker.llm.client import ModelClient
 from services.worker.llm.pricing import PriceBook
 from services.worker.settings import WorkerSettings
+from services.worker.spine.budget.gate import BudgetGate
 from tests.fixtures.builders import client_for, make_user, wait_job
 from tests.fixtures.processes import Services
 from tests.fixtures.real_model import RealModelServer

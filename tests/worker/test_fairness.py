@@ -23,10 +23,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.celery_app import build_celery
 from services.common.models import Job
 from services.common.settings import get_settings
-from services.worker.runtime.admission import LOCK_NAMESPACE
-from services.worker.runtime.finish import finish_job
-from services.worker.runtime.lease import Lease, acquire
-from services.worker.runtime.sweeper import sweep_once
+from services.worker.spine.admission import LOCK_NAMESPACE
+from services.worker.spine.finish import finish_job
+from services.worker.spine.lease import Lease, acquire
+from services.worker.spine.sweeper import sweep_once
 from tests.fixtures.builders import TestUser, client_for, make_user, queued_jobs
 from tests.fixtures.processes import Services
 

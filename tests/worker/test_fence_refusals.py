@@ -17,8 +17,8 @@ from sqlalchemy import Engine, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.models import ChatSession, Job, JobStep, User
-from services.worker.runtime.lease import Lease, LeaseLost, fenced_effect
-from services.worker.runtime.recorder import StepWrite, UsageDelta, record
+from services.worker.spine.lease import Lease, LeaseLost, fenced_effect
+from services.worker.spine.recorder import StepWrite, UsageDelta, record
 
 CURRENT_FENCE = 7
 

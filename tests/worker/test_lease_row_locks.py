@@ -22,8 +22,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.celery_app import build_celery
 from services.common.models import Job
 from services.common.settings import get_settings
-from services.worker.runtime.lease import Lease, LeaseKeeper
-from services.worker.runtime.sweeper import sweep_once
+from services.worker.spine.lease import Lease, LeaseKeeper
+from services.worker.spine.sweeper import sweep_once
 from tests.fixtures.builders import make_user, queued_jobs
 
 LOCKED_SQL = text(

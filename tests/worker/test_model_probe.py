@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.celery_app import build_celery
 from services.common.settings import get_settings
-from services.worker.runtime.model_probe import check_once, probe_endpoint
+from services.worker.spine.model_probe import check_once, probe_endpoint
 from tests.fixtures.builders import make_user, queued_jobs
 from tests.fixtures.dead_servers import black_hole, closed_port
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from services.worker.llm.errors import ModelError
 from services.worker.llm.routing.profiles import Candidate
 from services.worker.llm.routing.router import Attempt, RoutingFailed
-from services.worker.runtime.model_wait import gave_up, outage_of
+from services.worker.spine.model_wait import gave_up, outage_of
 
 A, B = Candidate("a", "m"), Candidate("b", "m")
 

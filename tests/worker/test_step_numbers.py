@@ -17,8 +17,8 @@ from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.models import Job, JobStep, User
-from services.worker.runtime.lease import Lease
-from services.worker.runtime.recorder import StepWrite, record
+from services.worker.spine.lease import Lease
+from services.worker.spine.recorder import StepWrite, record
 from tests.fixtures.builders import client_for, make_user, wait_job
 from tests.fixtures.processes import Services
 

@@ -23,9 +23,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.db import build_engine
 from services.common.events import EventPublisher, stream_key
 from services.common.models import ChatSession, Job, User
-from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import commit_finish
-from services.worker.runtime.lease import Lease, LeaseLost
+from services.worker.spine.events import JobEvents
+from services.worker.spine.finish import commit_finish
+from services.worker.spine.lease import Lease, LeaseLost
 from tests.conftest import PG_ADMIN_URL, Stack
 
 

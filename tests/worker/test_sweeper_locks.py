@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.celery_app import build_celery
 from services.common.models import Job
 from services.common.settings import get_settings
-from services.worker.runtime.sweeper import sweep_once
+from services.worker.spine.sweeper import sweep_once
 from tests.fixtures.builders import make_user, queued_jobs
 
 # Far longer than a sweep takes here; a sweep waiting on the lock never returns.

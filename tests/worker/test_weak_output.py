@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.worker.runtime.answer import (
+from services.worker.spine.answer import (
     EMPTY_REPLY_NOTICE,
     TRUNCATED_NOTICE,
     answer_result,

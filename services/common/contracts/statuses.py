@@ -22,7 +22,7 @@ class JobStatus(StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
     WAITING_APPROVAL = "waiting_approval"
-    # Parked while every endpoint of its model is down (runtime/model_wait.py).
+    # Parked while every endpoint of its model is down (spine/model_wait.py).
     WAITING_MODEL = "waiting_model"
     # Parked until an admin raises the budget (leaflab admin budget set).
     BUDGET_EXHAUSTED = "budget_exhausted"

@@ -3,7 +3,7 @@
 A budget row carries its own running totals (``spent_*`` and ``reserved_*``):
 the worker reserves a call's worst case against every applicable row in one
 statement and settles it afterwards, so ``spent + reserved`` never exceeds the
-limit (services/worker/budget/). The spend ledger is the record of what each
+limit (services/worker/spine/budget/). The spend ledger is the record of what each
 settled model call was charged. A settlement never charges past the limit:
 what a server reported beyond it (a reply longer than ``max_tokens``, a prompt
 larger than the reservation's estimate) is an overrun row, not spend, and a
@@ -80,7 +80,7 @@ class Budget(Timestamped, Base):
     reserved_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), default=0, nullable=False)
     reserved_tokens: Mapped[int] = mapped_column(BigInteger, default=0, nullable=False)
     # US$ reported past what a call could be charged since an admin last set the
-    # budget; above zero, every further call is refused (services/worker/budget/).
+    # budget; above zero, every further call is refused (services/worker/spine/budget/).
     overrun_usd: Mapped[Decimal] = mapped_column(
         Numeric(14, 6), default=0, server_default="0", nullable=False
     )

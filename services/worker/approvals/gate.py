@@ -33,10 +33,10 @@ from services.worker.approvals.exec_hold import ExecHold
 from services.worker.approvals.policy import Proposal, proposal_for
 from services.worker.approvals.protected import ProtectedPaths
 from services.worker.approvals.snapshot import TooMuchToHold
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.events import JobEvents
-from services.worker.runtime.lease import Lease
-from services.worker.runtime.suspend import StepSuspended, suspend_job
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.events import JobEvents
+from services.worker.spine.lease import Lease
+from services.worker.spine.suspend import StepSuspended, suspend_job
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 from services.worker.tools.workspace import relative, resolve, sha256_file
 

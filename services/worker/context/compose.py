@@ -26,11 +26,11 @@ from services.worker.context.summary import (
 )
 from services.worker.context.view import Budget, ContextView, build_view, compact_requested
 from services.worker.context.window import ContextWindow
-from services.worker.runtime.conversation import to_model_messages
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.events import JobEvents
-from services.worker.runtime.lease import Lease
-from services.worker.runtime.state import TurnState
+from services.worker.spine.conversation import to_model_messages
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.events import JobEvents
+from services.worker.spine.lease import Lease
+from services.worker.spine.state import TurnState
 
 tracer = trace.get_tracer(TRACER_WORKER)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.lease import Lease
-from services.worker.runtime.recorder import record_failed_llm
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.lease import Lease
+from services.worker.spine.recorder import record_failed_llm
 
 OVERFLOW_CODE = "context_overflow"
 

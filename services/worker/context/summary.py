@@ -24,11 +24,11 @@ from services.worker.context.view import (
     render_transcript,
 )
 from services.worker.llm.errors import ModelError
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.lease import Lease
-from services.worker.runtime.ledger import StepView
-from services.worker.runtime.recorder import StepWrite, UsageDelta, record
-from services.worker.runtime.state import TurnState
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.lease import Lease
+from services.worker.spine.ledger import StepView
+from services.worker.spine.recorder import StepWrite, UsageDelta, record
+from services.worker.spine.state import TurnState
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer(TRACER_WORKER)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.worker.context import layers
-from services.worker.context.tokens import message_tokens, view_tokens
+from services.worker.llm.token_estimate import message_tokens, view_tokens
 
 SUMMARY_HEADER = "[Summary of the earlier conversation, written to save context]"
 COMPACT_COMMAND = "/compact"

@@ -21,11 +21,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from services.worker.context.tokens import estimate_tokens, view_tokens
 from services.worker.llm import json_protocol
 from services.worker.llm.capabilities import PERMISSIVE, Capabilities
+from services.worker.llm.token_estimate import estimate_tokens, view_tokens
 from services.worker.llm.tokenize import tokenizer_for
-from services.worker.runtime.deps import RuntimeDeps
+from services.worker.spine.deps import RuntimeDeps
 
 
 def endpoint_capabilities(deps: RuntimeDeps, profile: str | None) -> Capabilities:

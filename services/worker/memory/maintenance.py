@@ -22,17 +22,17 @@ from services.worker.context.view import render_transcript
 from services.worker.llm.errors import ModelError
 from services.worker.memory.documents import read_documents, render_memory
 from services.worker.memory.tool import memory_tool
-from services.worker.runtime.conversation import ordered_messages, to_model_messages
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.drain import draining
-from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import finish_slice
-from services.worker.runtime.lease import Lease
-from services.worker.runtime.ledger import StepView, llm_key, load_steps, tool_key
-from services.worker.runtime.model_wait import outage_of, park_for_model
-from services.worker.runtime.outcome import Outcome
-from services.worker.runtime.recorder import StepWrite, UsageDelta, record
-from services.worker.runtime.revoked import stop_if_revoked
+from services.worker.spine.conversation import ordered_messages, to_model_messages
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.drain import draining
+from services.worker.spine.events import JobEvents
+from services.worker.spine.finish import finish_slice
+from services.worker.spine.lease import Lease
+from services.worker.spine.ledger import StepView, llm_key, load_steps, tool_key
+from services.worker.spine.model_wait import outage_of, park_for_model
+from services.worker.spine.outcome import Outcome
+from services.worker.spine.recorder import StepWrite, UsageDelta, record
+from services.worker.spine.revoked import stop_if_revoked
 from services.worker.tools.base import ToolContext, ToolError
 from services.worker.tools.registry import ToolRegistry
 

@@ -22,7 +22,7 @@ from services.common.models import ChatSession, Job, JobStep
 from services.common.one_statement import OneStatement
 from services.common.turns import JobOrigin, create_queued_job
 from services.worker.memory.tool import MEMORY_TOOL
-from services.worker.runtime.deps import RuntimeDeps
+from services.worker.spine.deps import RuntimeDeps
 
 MEMORY_JOB = "memory"
 ACTIVE = (

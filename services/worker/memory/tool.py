@@ -4,7 +4,7 @@ Replacement makes the effect IDEMPOTENT: a resumed job that writes again
 leaves the same document. It touches only ``memory_documents`` rows of the
 job's own user and project.
 
-Each call re-checks the user's access first (``runtime/membership.py``): a
+Each call re-checks the user's access first (``spine/membership.py``): a
 user removed from the project, or disabled, reads and writes nothing. Project
 memory reaches every member's prompt, so only a project owner (or an admin)
 writes it directly; another member's write becomes a proposal that an owner
@@ -28,7 +28,7 @@ from services.worker.memory.documents import (
     render_memory,
 )
 from services.worker.memory.proposals import propose
-from services.worker.runtime.membership import access_now
+from services.worker.spine.membership import access_now
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 
 MEMORY_TOOL = "memory"

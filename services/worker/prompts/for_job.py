@@ -17,8 +17,8 @@ from services.worker.prompts.assembly import (
     skill_folders,
 )
 from services.worker.prompts.skills import Skill, load_skills, skills_index
-from services.worker.runtime.ledger import StepView, llm_key
 from services.worker.settings import WorkerSettings
+from services.worker.spine.ledger import StepView, llm_key
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,12 @@ from services.common.contracts.tasks import send_advance
 from services.common.failpoints import failpoint
 from services.common.models import TERMINAL_STATUSES, Job
 from services.common.turns import JobOrigin, create_queued_job, open_session
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import finish_job
-from services.worker.runtime.lease import Lease, check_fence
-from services.worker.runtime.outcome import Outcome
-from services.worker.runtime.recorder import StepWrite, record
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.events import JobEvents
+from services.worker.spine.finish import finish_job
+from services.worker.spine.lease import Lease, check_fence
+from services.worker.spine.outcome import Outcome
+from services.worker.spine.recorder import StepWrite, record
 
 
 class BatchRunner:

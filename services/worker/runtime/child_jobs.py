@@ -23,11 +23,11 @@ from services.common.failpoints import failpoint
 from services.common.models import TERMINAL_STATUSES, Job
 from services.common.telemetry import inject_carrier
 from services.common.turns import JobOrigin, create_queued_job, open_session
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.lease import Lease
-from services.worker.runtime.ledger import StepView
-from services.worker.runtime.recorder import StepWrite, record
-from services.worker.runtime.suspend import StepSuspended, suspend_job
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.lease import Lease
+from services.worker.spine.ledger import StepView
+from services.worker.spine.recorder import StepWrite, record
+from services.worker.spine.suspend import StepSuspended, suspend_job
 from services.worker.tools.base import ToolContext, ToolError, ToolResult
 from services.worker.tools.subagent import AgentTool
 

@@ -15,8 +15,8 @@ from opentelemetry import trace
 from sqlalchemy import select
 
 from services.common.models import Project
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.events import JobEvents
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.events import JobEvents
 from services.worker.tools.base import Tool
 
 if TYPE_CHECKING:

@@ -19,15 +19,15 @@ from services.common.telemetry import tool_call_attributes
 from services.common.telemetry.names import TRACER_WORKER, tool_call_span_name
 from services.worker.approvals.gate import ApprovalGate
 from services.worker.runtime.child_jobs import child_outcome, spawn_child
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.events import JobEvents
-from services.worker.runtime.lease import Lease, fenced_effect
-from services.worker.runtime.ledger import StepView, tool_key
 from services.worker.runtime.mcp_offer import McpOffering
-from services.worker.runtime.recorder import MessageWrite, StepWrite, record
-from services.worker.runtime.state import TurnState
-from services.worker.runtime.suspend import noting_suspension
 from services.worker.runtime.tool_attempts import run_attempts
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.events import JobEvents
+from services.worker.spine.lease import Lease, fenced_effect
+from services.worker.spine.ledger import StepView, tool_key
+from services.worker.spine.recorder import MessageWrite, StepWrite, record
+from services.worker.spine.state import TurnState
+from services.worker.spine.suspend import noting_suspension
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 from services.worker.tools.subagent import AgentTool
 

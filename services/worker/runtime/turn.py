@@ -21,9 +21,6 @@ from services.common.contracts.statuses import JobStatus, StepStatus
 from services.common.failpoints import failpoint
 from services.common.models import ChatSession, Job
 from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER
-from services.worker.budget.gate import BudgetGate
-from services.worker.budget.pause import pause_for_budget
-from services.worker.budget.reservation import PendingSettlement
 from services.worker.context.compose import ComposedView, compose_view
 from services.worker.context.overflow import record_overflow
 from services.worker.context.window import server_prompt_tokens, window_for
@@ -32,35 +29,38 @@ from services.worker.llm.types import ModelResponse
 from services.worker.memory.schedule import schedule_maintenance
 from services.worker.prompts.for_job import job_prompt
 from services.worker.prompts.skills import inject_skills
-from services.worker.runtime.answer import answer_result, reply_step_result
-from services.worker.runtime.conversation import ordered_messages
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.drain import draining
-from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import finish_slice
-from services.worker.runtime.lease import Lease
-from services.worker.runtime.ledger import StepView, llm_key, load_steps
-from services.worker.runtime.ledger_rules import (
+from services.worker.runtime.subagent_scope import subagent_scope
+from services.worker.runtime.tool_exec import JobIdentity, ToolCallSpec, ToolStepRunner
+from services.worker.spine.answer import answer_result, reply_step_result
+from services.worker.spine.budget.gate import BudgetGate
+from services.worker.spine.budget.pause import pause_for_budget
+from services.worker.spine.budget.reservation import PendingSettlement
+from services.worker.spine.conversation import ordered_messages
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.drain import draining
+from services.worker.spine.events import JobEvents
+from services.worker.spine.finish import finish_slice
+from services.worker.spine.lease import Lease
+from services.worker.spine.ledger import StepView, llm_key, load_steps
+from services.worker.spine.ledger_rules import (
     error_text,
     rounds_since_todo,
     trailing_tool_failures,
 )
-from services.worker.runtime.model_call import call_model, retry_events
-from services.worker.runtime.model_wait import outage_of, park_for_model
-from services.worker.runtime.outcome import Outcome
-from services.worker.runtime.recorder import (
+from services.worker.spine.model_call import call_model, retry_events
+from services.worker.spine.model_wait import outage_of, park_for_model
+from services.worker.spine.outcome import Outcome
+from services.worker.spine.recorder import (
     MessageWrite,
     StepWrite,
     UsageDelta,
     record,
     record_failed_llm,
 )
-from services.worker.runtime.revoked import stop_if_revoked
-from services.worker.runtime.state import TurnState
-from services.worker.runtime.subagent_scope import subagent_scope
-from services.worker.runtime.suspend import StepSuspended
-from services.worker.runtime.tool_exec import JobIdentity, ToolCallSpec, ToolStepRunner
-from services.worker.runtime.tool_failures import consecutive_failures_reason
+from services.worker.spine.revoked import stop_if_revoked
+from services.worker.spine.state import TurnState
+from services.worker.spine.suspend import StepSuspended
+from services.worker.spine.tool_failures import consecutive_failures_reason
 from services.worker.tools.todo import todo_reminder, todo_reminder_due
 
 tracer = trace.get_tracer(TRACER_WORKER)

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy.dialects.postgresql import insert
 
 from services.common.models import Artifact
-from services.worker.runtime.lease import check_fence
+from services.worker.spine.lease import check_fence
 from services.worker.survey.context import SurveyContext
 
 MIME = {

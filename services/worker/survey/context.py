@@ -17,11 +17,11 @@ from typing import Any
 
 from services.common.contracts.statuses import StepStatus
 from services.common.surveys import SurveyShape, shape_for
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.events import JobEvents
-from services.worker.runtime.lease import Lease
-from services.worker.runtime.ledger import StepView
-from services.worker.runtime.recorder import StepWrite, UsageDelta, record
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.events import JobEvents
+from services.worker.spine.lease import Lease
+from services.worker.spine.ledger import StepView
+from services.worker.spine.recorder import StepWrite, UsageDelta, record
 from services.worker.survey.keys import STAGES
 from services.worker.survey.structured import Spent, StructuredCaller
 from services.worker.tools.base import ToolContext

@@ -14,17 +14,17 @@ from typing import Any
 
 from services.common.contracts.statuses import JobStatus
 from services.common.models import Job
-from services.worker.budget.gate import BudgetGate
-from services.worker.budget.pause import pause_for_budget
 from services.worker.llm.errors import ModelError
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.drain import draining
-from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import finish_slice
-from services.worker.runtime.lease import Lease
-from services.worker.runtime.ledger import load_steps
-from services.worker.runtime.model_wait import Outage, outage_of, park_for_model
-from services.worker.runtime.outcome import Outcome
+from services.worker.spine.budget.gate import BudgetGate
+from services.worker.spine.budget.pause import pause_for_budget
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.drain import draining
+from services.worker.spine.events import JobEvents
+from services.worker.spine.finish import finish_slice
+from services.worker.spine.lease import Lease
+from services.worker.spine.ledger import load_steps
+from services.worker.spine.model_wait import Outage, outage_of, park_for_model
+from services.worker.spine.outcome import Outcome
 from services.worker.survey.assemble import run_assemble
 from services.worker.survey.context import SurveyContext, SurveyJob
 from services.worker.survey.gather import run_gather

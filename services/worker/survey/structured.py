@@ -1,7 +1,7 @@
 """One structured model call of a stage: budget gate, routed call, schema check, one repair.
 
 Spend goes through the same gate and call path as a turn's model calls
-(``runtime/model_call.py``): the worst case is reserved before the call and
+(``spine/model_call.py``): the worst case is reserved before the call and
 settled after it.
 
 Replies are read tolerantly before they are judged (a ```json fence, text around
@@ -27,11 +27,11 @@ from typing import Any
 
 import jsonschema
 
-from services.worker.budget.gate import Admission, BudgetGate
 from services.worker.llm.errors import ModelError
 from services.worker.llm.types import ModelResponse
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.model_call import call_model
+from services.worker.spine.budget.gate import Admission, BudgetGate
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.model_call import call_model
 from services.worker.survey.reply_fit import CHARS_PER_TOKEN, fit_to_reply, repair_density
 from services.worker.survey.schemas import response_format
 

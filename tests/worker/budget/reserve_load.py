@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from services.common.db import build_engine
-from services.worker.budget.reservation import (
+from services.worker.spine.budget.reservation import (
     Ask,
     Payer,
     Settlement,

@@ -15,17 +15,17 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.metrics import BUDGET_OVERRUN_USD
 from services.common.models import BudgetOverrun, SpendRecord
-from services.worker.budget.gate import BudgetGate
-from services.worker.budget.reservation import (
+from services.worker.llm.pricing import ModelPrice, PriceBook
+from services.worker.llm.types import Usage
+from services.worker.settings import WorkerSettings
+from services.worker.spine.budget.gate import BudgetGate
+from services.worker.spine.budget.reservation import (
     Ask,
     Payer,
     Settlement,
     reserve_budget,
     settle_budget,
 )
-from services.worker.llm.pricing import ModelPrice, PriceBook
-from services.worker.llm.types import Usage
-from services.worker.settings import WorkerSettings
 from tests.fixtures.builders import make_user
 from tests.worker.budget.builders import budget_row, make_budget
 

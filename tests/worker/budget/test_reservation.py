@@ -10,8 +10,8 @@ from sqlalchemy import Engine, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.models import Budget
-from services.worker.budget.orphans import release_orphans
-from services.worker.budget.reservation import (
+from services.worker.spine.budget.orphans import release_orphans
+from services.worker.spine.budget.reservation import (
     Ask,
     Payer,
     Settlement,

@@ -18,15 +18,15 @@ from sqlalchemy import Engine, func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.models import BudgetReservation, Job, JobStep, SpendRecord
-from services.worker.budget.reservation import (
+from services.worker.spine.budget.reservation import (
     Ask,
     Payer,
     PendingSettlement,
     Settlement,
     reserve_budget,
 )
-from services.worker.runtime.lease import Lease, LeaseLost, acquire
-from services.worker.runtime.recorder import StepWrite, UsageDelta, record
+from services.worker.spine.lease import Lease, LeaseLost, acquire
+from services.worker.spine.recorder import StepWrite, UsageDelta, record
 from tests.fixtures.builders import make_user, queued_jobs
 from tests.worker.budget.builders import budget_row, make_budget
 

@@ -17,13 +17,13 @@ import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.worker.context.compose import budget_of
-from services.worker.context.tokens import view_tokens
 from services.worker.context.view import RecordedSummary, build_view
 from services.worker.context.window import ContextWindow, window_for
 from services.worker.llm.capabilities import Capabilities
+from services.worker.llm.token_estimate import view_tokens
 from services.worker.llm.types import estimate_tokens
-from services.worker.runtime.deps import RuntimeDeps
 from services.worker.settings import WorkerSettings
+from services.worker.spine.deps import RuntimeDeps
 from services.worker.toolset import build_registry
 from tests.fixtures.builders import client_for, make_user, wait_job
 from tests.fixtures.processes import Services

@@ -13,8 +13,8 @@ from redis import Redis
 
 from services.common.events import EventPublisher, decode_entry, stream_key
 from services.worker.llm.types import RetryNotice
-from services.worker.runtime.events import JobEvents
-from services.worker.runtime.model_call import retry_events
+from services.worker.spine.events import JobEvents
+from services.worker.spine.model_call import retry_events
 from tests.conftest import RedisDbs
 from tests.worker.llm.routing_fixtures import (
     USER,

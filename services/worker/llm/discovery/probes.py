@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.worker.context.tokens import estimate_tokens
 from services.worker.llm.discovery.prober import Prober, ProbeReply
+from services.worker.llm.token_estimate import estimate_tokens
 
 HELLO = "Hi"
 SCHEMA: dict[str, Any] = {

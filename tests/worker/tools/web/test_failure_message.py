@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.worker.runtime.ledger import StepView
-from services.worker.runtime.tool_failures import (
+from services.worker.spine.ledger import StepView
+from services.worker.spine.tool_failures import (
     consecutive_failures_reason,
     trailing_failed_tool_steps,
 )

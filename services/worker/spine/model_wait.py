@@ -38,11 +38,11 @@ from sqlalchemy import text
 from services.common.contracts.statuses import JobStatus
 from services.worker.llm.errors import ModelError, is_retryable_status
 from services.worker.llm.routing.router import ModelRouter
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import finish_slice
-from services.worker.runtime.lease import Lease, check_fence
-from services.worker.runtime.outcome import Outcome
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.events import JobEvents
+from services.worker.spine.finish import finish_slice
+from services.worker.spine.lease import Lease, check_fence
+from services.worker.spine.outcome import Outcome
 
 log = logging.getLogger(__name__)
 WAITING_MODEL = JobStatus.WAITING_MODEL

@@ -24,7 +24,6 @@ from opentelemetry import trace
 from services.common.metrics import LLM_COST_USD, LLM_REQUEST_DURATION, LLM_TOKENS, STEP_DURATION
 from services.common.telemetry import error_attributes, model_call_attributes
 from services.common.telemetry.names import TRACER_WORKER, model_call_span_name
-from services.worker.budget.gate import Admission, BudgetGate
 from services.worker.llm.errors import ModelError
 from services.worker.llm.routing.router import ModelRouter
 from services.worker.llm.routing.trace import (
@@ -34,8 +33,9 @@ from services.worker.llm.routing.trace import (
     routed_span_attributes,
 )
 from services.worker.llm.types import ModelResponse, RetryListener, RetryNotice
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.events import JobEvents
+from services.worker.spine.budget.gate import Admission, BudgetGate
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.events import JobEvents
 
 tracer = trace.get_tracer(TRACER_WORKER)
 

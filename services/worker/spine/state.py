@@ -13,7 +13,7 @@ from typing import Any
 
 from services.common.contracts.statuses import StepStatus
 from services.common.models import Message
-from services.worker.runtime.ledger import StepView
+from services.worker.spine.ledger import StepView
 
 
 @dataclass

@@ -12,12 +12,12 @@ import uuid
 from typing import Protocol
 
 from services.common.contracts.statuses import JobStatus
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import finish_slice
-from services.worker.runtime.lease import Lease
-from services.worker.runtime.membership import access_now
-from services.worker.runtime.outcome import Outcome
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.events import JobEvents
+from services.worker.spine.finish import finish_slice
+from services.worker.spine.lease import Lease
+from services.worker.spine.membership import access_now
+from services.worker.spine.outcome import Outcome
 
 REVOKED_EVENT = "access_revoked"
 REVOKED_PREFIX = "access_revoked: "

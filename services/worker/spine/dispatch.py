@@ -3,6 +3,10 @@
 A Celery message only says "advance job X"; it may be lost, duplicated or
 redelivered. The lease makes duplicates no-ops, the sweeper recovers losses,
 and the ledger makes redelivery resume where the job stopped.
+
+What a slice does is the job kind's :data:`JobRunner`, looked up in the
+registry the worker's composition root builds (``worker/runtime/runners.py``):
+the spine knows no feature, so a new job kind is one entry there.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Mapping
+from typing import Protocol
 
 from opentelemetry import trace
 from sqlalchemy import text
@@ -20,23 +26,31 @@ from services.common.db import autocommit
 from services.common.models import Job
 from services.common.telemetry import attached_context, job_attributes
 from services.common.telemetry.names import SPAN_JOB, TRACER_WORKER
-from services.worker.memory.maintenance import MaintenanceRunner
-from services.worker.runtime.batch import BatchRunner
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.drain import draining
-from services.worker.runtime.events import JobEvents
-from services.worker.runtime.finish import commit_finish
-from services.worker.runtime.lease import Lease, LeaseLost, acquire, release
-from services.worker.runtime.outcome import Outcome
-from services.worker.runtime.revoked import stop_if_revoked
-from services.worker.runtime.turn import TurnRunner
-from services.worker.survey.runner import SurveyRunner
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.drain import draining
+from services.worker.spine.events import JobEvents
+from services.worker.spine.finish import commit_finish
+from services.worker.spine.lease import Lease, LeaseLost, acquire, release
+from services.worker.spine.outcome import Outcome
+from services.worker.spine.revoked import stop_if_revoked
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer(TRACER_WORKER)
 
 
-def advance(deps: RuntimeDeps, job_id: uuid.UUID) -> Outcome | None:
+class JobRunner(Protocol):
+    """Runs one slice of a job of one kind, until it finishes, waits or ``deadline``."""
+
+    def __call__(
+        self, deps: RuntimeDeps, lease: Lease, job: Job, events: JobEvents, deadline: float
+    ) -> Outcome: ...
+
+
+# Job kind -> its runner (``jobs.kind``: turn, survey, batch, memory).
+JobRunners = Mapping[str, JobRunner]
+
+
+def advance(deps: RuntimeDeps, job_id: uuid.UUID, runners: JobRunners) -> Outcome | None:
     """Advance one job for at most one time slice; None when the lease was not ours."""
     settings = deps.settings
     if draining():
@@ -72,7 +86,7 @@ def advance(deps: RuntimeDeps, job_id: uuid.UUID) -> Outcome | None:
             # retrying forever and say so on the job.
             outcome = _give_up(deps, lease)
             return outcome
-        outcome = _run_slice(deps, lease)
+        outcome = _run_slice(deps, lease, runners)
         return outcome
     except LeaseLost as lost:
         log.warning("%s", lost)
@@ -85,7 +99,7 @@ def advance(deps: RuntimeDeps, job_id: uuid.UUID) -> Outcome | None:
                 enqueue(deps, job_id)
 
 
-def _run_slice(deps: RuntimeDeps, lease: Lease) -> Outcome:
+def _run_slice(deps: RuntimeDeps, lease: Lease, runners: JobRunners) -> Outcome:
     deadline = time.monotonic() + deps.settings.time_slice_s
     events = JobEvents(deps.publisher, str(lease.job_id), flush_s=deps.settings.token_flush_s)
     if lease.behind_earlier:
@@ -116,20 +130,15 @@ def _run_slice(deps: RuntimeDeps, lease: Lease) -> Outcome:
         span.set_attribute("leaflab.worker.id", deps.settings.worker_id)
         # Before anything reads project state (a turn's prompt reads project memory).
         stopped = stop_if_revoked(deps, lease, events, job)
+        runner = runners.get(job.kind)
         if stopped is not None:
             outcome = stopped
-        elif job.kind == "batch":
-            outcome = BatchRunner(deps, lease, job, events).run()
-        elif job.kind == "survey":
-            outcome = SurveyRunner(deps, lease, job, events).run(deadline)
-        elif job.kind == "memory":
-            outcome = MaintenanceRunner(deps, lease, job, events).run(deadline)
-        elif job.session_id is None:
-            # Deleting a session row sets its jobs' session to NULL: a queued turn
-            # then has no conversation to answer into, and no retry will give it one.
-            outcome = _fail(deps, lease, "this turn's chat session was deleted before it ran")
+        elif runner is None:
+            # A kind this worker was not built with (a newer API, an older worker):
+            # no retry here would run it.
+            outcome = _fail(deps, lease, f"this worker runs no job of kind {job.kind!r}")
         else:
-            outcome = TurnRunner(deps, lease, job, events).run(deadline)
+            outcome = runner(deps, lease, job, events, deadline)
         span.set_attribute("leaflab.job.outcome", outcome.value)
     return outcome
 

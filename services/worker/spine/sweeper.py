@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.contracts.statuses import TERMINAL, sql_list
 from services.common.contracts.tasks import send_advance
 from services.common.db import autocommit
-from services.worker.budget.orphans import sweep_reservations
-from services.worker.runtime.admission import CAPPED, EARLIER_IN_SESSION
+from services.worker.spine.admission import CAPPED, EARLIER_IN_SESSION
+from services.worker.spine.budget.orphans import sweep_reservations
 
 log = logging.getLogger(__name__)
 

@@ -23,13 +23,13 @@ from sqlalchemy.orm import Session
 from services.common.contracts.statuses import StepStatus
 from services.common.models import Message
 from services.common.one_statement import OneStatement
-from services.worker.budget.reservation import (
+from services.worker.spine.budget.reservation import (
     NO_SETTLEMENT,
     SETTLE_CTES,
     PendingSettlement,
     count_overrun,
 )
-from services.worker.runtime.lease import Lease, LeaseLost
+from services.worker.spine.lease import Lease, LeaseLost
 
 RECORD_SQL = text(
     f"""

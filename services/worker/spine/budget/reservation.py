@@ -114,7 +114,7 @@ RESERVE_SQL = text(
 # Settling: give the reservation back, charge the cost within the budget's room,
 # write the spend row and any overrun. A fragment of CTEs, so the ledger step that
 # records a model reply can settle its call in the same statement
-# (``services/worker/runtime/recorder.py``); ``:settle`` false makes every part a
+# (``services/worker/spine/recorder.py``); ``:settle`` false makes every part a
 # no-op. Lock order: the reservation row, then the budget rows in id order (the
 # sweeper takes the same order). ``locked`` reads each row's newest version once
 # its lock is ours (READ COMMITTED re-reads a row a concurrent commit changed), so

@@ -15,13 +15,13 @@ from services.common.contracts.tasks import send_advance
 from services.common.failpoints import failpoint
 from services.common.metrics import JOB_DURATION
 from services.common.one_statement import OneStatement
-from services.worker.runtime.admission import EARLIER_IN_SESSION
-from services.worker.runtime.events import JobEvents
-from services.worker.runtime.lease import Lease, LeaseLost
-from services.worker.runtime.outcome import Outcome
+from services.worker.spine.admission import EARLIER_IN_SESSION
+from services.worker.spine.events import JobEvents
+from services.worker.spine.lease import Lease, LeaseLost
+from services.worker.spine.outcome import Outcome
 
 if TYPE_CHECKING:
-    from services.worker.runtime.deps import RuntimeDeps
+    from services.worker.spine.deps import RuntimeDeps
 
 
 # The terminal write and what it wakes, in one statement: the fenced UPDATE, the

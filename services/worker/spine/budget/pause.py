@@ -10,9 +10,9 @@ from __future__ import annotations
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.worker.budget.gate import Admission
-from services.worker.runtime.events import JobEvents
-from services.worker.runtime.lease import Lease, check_fence
+from services.worker.spine.budget.gate import Admission
+from services.worker.spine.events import JobEvents
+from services.worker.spine.lease import Lease, check_fence
 
 PAUSE_SQL = text(
     """

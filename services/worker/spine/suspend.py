@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from services.common.contracts.statuses import JobStatus
-from services.worker.runtime.lease import Lease, check_fence
+from services.worker.spine.lease import Lease, check_fence
 
 
 class StepSuspended(Exception):

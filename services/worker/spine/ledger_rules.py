@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.common.contracts.statuses import StepStatus
-from services.worker.runtime.ledger import StepView
+from services.worker.spine.ledger import StepView
 
 
 def error_text(error: dict[str, Any] | None) -> str:

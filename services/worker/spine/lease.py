@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.db import autocommit
 from services.common.models import Job
 from services.common.one_statement import OneStatement, transaction
-from services.worker.runtime.admission import ADMISSIBLE, EARLIER_IN_SESSION, admit, mark_waiting
+from services.worker.spine.admission import ADMISSIBLE, EARLIER_IN_SESSION, admit, mark_waiting
 
 log = logging.getLogger(__name__)
 

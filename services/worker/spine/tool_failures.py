@@ -8,7 +8,7 @@ opening the steps (e.g. ``web_fetch [url_refused] …; web_search [not_configure
 from __future__ import annotations
 
 from services.common.contracts.statuses import StepStatus
-from services.worker.runtime.ledger import StepView
+from services.worker.spine.ledger import StepView
 
 MESSAGE_CHARS = 120
 

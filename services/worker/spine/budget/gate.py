@@ -23,7 +23,11 @@ from sqlalchemy import Engine
 
 from services.common.metrics import BUDGET_RESERVATIONS
 from services.common.models import Job
-from services.worker.budget.reservation import (
+from services.worker.llm.pricing import PriceBook, clamp_usage, worst_case_usd
+from services.worker.llm.same_object import SameObject
+from services.worker.llm.types import Usage, estimate_tokens_of_chars
+from services.worker.settings import WorkerSettings
+from services.worker.spine.budget.reservation import (
     Ask,
     Payer,
     PendingSettlement,
@@ -32,13 +36,9 @@ from services.worker.budget.reservation import (
     reserve_budget,
     settle_pending,
 )
-from services.worker.llm.pricing import PriceBook, clamp_usage, worst_case_usd
-from services.worker.llm.same_object import SameObject
-from services.worker.llm.types import Usage, estimate_tokens_of_chars
-from services.worker.runtime.deps import RuntimeDeps
-from services.worker.runtime.events import JobEvents
-from services.worker.runtime.lease import Lease
-from services.worker.settings import WorkerSettings
+from services.worker.spine.deps import RuntimeDeps
+from services.worker.spine.events import JobEvents
+from services.worker.spine.lease import Lease
 
 USD_PLACES = Decimal("0.00000001")
 

@@ -14,8 +14,8 @@ from services.worker.llm.client import ModelClient
 from services.worker.llm.pricing import PriceBook
 from services.worker.llm.routing.router import ModelRouter
 from services.worker.llm.routing.setup import single_client_router
-from services.worker.runtime.lease import LeaseKeeper
 from services.worker.settings import WorkerSettings
+from services.worker.spine.lease import LeaseKeeper
 from services.worker.tools.ports import LibraryEndpoint, SandboxPort
 from services.worker.tools.registry import ToolRegistry
 
