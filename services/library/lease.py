@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import threading
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -28,6 +27,7 @@ from services.common.contracts.statuses import (
 )
 from services.common.db import transaction
 from services.common.models import Document
+from services.common.periodic import STOP, Periodic
 
 log = logging.getLogger(__name__)
 IN_FLIGHT = DOCUMENT_IN_FLIGHT  # the name its callers import
@@ -107,29 +107,32 @@ class LeaseKeeper:
 
     def __init__(self, factory: sessionmaker[Session], lease: Claim, *, ttl_s: float) -> None:
         self._factory, self._lease, self._ttl = factory, lease, ttl_s
-        self._stop = threading.Event()
         self.lost = False
-        self._thread = threading.Thread(target=self._run, name="ingest-lease", daemon=True)
+        # A DB blip: try again next tick, the lease may still hold.
+        self._loop = Periodic(
+            "ingest-lease",
+            ttl_s / 3,
+            self._renew,
+            failure=f"renewing the ingest lease of {lease.document_id} failed",
+            join_s=5,
+        )
 
     def __enter__(self) -> LeaseKeeper:
-        self._thread.start()
+        self._loop.start()
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+        self._loop.stop()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._ttl / 3):
-            try:
-                fenced_set(
-                    self._factory,
-                    self._lease,
-                    lease_until=datetime.now(UTC) + timedelta(seconds=self._ttl),
-                )
-            except LeaseLost:
-                self.lost = True
-                log.warning("ingest lease lost for document %s", self._lease.document_id)
-                return
-            except Exception:  # a DB blip: try again next tick, the lease may still hold
-                log.exception("renewing the ingest lease of %s failed", self._lease.document_id)
+    def _renew(self) -> bool | None:
+        try:
+            fenced_set(
+                self._factory,
+                self._lease,
+                lease_until=datetime.now(UTC) + timedelta(seconds=self._ttl),
+            )
+        except LeaseLost:
+            self.lost = True
+            log.warning("ingest lease lost for document %s", self._lease.document_id)
+            return STOP
+        return None

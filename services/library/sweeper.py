@@ -11,7 +11,6 @@ sweepers are harmless because a task only works under the document's lease.
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
 from datetime import timedelta
 
@@ -23,6 +22,7 @@ from services.common.contracts.statuses import DocumentStatus
 from services.common.contracts.tasks import send_ingest
 from services.common.db import transaction
 from services.common.models import Document
+from services.common.periodic import Periodic
 from services.library.imports.sweep import sweep_imports
 from services.library.lease import IN_FLIGHT
 
@@ -117,25 +117,24 @@ class IngestSweeper:
         self._factory, self._celery = factory, celery
         self._interval = interval_s
         self._requeue_after, self._max_attempts = requeue_after_s, max_attempts
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="ingest-sweeper", daemon=True)
+        # Every library worker sweeps (no cluster lock): a pass takes its rows FOR
+        # UPDATE SKIP LOCKED and restarts their clock, so two passes at once re-send a
+        # document once. Postgres or Redis away: the next pass tries again.
+        self._loop = Periodic(
+            "ingest-sweeper", interval_s, self._tick, failure="library.sweep: pass failed"
+        )
 
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._loop.stop()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            try:
-                sweep_once(
-                    self._factory,
-                    self._celery,
-                    requeue_after_s=self._requeue_after,
-                    max_attempts=self._max_attempts,
-                )
-                sweep_imports(self._factory, self._celery, requeue_after_s=self._requeue_after)
-            except Exception:  # Postgres or Redis away: the next pass tries again
-                log.exception("library.sweep: pass failed")
+    def _tick(self) -> None:
+        sweep_once(
+            self._factory,
+            self._celery,
+            requeue_after_s=self._requeue_after,
+            max_attempts=self._max_attempts,
+        )
+        sweep_imports(self._factory, self._celery, requeue_after_s=self._requeue_after)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.db import build_engine, build_sessionmaker, transaction
 from services.common.events import EventPublisher
 from services.common.models.users import Project
+from services.common.periodic import Periodic
 from services.common.redis_client import build_redis
 from services.sandbox import artifacts, executions, quota, sweep
 from services.sandbox.backends.base import (
@@ -78,8 +78,15 @@ class SandboxRuntime:
         self.events = EventPublisher(self.redis)
         self.inflight = InFlight(self.redis, self.owner)
         self.backend: SandboxBackend = build_backend(settings, owner=self.owner)
-        self._stop = threading.Event()
-        self._janitor: threading.Thread | None = None
+        # Every sandbox worker keeps its own containers and heartbeat: no cluster lock.
+        # The janitor must outlive any one failed round.
+        self._janitor = Periodic(
+            "sandbox-janitor",
+            min(settings.sandbox_janitor_interval_s, settings.sandbox_heartbeat_ttl_s / 3),
+            self._janitor_round,
+            failure="sandbox janitor round failed",
+        )
+        self._next_sweep = 0.0
         self._ready = False  # start() done: the worker takes execs from now on
 
     # -- worker lifecycle -------------------------------------------------
@@ -91,15 +98,10 @@ class SandboxRuntime:
         self.backend.start()
         self._ready = True
         self.heartbeat()
-        self._janitor = threading.Thread(
-            target=self._janitor_loop, name="sandbox-janitor", daemon=True
-        )
         self._janitor.start()
 
     def close(self) -> None:
-        self._stop.set()
-        if self._janitor is not None:
-            self._janitor.join(timeout=10)
+        self._janitor.stop()
         self.backend.close()
         self.redis.delete(HEARTBEAT_KEY.format(owner=self.owner))
         self.inflight.clear()
@@ -120,23 +122,15 @@ class SandboxRuntime:
     def owner_alive(self, owner: str) -> bool:
         return bool(self.redis.exists(HEARTBEAT_KEY.format(owner=owner)))
 
-    def _janitor_loop(self) -> None:
-        interval = min(
-            self.settings.sandbox_janitor_interval_s, self.settings.sandbox_heartbeat_ttl_s / 3
-        )
-        next_sweep = 0.0
-        while not self._stop.wait(interval):
-            try:
-                self.heartbeat()
-                self.backend.reap_orphans(self.owner_alive)
-                self.answer_orphans()
-                self.backend.maintain()
-                if time.monotonic() >= next_sweep:
-                    next_sweep = time.monotonic() + self.settings.sandbox_workspace_sweep_s
-                    self.sweep_workspaces()
-                self.heartbeat()  # again: maintain() may have taken a while, and added spares
-            except Exception:  # the janitor must outlive any one failed round
-                log.exception("sandbox janitor round failed")
+    def _janitor_round(self) -> None:
+        self.heartbeat()
+        self.backend.reap_orphans(self.owner_alive)
+        self.answer_orphans()
+        self.backend.maintain()
+        if time.monotonic() >= self._next_sweep:
+            self._next_sweep = time.monotonic() + self.settings.sandbox_workspace_sweep_s
+            self.sweep_workspaces()
+        self.heartbeat()  # again: maintain() may have taken a while, and added spares
 
     # -- workspaces of deleted sessions -------------------------------------
     def drop_workspace(self, session_id: str) -> bool:

@@ -9,16 +9,12 @@ which the worker may not import.
 
 from __future__ import annotations
 
-import logging
-import threading
-
 from celery import Celery
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.api.schedules.firing import Clock, fire_due, utc_now
 from services.api.settings import ApiSettings
-
-log = logging.getLogger(__name__)
+from services.common.periodic import Periodic
 
 
 class ScheduleLoop:
@@ -34,24 +30,17 @@ class ScheduleLoop:
         self._settings = settings
         self._celery = celery
         self._clock = clock
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="schedules", daemon=True)
+        # Every API process runs it: a due slot's row lock lets one of them fire it.
+        # A database blip leaves the slots due for the next period.
+        self._loop = Periodic(
+            "schedules", settings.schedule_poll_s, self._tick, failure="schedule firing failed"
+        )
 
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._loop.stop()
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self._settings.schedule_poll_s):
-            try:
-                fire_due(
-                    self._factory,
-                    settings=self._settings,
-                    celery=self._celery,
-                    now=self._clock(),
-                )
-            except Exception:  # a database blip: the slots stay due, try next period
-                log.exception("schedule firing failed")
+    def _tick(self) -> None:
+        fire_due(self._factory, settings=self._settings, celery=self._celery, now=self._clock())

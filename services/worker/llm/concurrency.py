@@ -27,6 +27,7 @@ from typing import Any
 
 from redis import Redis
 
+from services.common.periodic import Periodic
 from services.worker.llm.errors import ModelError
 from services.worker.llm.types import ModelResponse
 
@@ -92,7 +93,11 @@ class EndpointLimiter:
         self._renew = redis.register_script(_RENEW)
         self._held: dict[str, str] = {}  # token -> endpoint
         self._lock = threading.Lock()
-        self._renewer: threading.Thread | None = None
+        # Each process renews the slots it holds (no cluster lock), started with the
+        # first slot taken; a shutdown does not wait for it.
+        self._renewer = Periodic(
+            "slots", self.lease_s / 3, self._renew_held, failure="slot renewal failed", join_s=0
+        )
 
     @staticmethod
     def _keys(endpoint: str) -> list[str]:
@@ -129,24 +134,17 @@ class EndpointLimiter:
             pause = min(_POLL_S[1], pause * 1.5)
         with self._lock:
             self._held[token] = endpoint
-            self._ensure_renewer()
-
-    def _ensure_renewer(self) -> None:
-        if self._renewer is None or not self._renewer.is_alive():
-            self._renewer = threading.Thread(target=self._renew_loop, name="slots", daemon=True)
             self._renewer.start()
 
-    def _renew_loop(self) -> None:
+    def _renew_held(self) -> None:
         lease_ms = int(self.lease_s * 1000)
-        while True:
-            time.sleep(self.lease_s / 3)
-            with self._lock:
-                by_endpoint: dict[str, list[str]] = {}
-                for token, endpoint in self._held.items():
-                    by_endpoint.setdefault(endpoint, []).append(token)
-            for endpoint, tokens in by_endpoint.items():
-                with contextlib.suppress(Exception):  # Redis away: the next round retries
-                    self._renew(keys=self._keys(endpoint)[:1], args=[lease_ms, *tokens])
+        with self._lock:
+            by_endpoint: dict[str, list[str]] = {}
+            for token, endpoint in self._held.items():
+                by_endpoint.setdefault(endpoint, []).append(token)
+        for endpoint, tokens in by_endpoint.items():
+            with contextlib.suppress(Exception):  # Redis away: the next round retries
+                self._renew(keys=self._keys(endpoint)[:1], args=[lease_ms, *tokens])
 
     def holders(self, endpoint: str) -> int:
         """Slots of ``endpoint`` held now (leases not yet run out)."""

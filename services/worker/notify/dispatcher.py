@@ -8,10 +8,10 @@ more workers send more at once and none sends a row twice at the same time.
 from __future__ import annotations
 
 import logging
-import threading
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.periodic import Periodic
 from services.worker.notify.delivery import deliver_due, guarded_client
 from services.worker.notify.email_delivery import send_due, skip_due
 from services.worker.notify.settings import EmailSettings, WebhookSettings
@@ -23,22 +23,26 @@ class WebhookDispatcher:
     def __init__(self, factory: sessionmaker[Session], settings: WebhookSettings) -> None:
         self._factory = factory
         self._settings = settings
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="webhooks", daemon=True)
+        self._client = guarded_client(settings)
+        # Every worker sends (no cluster lock): claims skip rows another worker holds.
+        # A DB blip leaves the rows due for the next period.
+        self._loop = Periodic(
+            "webhooks",
+            settings.webhook_poll_s,
+            self._tick,
+            failure="webhook dispatch failed",
+            join_s=0,
+            on_exit=self._client.close,
+        )
 
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._loop.stop()
 
-    def _loop(self) -> None:
-        with guarded_client(self._settings) as client:
-            while not self._stop.wait(self._settings.webhook_poll_s):
-                try:
-                    deliver_due(self._factory, self._settings, client)
-                except Exception:  # a DB blip: the rows stay due, try next period
-                    log.exception("webhook dispatch failed")
+    def _tick(self) -> None:
+        deliver_due(self._factory, self._settings, self._client)
 
 
 class EmailDispatcher:
@@ -48,8 +52,10 @@ class EmailDispatcher:
     def __init__(self, factory: sessionmaker[Session], settings: EmailSettings) -> None:
         self._factory = factory
         self._settings = settings
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="email", daemon=True)
+        # As for webhooks: every worker sends, claims keep a row to one of them.
+        self._loop = Periodic(
+            "email", settings.smtp_poll_s, self._tick, failure="e-mail dispatch failed", join_s=0
+        )
 
     def start(self) -> None:
         if self._settings.smtp_host:
@@ -60,17 +66,13 @@ class EmailDispatcher:
             )
         else:
             log.info("e-mail notifications are off: LEAFLAB_SMTP_HOST is not set")
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._loop.stop()
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self._settings.smtp_poll_s):
-            try:
-                if self._settings.smtp_host:
-                    send_due(self._factory, self._settings)
-                else:
-                    skip_due(self._factory)
-            except Exception:  # a DB blip: the rows stay due, try next period
-                log.exception("e-mail dispatch failed")
+    def _tick(self) -> None:
+        if self._settings.smtp_host:
+            send_due(self._factory, self._settings)
+        else:
+            skip_due(self._factory)

@@ -9,7 +9,6 @@ single statement, so hundreds of concurrent jobs cost one UPDATE per period.
 
 from __future__ import annotations
 
-import logging
 import threading
 import uuid
 from collections.abc import Iterator
@@ -22,9 +21,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.db import autocommit
 from services.common.models import Job
 from services.common.one_statement import OneStatement, transaction
+from services.common.periodic import Periodic
 from services.worker.spine.admission import ADMISSIBLE, EARLIER_IN_SESSION, admit, mark_waiting
-
-log = logging.getLogger(__name__)
 
 
 class LeaseLost(Exception):
@@ -170,9 +168,12 @@ class LeaseKeeper:
         self._ttl = ttl_s
         self._leases: dict[uuid.UUID, Lease] = {}
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="lease-keeper", daemon=True)
-        self._thread.start()
+        # Every process renews its own leases: no cluster lock. A DB blip must not end
+        # the keeper; the leases just age until the next period.
+        self._loop = Periodic(
+            "lease-keeper", ttl_s / 3, self.renew_all, failure="lease renewal failed", join_s=0
+        )
+        self._loop.start()
 
     def hold(self, lease: Lease) -> None:
         with self._lock:
@@ -183,14 +184,7 @@ class LeaseKeeper:
             self._leases.pop(lease.job_id, None)
 
     def stop(self) -> None:
-        self._stop.set()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._ttl / 3):
-            try:
-                self.renew_all()
-            except Exception:  # a DB blip must not kill the keeper; leases just age
-                log.exception("lease renewal failed")
+        self._loop.stop()
 
     def renew_all(self) -> None:
         with self._lock:

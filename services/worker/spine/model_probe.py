@@ -19,7 +19,6 @@ Guarantees:
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +32,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.contracts.tasks import send_advance
 from services.common.db import autocommit
 from services.common.events import EventPublisher
+from services.common.periodic import ClusterLock, Periodic
 
 log = logging.getLogger(__name__)
 LOCK_KEY = "leaflab:model_wait:lock"
@@ -136,27 +136,27 @@ class ModelWaitWatcher:
         self._interval = interval_s
         self._timeout = timeout_s
         self._outage_max = outage_max_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="model-wait", daemon=True)
+        # One check per interval, cluster-wide.
+        self._loop = Periodic(
+            "model-wait",
+            interval_s,
+            self._tick,
+            failure="model-wait check failed",
+            cluster_lock=ClusterLock(client, LOCK_KEY),
+            join_s=0,
+        )
 
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._loop.stop()
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
-            try:
-                # Held for most of an interval: one check per interval, cluster-wide.
-                lock_ms = max(1, int(self._interval * 900))
-                if self._redis.set(LOCK_KEY, "1", nx=True, px=lock_ms):
-                    check_once(
-                        self._factory,
-                        self._celery,
-                        self._publisher,
-                        outage_max_s=self._outage_max,
-                        timeout_s=self._timeout,
-                    )
-            except Exception:  # a DB or Redis blip: try again next period
-                log.exception("model-wait check failed")
+    def _tick(self) -> None:
+        check_once(
+            self._factory,
+            self._celery,
+            self._publisher,
+            outage_max_s=self._outage_max,
+            timeout_s=self._timeout,
+        )

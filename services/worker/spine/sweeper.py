@@ -10,7 +10,6 @@ nothing.
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
 
 import redis
@@ -21,6 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.common.contracts.statuses import TERMINAL, sql_list
 from services.common.contracts.tasks import send_advance
 from services.common.db import autocommit
+from services.common.periodic import ClusterLock, Periodic
 from services.worker.spine.admission import CAPPED, EARLIER_IN_SESSION
 from services.worker.spine.budget.orphans import sweep_reservations
 
@@ -134,26 +134,27 @@ class Sweeper:
         self._interval = interval_s
         self._requeue_after = requeue_after_s
         self._per_user_cap = per_user_cap
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="sweeper", daemon=True)
+        # One sweep per period cluster-wide; a worker's shutdown does not wait for it.
+        self._loop = Periodic(
+            "sweeper",
+            interval_s,
+            self._tick,
+            failure="sweep failed",
+            cluster_lock=ClusterLock(client, LOCK_KEY),
+            join_s=0,
+        )
 
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._loop.stop()
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
-            try:
-                lock_ms = max(1, int(self._interval * 900))
-                if self._redis.set(LOCK_KEY, "1", nx=True, px=lock_ms):
-                    sweep_once(
-                        self._factory,
-                        self._celery,
-                        requeue_after_s=self._requeue_after,
-                        per_user_cap=self._per_user_cap,
-                    )
-                    self._redis.incr(SWEEPS_KEY)
-            except Exception:  # a DB or Redis blip: try again next period
-                log.exception("sweep failed")
+    def _tick(self) -> None:
+        sweep_once(
+            self._factory,
+            self._celery,
+            requeue_after_s=self._requeue_after,
+            per_user_cap=self._per_user_cap,
+        )
+        self._redis.incr(SWEEPS_KEY)

@@ -18,7 +18,6 @@ import hashlib
 import json
 import logging
 import socket
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from redis import Redis
 
 from services.common import model_caps as keys
+from services.common.periodic import Periodic
 from services.worker.llm.capabilities import Capabilities
 from services.worker.llm.discovery.configured import Source, configured_values, effective
 from services.worker.llm.discovery.run import DiscoveryConfig, SlotHolder, Target, discover
@@ -79,8 +79,14 @@ class CapabilityBook:
         self.config = config or BookConfig()
         self._entries = {(p.name, m): self._fresh_entry(p, m) for p, m in routed}
         self._slots: dict[str, SlotHolder] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # Every worker rechecks its own endpoints (each keeps what it found in memory).
+        self._loop = Periodic(
+            "capabilities",
+            self.config.recheck_s,
+            self.refresh,
+            failure="capability recheck failed",
+            join_s=5,
+        )
 
     def _fresh_entry(self, profile: ProfileConfig, model: str) -> _Entry:
         base = Capabilities()
@@ -207,16 +213,7 @@ class CapabilityBook:
 
     def start(self) -> None:
         """Recheck every ``recheck_s`` in a daemon thread (until :meth:`stop`)."""
-        if self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._loop, name="capabilities", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.config.recheck_s):
-            self.refresh()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._loop.stop()
