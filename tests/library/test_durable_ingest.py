@@ -13,8 +13,8 @@ import pytest
 import redis
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.documents.admission import register_document
 from services.common.documents.blobs import BlobStore
-from services.common.documents.intake import register_document
 from services.common.models import Document
 from tests.library import hostile_pdfs
 from tests.library.api_app import api_client, bearer, new_email, user_with_key

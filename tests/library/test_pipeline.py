@@ -18,8 +18,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.cli.ingest_progress import Upload, follow, local_pages
+from services.common.documents.admission import register_document
 from services.common.documents.blobs import BlobStore
-from services.common.documents.intake import register_document
 from services.common.events import decode_entry
 from services.common.models import Document, EmbeddingCacheEntry
 from services.library.embedding import Embedder, HashCachedEmbedder

@@ -26,7 +26,7 @@ from services.api.library.schemas import (
     LibraryImportSummary,
 )
 from services.common.bibliography import Entry, ParsedBibliography
-from services.common.documents.intake import project_of
+from services.common.documents.admission import project_of
 from services.common.models import LibraryImport, LibraryImportEntry
 from services.common.models.library_imports import (
     ENTRY_PENDING,

@@ -14,14 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Annotated, Any, Literal
 
 import httpx
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
-from sqlalchemy.exc import IntegrityError
 
 from services.api.bodies import NO_NUL, NOT_BLANK
 from services.api.deps import DbSession, StateDep
@@ -41,12 +40,12 @@ from services.api.library.schemas import (
 )
 from services.api.state import AppState
 from services.common.contracts.tasks import send_ingest
+from services.common.documents.admission import AdmissionFailed, admit_document
 from services.common.documents.blobs import BlobStore
 from services.common.documents.intake import (
     UploadRefused,
     read_json_body,
     receive_pdf,
-    register_document,
     safe_filename,
     url_key,
 )
@@ -212,27 +211,24 @@ def _register_and_queue(
     collection: str,
     url: str | None,
 ) -> LibraryDocumentAccepted:
-    kind, _, ident = collection.partition(":")
-    with state.session_factory() as db:
-        try:
-            doc, created = register_document(
-                db,
-                content_hash=key,
-                filename=name,
-                collection=collection,
-                owner_id=access.user_id,
-                project_id=uuid.UUID(ident) if kind == "project" else None,
-                source_url=url,
-            )
-            doc_id, status = str(doc.id), doc.status
-            db.commit()
-        except IntegrityError:
-            db.rollback()
-            raise ApiError(409, "conflict", "the same document is being added; retry") from None
-    if created:  # after commit: the task must find the row
-        send_ingest(state.celery, doc_id)
-        log.info("library: document %s queued in %s", doc_id, collection)
-    return LibraryDocumentAccepted(id=doc_id, status=status, duplicate=not created)
+    try:
+        admitted = admit_document(
+            state.session_factory,
+            partial(send_ingest, state.celery),
+            content_hash=key,
+            filename=name,
+            collection=collection,
+            owner_id=access.user_id,
+            source_url=url,
+        )
+    except AdmissionFailed as exc:
+        status = 409 if exc.code == "conflict" else 404
+        raise ApiError(status, exc.code, exc.message) from None
+    if not admitted.duplicate:
+        log.info("library: document %s queued in %s", admitted.id, collection)
+    return LibraryDocumentAccepted(
+        id=admitted.id, status=admitted.status, duplicate=admitted.duplicate
+    )
 
 
 @router.get("/documents", response_model=LibraryDocumentList, responses=error_responses(400))

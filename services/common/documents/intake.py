@@ -12,22 +12,16 @@ import asyncio
 import hashlib
 import json
 import unicodedata
-import uuid
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 
-from services.common.contracts.statuses import DocumentStatus
 from services.common.documents.blobs import BlobStore
-from services.common.models import Document
 from services.common.pdf_child.runner import ChildLimits, PdfReadFailed, read_pdf
 
 PDF_MAGIC = b"%PDF-"
@@ -211,52 +205,3 @@ def _opens_as_pdf(path: Path, limits: ChildLimits) -> bool:
         raise UploadRefused(
             422, "pdf_rejected", f"the PDF could not be opened within the limits: {failed.reason}"
         ) from None
-
-
-def register_document(
-    db: Session,
-    *,
-    content_hash: str,
-    filename: str | None,
-    collection: str,
-    owner_id: uuid.UUID,
-    project_id: uuid.UUID | None,
-    source_url: str | None = None,
-) -> tuple[Document, bool]:
-    """The row for a stored file (flush only); returns (document, created).
-
-    Same content in the same collection is the same document; a failed earlier
-    attempt is queued again (its attempt count starts over).
-    """
-    existing = db.scalars(
-        select(Document).where(
-            Document.collection == collection, Document.content_hash == content_hash
-        )
-    ).first()
-    now = datetime.now(UTC)
-    if existing is not None and existing.status != DocumentStatus.FAILED:
-        return existing, False
-    if existing is not None:
-        existing.status, existing.error, existing.attempts = DocumentStatus.QUEUED, None, 0
-        existing.lease_owner, existing.lease_until, existing.updated_at = None, now, now
-        return existing, True
-    doc = Document(
-        collection=collection,
-        project_id=project_id,
-        owner_id=owner_id,
-        content_hash=content_hash,
-        filename=filename,
-        source_url=source_url,
-        status=DocumentStatus.QUEUED,
-        attempts=0,
-        lease_until=now,
-    )
-    db.add(doc)
-    db.flush()
-    return doc, True
-
-
-def project_of(collection: str) -> uuid.UUID | None:
-    """``project:<id>`` → the id; a personal ``user:<id>`` collection → None."""
-    kind, _, ident = collection.partition(":")
-    return uuid.UUID(ident) if kind == "project" else None

@@ -5,20 +5,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 
 from services.common.contracts.tasks import send_ingest
 from services.common.db import transaction
+from services.common.documents.admission import AdmissionFailed, admit_document
 from services.common.documents.collections import personal_collection
 from services.common.documents.intake import (
-    project_of,
     read_json_body,
     receive_pdf,
-    register_document,
     safe_filename,
     url_key,
 )
@@ -108,23 +107,21 @@ def _register_and_queue(
     runtime: LibraryRuntime, who: Caller, key: str, name: str, collection: str, url: str | None
 ) -> DocumentAccepted:
     try:
-        with transaction(runtime.session_factory) as db:
-            doc, created = register_document(
-                db,
-                content_hash=key,
-                filename=name,
-                collection=collection,
-                owner_id=who.user_id,
-                project_id=project_of(collection),
-                source_url=url,
-            )
-            doc_id, status = str(doc.id), doc.status
-    except IntegrityError:
-        raise LibraryError(400, "invalid_request", f"unknown collection {collection}") from None
-    if created:  # after commit, so the task never sees a missing row
-        send_ingest(runtime.celery, doc_id)
-        log.info("library: document %s queued in %s", doc_id, collection)
-    return DocumentAccepted(id=doc_id, status=status, duplicate=not created)
+        admitted = admit_document(
+            runtime.session_factory,
+            partial(send_ingest, runtime.celery),
+            content_hash=key,
+            filename=name,
+            collection=collection,
+            owner_id=who.user_id,
+            source_url=url,
+        )
+    except AdmissionFailed as exc:
+        status = 409 if exc.code == "conflict" else 404
+        raise LibraryError(status, exc.code, exc.message) from None
+    if not admitted.duplicate:
+        log.info("library: document %s queued in %s", admitted.id, collection)
+    return DocumentAccepted(id=admitted.id, status=admitted.status, duplicate=admitted.duplicate)
 
 
 @router.get("", response_model=DocumentList)

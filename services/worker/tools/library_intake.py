@@ -12,15 +12,13 @@ queued row up after its requeue delay.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
 from celery import Celery
-from sqlalchemy.exc import IntegrityError
 
 from services.common.contracts.tasks import send_ingest
+from services.common.documents.admission import AdmissionFailed, Admitted, admit_document
 from services.common.documents.blobs import BlobStore
 from services.common.documents.collections import personal_collection, project_collection
-from services.common.documents.intake import register_document
 from services.worker.tools.base import ToolContext, ToolError
 from services.worker.tools.ports import IngestQueue
 
@@ -35,14 +33,6 @@ class CeleryIngestQueue:
         send_ingest(self._celery, document_id)
 
 
-@dataclass(frozen=True)
-class AddedDocument:
-    id: str
-    status: str
-    collection: str
-    duplicate: bool
-
-
 def add_pdf_to_library(
     data: bytes,
     *,
@@ -51,7 +41,7 @@ def add_pdf_to_library(
     ctx: ToolContext,
     store: BlobStore,
     queue: IngestQueue | None,
-) -> AddedDocument:
+) -> Admitted:
     """Store, register and queue ``data`` (a PDF) in the job's collection."""
     if ctx.db is None:
         raise ToolError("library_unconfigured", "this worker has no database for the library")
@@ -60,25 +50,17 @@ def add_pdf_to_library(
     else:
         collection = personal_collection(uuid.UUID(ctx.user_id))
     key = store.put(data)
-    with ctx.db() as db:
-        try:
-            doc, created = register_document(
-                db,
-                content_hash=key,
-                filename=filename,
-                collection=collection,
-                owner_id=uuid.UUID(ctx.user_id),
-                project_id=uuid.UUID(ctx.project_id) if ctx.project_id else None,
-                source_url=source_url,
-            )
-            added = AddedDocument(str(doc.id), doc.status, collection, duplicate=not created)
-            db.commit()
-        except IntegrityError:
-            db.rollback()
-            # Another call registered the same file at this moment: the next try finds it.
-            raise ToolError(
-                "conflict", "the same document is being added; try again", retryable=True
-            ) from None
-    if created and queue is not None:  # after commit: the task must find the row
-        queue.queue_ingest(added.id)
-    return added
+    try:
+        return admit_document(
+            ctx.db,
+            queue.queue_ingest if queue is not None else None,
+            content_hash=key,
+            filename=filename,
+            collection=collection,
+            owner_id=uuid.UUID(ctx.user_id),
+            source_url=source_url,
+        )
+    except AdmissionFailed as exc:
+        # A conflict: another call registered the same file at this moment, and the
+        # next try finds it. Gone: the project was deleted under the job.
+        raise ToolError(exc.code, exc.message, retryable=exc.code == "conflict") from None

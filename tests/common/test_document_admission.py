@@ -1,0 +1,113 @@
+"""``admit_document``: the one way a stored file becomes a queued library document."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.common.contracts.statuses import DocumentStatus
+from services.common.documents.admission import AdmissionFailed, admit_document
+from services.common.documents.collections import personal_collection, project_collection
+from services.common.models import Document
+from tests.fixtures.builders import make_project, make_user
+
+
+def _hash() -> str:
+    return uuid.uuid4().hex * 2  # a sha256-sized key no other test uses
+
+
+def test_the_row_is_committed_before_its_ingest_is_sent_and_a_second_admission_is_a_duplicate(
+    session_factory: sessionmaker[Session],
+) -> None:
+    user = make_user(session_factory)
+    collection, key = personal_collection(user.id), _hash()
+    seen: list[tuple[str, DocumentStatus | None]] = []
+
+    def queue(document_id: str) -> None:
+        # As the ingest task would: a new session, so only a committed row is found.
+        with session_factory() as db:
+            status = db.scalar(select(Document.status).where(Document.id == uuid.UUID(document_id)))
+        seen.append((document_id, status))
+
+    first = admit_document(
+        session_factory,
+        queue,
+        content_hash=key,
+        filename="a.pdf",
+        collection=collection,
+        owner_id=user.id,
+    )
+    again = admit_document(
+        session_factory,
+        queue,
+        content_hash=key,
+        filename="b.pdf",
+        collection=collection,
+        owner_id=user.id,
+    )
+
+    assert (first.duplicate, again.duplicate) == (False, True)
+    assert again.id == first.id and first.status == DocumentStatus.QUEUED
+    assert seen == [(first.id, DocumentStatus.QUEUED)]  # sent once, after its commit
+
+
+def test_a_failed_document_admitted_again_is_queued_again_from_zero_attempts(
+    session_factory: sessionmaker[Session],
+) -> None:
+    user = make_user(session_factory)
+    collection, key = personal_collection(user.id), _hash()
+    sent: list[str] = []
+    first = admit_document(
+        session_factory,
+        sent.append,
+        content_hash=key,
+        filename="a.pdf",
+        collection=collection,
+        owner_id=user.id,
+    )
+    with session_factory() as db, db.begin():
+        db.execute(
+            update(Document)
+            .where(Document.id == uuid.UUID(first.id))
+            .values(status=DocumentStatus.FAILED, error="parse failed", attempts=3)
+        )
+
+    again = admit_document(
+        session_factory,
+        sent.append,
+        content_hash=key,
+        filename="a.pdf",
+        collection=collection,
+        owner_id=user.id,
+    )
+
+    assert again.id == first.id and not again.duplicate
+    assert sent == [first.id, first.id]
+    with session_factory() as db:
+        doc = db.get(Document, uuid.UUID(first.id))
+        assert doc is not None
+        assert (doc.status, doc.error, doc.attempts) == (DocumentStatus.QUEUED, None, 0)
+
+
+def test_a_collection_whose_project_is_gone_is_refused_and_nothing_is_sent(
+    session_factory: sessionmaker[Session],
+) -> None:
+    user = make_user(session_factory)
+    make_project(session_factory, user)  # a real project exists; this one does not
+    sent: list[str] = []
+
+    with pytest.raises(AdmissionFailed) as refused:
+        admit_document(
+            session_factory,
+            sent.append,
+            content_hash=_hash(),
+            filename="a.pdf",
+            collection=project_collection(uuid.uuid4()),
+            owner_id=user.id,
+        )
+
+    assert refused.value.code == "gone"
+    assert sent == []
