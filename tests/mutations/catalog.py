@@ -1226,6 +1226,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    {StepStatus.SUCCEEDED, StepStatus.FAILED}",
         ("tests/common/test_contracts.py", "-k", "step_done"),
     ),
+    Mutation(
+        "library: a document's ingest is sent before its row is committed",
+        "services/common/documents/admission.py",
+        "            admitted = Admitted(str(doc.id), doc.status, collection, duplicate=not created)\n",
+        "            admitted = Admitted(str(doc.id), doc.status, collection, duplicate=not created)\n"
+        "            if created and queue is not None:\n"
+        "                queue(admitted.id)\n",
+        ("tests/common/test_document_admission.py", "-k", "committed_before"),
+    ),
+    Mutation(
+        "background loops: a cluster-wide tick runs on every process",
+        "services/common/periodic.py",
+        '        return bool(self.redis.set(self.key, "1", nx=True, px=max(1, int(period_s * 900))))',
+        "        return True",
+        ("tests/common/test_periodic.py", "-k", "cluster_lock"),
+    ),
+    Mutation(
+        "dispatch: a job kind with no runner is run as a turn",
+        "services/worker/spine/dispatch.py",
+        "        runner = runners.get(job.kind)\n",
+        '        runner = runners.get(job.kind, runners["turn"])\n',
+        ("tests/worker/test_job_runners.py", "-k", "no_runner"),
+    ),
 )
 
 
