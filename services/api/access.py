@@ -30,7 +30,8 @@ from sqlalchemy import or_, select, true
 from sqlalchemy.orm import Session
 
 from services.api.api_keys import CALLER_INFO, Caller
-from services.api.errors import ApiError, not_found
+from services.api.errors import not_found
+from services.common.contracts.errors import ServiceError
 from services.common.models import ChatSession, Job, Project, ProjectMember, User
 from services.common.models.users import PROJECT_ROLES
 
@@ -141,7 +142,7 @@ def changeable_session(db: Session, user: User, session_id: str) -> ChatSession:
     """A session the caller may rename or delete; one they may only read answers 403."""
     session = visible_session(db, user, session_id)
     if not may_change(db, user, owner_id=session.user_id, project_id=session.project_id):
-        raise ApiError(403, "forbidden", "only its owner or a project owner may change this")
+        raise ServiceError(403, "forbidden", "only its owner or a project owner may change this")
     return session
 
 
@@ -156,7 +157,9 @@ def changeable_job(db: Session, user: User, job_id: str) -> Job:
     """A job the caller may cancel or answer; one they may only read answers 403."""
     job = visible_job(db, user, job_id)
     if not may_change(db, user, owner_id=job.user_id, project_id=job.project_id):
-        raise ApiError(403, "forbidden", "only its owner or a project owner may change this job")
+        raise ServiceError(
+            403, "forbidden", "only its owner or a project owner may change this job"
+        )
     return job
 
 
@@ -188,7 +191,9 @@ def target_project(db: Session, user: User, ref: str | None) -> Project | None:
 
 def require_text(value: str, *, limit: int, what: str) -> str:
     if not value.strip():
-        raise ApiError(422, "invalid_request", f"{what} must not be empty")
+        raise ServiceError(422, "invalid_request", f"{what} must not be empty")
     if len(value) > limit:
-        raise ApiError(413, "too_large", f"{what} is {len(value)} characters; the limit is {limit}")
+        raise ServiceError(
+            413, "too_large", f"{what} is {len(value)} characters; the limit is {limit}"
+        )
     return value

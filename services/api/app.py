@@ -9,7 +9,7 @@ from fastapi import FastAPI
 
 from services.api.admin.router import router as admin_router
 from services.api.approvals.router import router as approvals_router
-from services.api.errors import error_responses, install_error_handlers
+from services.api.errors import error_responses
 from services.api.events.router import router as events_router
 from services.api.health.router import router as health_router
 from services.api.invites.router import router as invites_router
@@ -40,6 +40,7 @@ from services.api.web.router import mount_web
 from services.api.webhooks.router import router as webhooks_router
 from services.common.celery_app import build_celery
 from services.common.db import build_engine, build_sessionmaker
+from services.common.http_errors import install_error_handlers
 from services.common.metrics import register_platform_collectors
 from services.common.migrate import ensure_migrated
 from services.common.redis_client import build_async_redis, build_redis

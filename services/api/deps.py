@@ -11,11 +11,11 @@ from fastapi.security.utils import get_authorization_scheme_param
 from sqlalchemy.orm import Session
 
 from services.api.api_keys import CALLER_INFO, Caller, KeyRefused, authenticate, legacy_hash
-from services.api.errors import ApiError
 from services.api.rate_limits import REFUSAL_MESSAGES, RateLimiter, caller_buckets
 from services.api.state import AppState
 from services.api.transaction import discard_after_commit, run_after_commit
 from services.api.web.cookie_auth import cookie_caller
+from services.common.contracts.errors import ServiceError
 from services.common.models import User
 
 
@@ -77,7 +77,7 @@ def current_caller(
     decision = RateLimiter(state.redis).take(caller_buckets(state.settings, caller))
     if not decision.allowed:
         why = REFUSAL_MESSAGES[decision.scope or "key"]
-        raise ApiError(
+        raise ServiceError(
             429,
             "rate_limited",
             f"{why}; retry in {decision.retry_after_s} s",
@@ -90,7 +90,7 @@ def current_caller(
 
 def authenticate_request(request: Request, token: str, db: Session, state: AppState) -> Caller:
     """Who the request acts as, from its bearer ``token`` or else its session cookie;
-    401 (ApiError) when neither stands for an active key of an active user.
+    401 (ServiceError) when neither stands for an active key of an active user.
 
     Open event streams call this again while they run (``events/stream_access``),
     so a key revoked, expired or disabled, or a browser session logged out, ends
@@ -100,7 +100,7 @@ def authenticate_request(request: Request, token: str, db: Session, state: AppSt
         try:
             return authenticate(db, key=token)
         except KeyRefused as refused:
-            raise ApiError(401, "unauthorized", str(refused)) from None
+            raise ServiceError(401, "unauthorized", str(refused)) from None
     # No key: a browser's session cookie (CSRF-checked on writes), or 401.
     return cookie_caller(request, db, state)
 
@@ -124,9 +124,9 @@ CurrentUser = Annotated[User, Depends(current_user)]
 def admin_user(caller: CurrentCaller) -> User:
     """An admin using an unscoped key: a key limited to one project is never global."""
     if not caller.user.is_admin:
-        raise ApiError(403, "forbidden", "admin only")
+        raise ServiceError(403, "forbidden", "admin only")
     if caller.project_id is not None:
-        raise ApiError(403, "forbidden", "a key scoped to a project cannot use admin routes")
+        raise ServiceError(403, "forbidden", "a key scoped to a project cannot use admin routes")
     return caller.user
 
 

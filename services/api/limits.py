@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from services.api.errors import error_body
+from services.common.contracts.errors import error_body
 
 RouteKey = tuple[str, str]  # (method, exact path)
 

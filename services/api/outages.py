@@ -22,7 +22,7 @@ from sqlalchemy.exc import InterfaceError as DbInterfaceError
 from sqlalchemy.exc import OperationalError as DbOperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from services.api.errors import error_body
+from services.common.contracts.errors import error_body
 
 log = logging.getLogger(__name__)
 

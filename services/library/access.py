@@ -16,9 +16,9 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from services.common.contracts.errors import ServiceError
 from services.common.db import transaction
 from services.common.documents.collections import readable_collections
-from services.library.errors import LibraryError
 from services.library.runtime import LibraryRuntime
 
 
@@ -46,15 +46,15 @@ def caller(request: Request, runtime: RuntimeDep) -> Caller:
     token = runtime.settings.internal_token
     given = request.headers.get("x-leaflab-internal", "")
     if not hmac.compare_digest(given.encode(), token.encode()):
-        raise LibraryError(401, "unauthorized", "missing or wrong X-Leaflab-Internal token")
+        raise ServiceError(401, "unauthorized", "missing or wrong X-Leaflab-Internal token")
     try:
         user_id = uuid.UUID(request.headers.get("x-leaflab-user", ""))
     except ValueError:
-        raise LibraryError(400, "invalid_request", "X-Leaflab-User must be a user id") from None
+        raise ServiceError(400, "invalid_request", "X-Leaflab-User must be a user id") from None
     with transaction(runtime.session_factory) as db:
         collections = readable_collections(db, user_id)
     if collections is None:
-        raise LibraryError(403, "forbidden", "X-Leaflab-User is not an active user")
+        raise ServiceError(403, "forbidden", "X-Leaflab-User is not an active user")
     return Caller(user_id, collections)
 
 

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from services.common.http_errors import install_error_handlers
 from services.common.metrics.exposition import mount_metrics
 from services.common.telemetry import (
     TracingMiddleware,
@@ -23,7 +24,6 @@ from services.common.telemetry import (
     shutdown_tracing,
 )
 from services.common.telemetry.names import SERVICE_LIBRARY
-from services.library.errors import install_error_handlers
 from services.library.routes.claims import router as claims_router
 from services.library.routes.documents import router as documents_router
 from services.library.routes.health import router as health_router

@@ -29,12 +29,12 @@ import uuid
 import redis
 from sqlalchemy import delete, func, select
 
+from services.common.contracts.errors import ServiceError
 from services.common.db import transaction
 from services.common.documents.collections import may_remove
 from services.common.documents.streams import document_stream_key
 from services.common.models import Document
 from services.library.access import Caller
-from services.library.errors import LibraryError
 from services.library.lease import IN_FLIGHT
 from services.library.runtime import LibraryRuntime
 
@@ -47,19 +47,19 @@ def remove_document(runtime: LibraryRuntime, *, who: Caller, document_id: str) -
     try:
         ident = uuid.UUID(document_id)
     except ValueError:
-        raise LibraryError(404, "not_found", "document not found") from None
+        raise ServiceError(404, "not_found", "document not found") from None
     with transaction(runtime.session_factory) as db:
         doc = db.scalar(select(Document).where(Document.id == ident).with_for_update())
         if doc is None or doc.collection not in who.collections:
-            raise LibraryError(404, "not_found", "document not found")
+            raise ServiceError(404, "not_found", "document not found")
         if not may_remove(db, user_id=who.user_id, doc=doc):
-            raise LibraryError(
+            raise ServiceError(
                 403,
                 "forbidden",
                 "only the document's uploader, an owner of its project or an admin may delete it",
             )
         if doc.status in IN_FLIGHT:
-            raise LibraryError(
+            raise ServiceError(
                 409,
                 "document_ingesting",
                 f"the document is still being ingested (status {doc.status}); "
@@ -70,7 +70,7 @@ def remove_document(runtime: LibraryRuntime, *, who: Caller, document_id: str) -
             runtime.store.delete_document(str(ident))
         except Exception as exc:  # the row stays (rolled back): a retry deletes both
             log.error("library: deleting vectors of %s failed (%s)", ident, type(exc).__name__)
-            raise LibraryError(
+            raise ServiceError(
                 503, "store_unavailable", "the vector store did not delete the passages; retry"
             ) from None
         # References cascade; references elsewhere that cite it are unlinked (SET NULL).

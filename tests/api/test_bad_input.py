@@ -19,6 +19,24 @@ def _counts(factory: sessionmaker[Session]) -> tuple[int, int]:
         return int(jobs), int(messages)
 
 
+def _session_counts(factory: sessionmaker[Session], session_id: str) -> tuple[int, int, str]:
+    """One session's jobs, messages and the status of its latest job: what a foreign
+    write would change. Scoped, because the shared stack's other jobs write messages
+    of their own while this test runs."""
+    with factory() as db:
+        jobs = db.scalar(select(func.count()).select_from(Job).where(Job.session_id == session_id))
+        messages = db.scalar(
+            select(func.count()).select_from(Message).where(Message.session_id == session_id)
+        )
+        status = db.scalar(
+            select(Job.status)
+            .where(Job.session_id == session_id)
+            .order_by(Job.created_at.desc())
+            .limit(1)
+        )
+        return int(jobs or 0), int(messages or 0), str(status)
+
+
 def _error(resp: httpx.Response, status: int) -> dict:
     assert resp.status_code == status, resp.text
     body = resp.json()["error"]
@@ -121,10 +139,10 @@ class TestBadRequests:
             f"/v1/sessions/{session['id']}/messages",
         ):
             assert _error(bob.get(path), 404)["code"] == "not_found"
-        before = _counts(session_factory)
+        before = _session_counts(session_factory, session["id"])
         _error(bob.post(f"/v1/sessions/{session['id']}/messages", json={"content": "x"}), 404)
         _error(bob.post(f"/v1/jobs/{job_id}/cancel"), 404)
-        assert _counts(session_factory) == before
+        assert _session_counts(session_factory, session["id"]) == before
         for path in ("/v1/jobs/00000000-0000-0000-0000-000000000000", "/v1/jobs/not-a-uuid"):
             _error(alice.get(path), 404)
         assert bob.get("/v1/jobs").json()["items"] == []

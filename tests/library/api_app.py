@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from services.api.app import create_app
 from services.api.deps import hash_key
-from services.api.library.router import intake_settings
+from services.api.library.service import intake_settings
 from services.api.settings import ApiSettings
 from services.common.documents.settings import IntakeSettings
 from services.common.models import ApiKey, User

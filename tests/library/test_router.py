@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.api.errors import ApiError
-from services.api.library.router import internal_path
+from services.api.library.client import internal_path
+from services.common.contracts.errors import ServiceError
 from services.common.models import Document, Project, ProjectMember
 from tests.fixtures.hostile_urls import MALFORMED_URLS
 from tests.library import hostile_pdfs
@@ -229,7 +229,7 @@ class TestMalformedUrlIngest:
 class TestInternalPaths:
     @pytest.mark.parametrize("segment", ["..", ".", "", "a/b", "..\\x", "x?y", "x#y", "%2E%2E"])
     def test_segments_that_could_walk_elsewhere_are_refused(self, segment: str) -> None:
-        with pytest.raises(ApiError) as info:
+        with pytest.raises(ServiceError) as info:
             internal_path("documents", segment)
         assert info.value.status == 404
 

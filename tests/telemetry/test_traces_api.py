@@ -24,13 +24,14 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.api.deps import CurrentUser, DbSession, hash_key
-from services.api.errors import install_error_handlers, not_found
+from services.api.errors import not_found
 from services.api.settings import ApiSettings
 from services.api.state import AppState
 from services.api.traces import router as traces_router
 from services.cli.trace_cmd import trace_cmd
 from services.common.celery_app import build_celery
 from services.common.db import transaction
+from services.common.http_errors import install_error_handlers
 from services.common.models import ApiKey, Job, User
 from services.common.telemetry import current_trace_id_hex, model_call_attributes
 from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER

@@ -29,7 +29,8 @@ from services.api.admin.schemas import (
     UserOut,
 )
 from services.api.deps import AdminUser, DbSession, StateDep
-from services.api.errors import ApiError, error_responses, not_found
+from services.api.errors import error_responses, not_found
+from services.common.contracts.errors import ServiceError
 from services.common.models import ApiKey, Project, User
 from services.common.workspace_usage import MB, all_users_bytes
 
@@ -39,7 +40,7 @@ router = APIRouter(prefix="/v1/admin", tags=["admin"], responses=error_responses
 @router.post("/users", status_code=201, response_model=UserOut, responses=error_responses(409, 413))
 def create_user(body: UserCreate, db: DbSession, _: AdminUser) -> User:
     if service.find_user(db, email=body.email) is not None:
-        raise ApiError(409, "conflict", f"user {body.email} already exists")
+        raise ServiceError(409, "conflict", f"user {body.email} already exists")
     return service.create_user(db, email=body.email, is_admin=body.is_admin)
 
 
@@ -82,7 +83,7 @@ def create_key(
             db, user=user, name=body.name, project=project, expires_at=body.expires_at
         )
     except service.NotAMember as refused:
-        raise ApiError(422, "invalid_request", str(refused)) from None
+        raise ServiceError(422, "invalid_request", str(refused)) from None
     return KeyCreated(
         id=row.id, key=key, prefix=row.prefix, project_id=row.project_id, expires_at=row.expires_at
     )
@@ -107,11 +108,11 @@ def create_project(body: ProjectCreate, db: DbSession, admin: AdminUser) -> Proj
     """The creating admin becomes the project's first owner: the project is usable
     at once (uploads, sessions, memory) instead of refusing its own creator."""
     if db.scalar(select(Project).where(Project.name == body.name.strip())) is not None:
-        raise ApiError(409, "conflict", f"project {body.name} already exists")
+        raise ServiceError(409, "conflict", f"project {body.name} already exists")
     try:
         project = service.create_project(db, name=body.name, allow_network=body.allow_network)
     except IntegrityError:
-        raise ApiError(409, "conflict", f"project {body.name} already exists") from None
+        raise ServiceError(409, "conflict", f"project {body.name} already exists") from None
     service.add_member(db, project=project, user=admin, role="owner")
     return project
 

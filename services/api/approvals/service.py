@@ -18,9 +18,10 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from services.api.approvals.schemas import ApprovalDecide
-from services.api.errors import ApiError, not_found
+from services.api.errors import not_found
 from services.api.jobs.service import enqueue
 from services.api.transaction import after_commit
+from services.common.contracts.errors import ServiceError
 from services.common.events import EventPublisher
 from services.common.models import Approval, Job, User
 from services.common.models.approvals import DECISION_STATUS
@@ -51,12 +52,12 @@ def decide(
     if approval is None:
         raise not_found("approval")
     if approval.status != "pending":
-        raise ApiError(409, "conflict", f"approval is already {approval.status}")
+        raise ServiceError(409, "conflict", f"approval is already {approval.status}")
     if locked.status != "waiting_approval":
-        raise ApiError(409, "conflict", f"job is {locked.status}, not waiting for approval")
+        raise ServiceError(409, "conflict", f"job is {locked.status}, not waiting for approval")
     feedback = (body.feedback or "").strip() or None
     if body.decision == "request_changes" and feedback is None:
-        raise ApiError(422, "invalid_request", "request_changes needs feedback for the model")
+        raise ServiceError(422, "invalid_request", "request_changes needs feedback for the model")
     now = datetime.now(UTC)
     approval.status = DECISION_STATUS[body.decision]
     approval.feedback = feedback

@@ -24,14 +24,14 @@ from sqlalchemy.orm import Session
 
 from services.api.api_keys import CALLER_INFO, Caller
 from services.api.deps import authenticate_request, bearer_token
-from services.api.errors import ApiError
 from services.api.state import AppState
+from services.common.contracts.errors import ServiceError
 
 log = logging.getLogger(__name__)
 
 REVOKED_EVENT = "access_revoked"
 
-# Raises ApiError when the caller may no longer read the stream's object.
+# Raises ServiceError when the caller may no longer read the stream's object.
 ObjectCheck = Callable[[Session, Caller], object]
 AccessCheck = Callable[[], Awaitable[str | None]]
 
@@ -52,7 +52,7 @@ def _recheck(request: Request, state: AppState, check: ObjectCheck) -> str | Non
                 caller = authenticate_request(request, bearer_token(request), db, state)
                 db.info[CALLER_INFO] = caller  # the key's scope applies to the object check
                 check(db, caller)
-            except ApiError as refused:
+            except ServiceError as refused:
                 return refused.message
             finally:
                 db.rollback()  # read-only: nothing of the check (last_used_at) is kept

@@ -32,9 +32,9 @@ import redis.asyncio as aioredis
 from fastapi import Depends, Header, Query, Request
 from redis.exceptions import RedisError
 
-from services.api.errors import ApiError
 from services.api.events.stream_access import REVOKED_EVENT
 from services.api.state import AppState
+from services.common.contracts.errors import ServiceError
 from services.common.events import decode_entry
 from services.common.redis_client import max_block_ms
 
@@ -50,7 +50,7 @@ MIN_BLOCK_S = 0.05
 def parse_event_id(raw: str) -> str:
     match = STREAM_ID.match(raw.strip())
     if not match or any(int(part) > MAX_ID_PART for part in match.groups()):
-        raise ApiError(
+        raise ServiceError(
             422, "invalid_request", "Last-Event-ID must be an event id like '1700000000000-0'"
         )
     return f"{int(match.group(1))}-{int(match.group(2))}"

@@ -24,7 +24,7 @@ from services.api.admin.budgets.remaining import remaining_budget
 from services.api.admin.budgets.schemas import CostEstimate
 from services.api.bodies import NO_NUL
 from services.api.deps import CurrentUser, DbSession, StateDep
-from services.api.errors import ApiError, error_responses
+from services.api.errors import error_responses
 from services.api.jobs import service
 from services.api.jobs.schemas import (
     JobAccepted,
@@ -39,6 +39,7 @@ from services.api.jobs.schemas import (
 from services.api.jobs.submission import submit
 from services.api.jobs.usage import job_usage
 from services.api.surveys.estimate import survey_figures
+from services.common.contracts.errors import ServiceError
 from services.common.models import Job, JobStep, User
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=error_responses(401, 422))
@@ -126,14 +127,14 @@ def _views(db: Session, jobs: list[Job]) -> list[JobOut]:
 def _owner_id(db: Session, caller: User, owner: str) -> uuid.UUID:
     """The user an admin filters by; anyone else learns nothing about other users."""
     if not caller.is_admin:
-        raise ApiError(403, "forbidden", "only admins may list another user's jobs")
+        raise ServiceError(403, "forbidden", "only admins may list another user's jobs")
     wanted = owner.strip()
     try:
         found = db.get(User, uuid.UUID(wanted))
     except ValueError:
         found = db.scalar(select(User).where(User.email == wanted.lower()))
     if found is None:
-        raise ApiError(404, "not_found", f"no user {wanted!r}")
+        raise ServiceError(404, "not_found", f"no user {wanted!r}")
     return found.id
 
 

@@ -18,9 +18,9 @@ from opentelemetry import trace
 from sqlalchemy import func, update
 from sqlalchemy.orm import Session
 
-from services.api.errors import ApiError
 from services.api.sessions.service import DEFAULT_TITLE
 from services.api.transaction import after_commit
+from services.common.contracts.errors import ServiceError
 from services.common.contracts.statuses import JobStatus
 from services.common.contracts.tasks import send_advance
 from services.common.models import (
@@ -132,7 +132,7 @@ def cancel_job(db: Session, *, celery: Celery, job: Job) -> Job:
     have been waiting behind this one.
     """
     if job.status in TERMINAL_STATUSES:
-        raise ApiError(409, "conflict", f"job is already {job.status}")
+        raise ServiceError(409, "conflict", f"job is already {job.status}")
     db.execute(update(Job).where(Job.id == job.id).values(cancel_requested=True))
     # A job waiting for approval holds no lease and is not runnable: make it so,
     # and its worker ends it as cancelled at once.

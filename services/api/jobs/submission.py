@@ -40,7 +40,7 @@ def submit(
     body: JobBody,
     run: ScheduleRun | None = None,
 ) -> Job:
-    """Queue ``body`` as ``user`` (ApiError 404/413/422 when it may not be)."""
+    """Queue ``body`` as ``user`` (ServiceError 404/413/422 when it may not be)."""
     job_input, project, session = admit(db, settings=settings, user=user, body=body, lock=True)
     return service.submit_job(
         db,

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from services.api.access import key_scope
 from services.api.deps import CurrentUser, DbSession, StateDep
-from services.api.errors import ApiError
+from services.common.contracts.errors import ServiceError
 from services.common.documents.collections import (
     LAB_COLLECTION,
     may_remove,
@@ -87,12 +87,12 @@ class LibraryAccess:
         if project is None or project == "":
             return personal_collection(self.user_id)
         if not isinstance(project, str):
-            raise ApiError(400, "invalid_request", "project must be a string")
+            raise ServiceError(400, "invalid_request", "project must be a string")
         pid = self.projects.get(project)
         if pid is None:
             # Not a member looks the same as not existing (no probing for names),
             # but the message names both, so a member-to-be knows whom to ask.
-            raise ApiError(
+            raise ServiceError(
                 404,
                 "not_found",
                 f"project {project!r} not found, or you are not a member of it "
@@ -102,11 +102,13 @@ class LibraryAccess:
 
     def _lab_target(self, project: Any, collection: Any) -> str:
         if collection != LAB_COLLECTION:
-            raise ApiError(400, "invalid_request", 'collection must be "lab" (or left out)')
+            raise ServiceError(400, "invalid_request", 'collection must be "lab" (or left out)')
         if project not in (None, ""):
-            raise ApiError(400, "invalid_request", "give a project or the lab collection, not both")
+            raise ServiceError(
+                400, "invalid_request", "give a project or the lab collection, not both"
+            )
         if self.scope is not None:
-            raise ApiError(
+            raise ServiceError(
                 403, "forbidden", "a key scoped to a project adds only to that project's library"
             )
         return LAB_COLLECTION
@@ -126,10 +128,12 @@ def visible_document(db: Session, access: LibraryAccess, document_id: str) -> Do
     try:
         ident = uuid.UUID(document_id)
     except ValueError:
-        raise ApiError(404, "not_found", "document not found (a document id is a UUID)") from None
+        raise ServiceError(
+            404, "not_found", "document not found (a document id is a UUID)"
+        ) from None
     doc = db.get(Document, ident)
     if doc is None or doc.collection not in access.readable():
-        raise ApiError(404, "not_found", "document not found")
+        raise ServiceError(404, "not_found", "document not found")
     return doc
 
 
@@ -137,7 +141,7 @@ def removable_document(db: Session, access: LibraryAccess, document_id: str) -> 
     """The document, if the caller may delete it; 403 when they may only read it."""
     doc = visible_document(db, access, document_id)
     if not may_remove(db, user_id=access.user_id, doc=doc):
-        raise ApiError(
+        raise ServiceError(
             403,
             "forbidden",
             "only the document's uploader, an owner of its project or an admin may delete it",

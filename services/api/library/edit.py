@@ -20,9 +20,10 @@ from pydantic import Field, field_validator
 
 from services.api.bodies import NOT_BLANK, RequestBody
 from services.api.deps import DbSession
-from services.api.errors import ApiError, error_responses
+from services.api.errors import error_responses
 from services.api.library.access import AccessDep, LibraryAccess, removable_document
 from services.api.library.schemas import LibraryDocument
+from services.common.contracts.errors import ServiceError
 from services.common.models import Document
 
 router = APIRouter(prefix="/v1/library", tags=["library"], responses=error_responses(401, 422))
@@ -146,12 +147,12 @@ def _apply(
 ) -> LibraryDocument:
     doc = removable_document(db, access, document_id)  # first: a stranger learns nothing
     if not changes:
-        raise ApiError(400, "invalid_request", f"give at least one of: {', '.join(EDITABLE)}")
+        raise ServiceError(400, "invalid_request", f"give at least one of: {', '.join(EDITABLE)}")
     locked = db.get(Document, doc.id, with_for_update=True)  # against an ingest writing now
     sources = dict(locked.metadata_source or {})
     for field, value in changes.items():
         if field == "title" and value is None:
-            raise ApiError(
+            raise ServiceError(
                 422, "invalid_request", "title: a document keeps a title (send a new one)"
             )
         setattr(locked, field, value)

@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from services.api.errors import ApiError
 from services.api.library.access import LibraryAccess
 from services.api.library.schemas import (
     LibraryImport as ImportView,
@@ -26,6 +25,7 @@ from services.api.library.schemas import (
     LibraryImportSummary,
 )
 from services.common.bibliography import Entry, ParsedBibliography
+from services.common.contracts.errors import ServiceError
 from services.common.documents.admission import project_of
 from services.common.models import LibraryImport, LibraryImportEntry
 from services.common.models.library_imports import (
@@ -84,7 +84,7 @@ def visible_import(db: Session, access: LibraryAccess, import_id: str) -> Librar
     try:
         ident = uuid.UUID(import_id)
     except ValueError:
-        raise ApiError(404, "not_found", "import not found (an import id is a UUID)") from None
+        raise ServiceError(404, "not_found", "import not found (an import id is a UUID)") from None
     job = db.get(LibraryImport, ident)
     scoped = access.scoped_collections()
     if (
@@ -92,7 +92,7 @@ def visible_import(db: Session, access: LibraryAccess, import_id: str) -> Librar
         or job.owner_id != access.user_id
         or (scoped is not None and job.collection not in scoped)
     ):
-        raise ApiError(404, "not_found", "import not found")
+        raise ServiceError(404, "not_found", "import not found")
     return job
 
 

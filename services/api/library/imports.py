@@ -23,7 +23,7 @@ from sqlalchemy import select
 
 from services.api.bodies import NO_NUL
 from services.api.deps import DbSession, StateDep
-from services.api.errors import ApiError, error_responses
+from services.api.errors import error_responses
 from services.api.library.access import AccessDep, LibraryAccess
 from services.api.library.import_jobs import (
     create_import,
@@ -31,16 +31,17 @@ from services.api.library.import_jobs import (
     recent_imports,
     visible_import,
 )
-from services.api.library.router import IntakeDep
 from services.api.library.schemas import LibraryImport, LibraryImportList
+from services.api.library.service import IntakeDep
 from services.api.library.zotero_request import ZOTERO_BODY, parse_zotero_body, read_requested
 from services.api.state import AppState
 from services.common.bibliography import NotABibliography, ParsedBibliography, read_bibliography
 from services.common.bibliography.keys import make_key
 from services.common.bibliography.writer import render_bib
+from services.common.contracts.errors import ServiceError
 from services.common.contracts.statuses import DocumentStatus
 from services.common.contracts.tasks import send_import
-from services.common.documents.intake import UploadRefused, read_json_body, receive_small_file
+from services.common.documents.intake import read_json_body, receive_small_file
 from services.common.documents.settings import IntakeSettings
 from services.common.models import Document
 
@@ -86,25 +87,19 @@ async def start_import(
     await asyncio.to_thread(db.commit)  # end the auth transaction before reading the body
     if request.headers.get("content-type", "").startswith("application/json"):
         return await _start_zotero_import(request, access, state, intake)
-    try:
-        filename, raw, fields = await receive_small_file(request, max_bytes=intake.max_import_bytes)
-    except UploadRefused as exc:
-        raise ApiError(exc.status, exc.code, exc.message) from None
+    filename, raw, fields = await receive_small_file(request, max_bytes=intake.max_import_bytes)
     collection = access.collection_for(fields.get("project"), fields.get("collection"))
     try:
         parsed = await asyncio.to_thread(read_bibliography, raw)
     except NotABibliography as exc:
-        raise ApiError(422, "not_a_bibliography", str(exc)) from None
+        raise ServiceError(422, "not_a_bibliography", str(exc)) from None
     return await asyncio.to_thread(_create_and_queue, state, access, parsed, filename, collection)
 
 
 async def _start_zotero_import(
     request: Request, access: LibraryAccess, state: AppState, intake: IntakeSettings
 ) -> LibraryImport:
-    try:
-        body = await read_json_body(request)
-    except UploadRefused as exc:
-        raise ApiError(exc.status, exc.code, exc.message) from None
+    body = await read_json_body(request)
     wanted = parse_zotero_body(body)
     collection = access.collection_for(wanted.project, wanted.collection)
     parsed, error = await read_requested(wanted, intake)

@@ -16,7 +16,7 @@ from fastapi.responses import FileResponse
 from services.api.deps import DbSession
 from services.api.errors import error_responses, not_found
 from services.api.library.access import AccessDep, visible_document
-from services.api.library.router import IntakeDep
+from services.api.library.service import IntakeDep
 from services.common.documents.blobs import BlobStore
 
 # An uploaded file is someone else's bytes served from our origin: never sniffed as

@@ -14,7 +14,6 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from services.api.errors import ApiError
 from services.api.library.zotero import (
     ZoteroFailed,
     ZoteroLibrary,
@@ -22,6 +21,7 @@ from services.api.library.zotero import (
     read_zotero,
 )
 from services.common.bibliography import ParsedBibliography
+from services.common.contracts.errors import ServiceError
 from services.common.documents.settings import IntakeSettings
 from services.common.net_guard import NetGuard, parse_allow_list
 
@@ -69,15 +69,15 @@ def parse_zotero_body(body: Any) -> ZoteroRequest:
     """The request, or a 400 naming the expected shape (the key never echoed)."""
     zotero = body.get("zotero") if isinstance(body, dict) else None
     if not isinstance(zotero, dict):
-        raise ApiError(400, "invalid_request", f"JSON body must be {SHAPE}")
+        raise ServiceError(400, "invalid_request", f"JSON body must be {SHAPE}")
     kinds = [k for k in ("user", "group") if k in zotero]
     if len(kinds) != 1:
-        raise ApiError(400, "invalid_request", 'give exactly one of "user" or "group"')
+        raise ServiceError(400, "invalid_request", 'give exactly one of "user" or "group"')
     ident = zotero[kinds[0]]
     if isinstance(ident, str) and ident.isdigit():
         ident = int(ident)
     if not isinstance(ident, int) or isinstance(ident, bool) or ident < 1:
-        raise ApiError(400, "invalid_request", f"the Zotero {kinds[0]} id is a positive number")
+        raise ServiceError(400, "invalid_request", f"the Zotero {kinds[0]} id is a positive number")
     key = zotero.get("key")
     if (
         not isinstance(key, str)
@@ -85,7 +85,7 @@ def parse_zotero_body(body: Any) -> ZoteroRequest:
         or not key.isascii()
         or len(key) > MAX_KEY_CHARS
     ):
-        raise ApiError(
+        raise ServiceError(
             400,
             "invalid_request",
             "the Zotero API key is letters and digits (zotero.org/settings/keys)",
@@ -93,7 +93,7 @@ def parse_zotero_body(body: Any) -> ZoteroRequest:
     project, collection = body.get("project"), body.get("collection")
     for name, value in (("project", project), ("collection", collection)):
         if value is not None and not isinstance(value, str):
-            raise ApiError(400, "invalid_request", f"{name} must be a string")
+            raise ServiceError(400, "invalid_request", f"{name} must be a string")
     kind: Literal["user", "group"] = "user" if kinds[0] == "user" else "group"
     return ZoteroRequest(ZoteroLibrary(kind, ident), key, project, collection)
 

@@ -17,9 +17,10 @@ from fastapi import APIRouter, Body, Query
 
 from services.api.access import member_project, parse_id, project_role
 from services.api.deps import CurrentUser, DbSession
-from services.api.errors import ApiError, error_responses
+from services.api.errors import error_responses
 from services.api.memory import service
 from services.api.memory.schemas import ProposalDecide, ProposalList, ProposalOut
+from services.common.contracts.errors import ServiceError
 from services.common.models.memory import ProposalStatus
 
 router = APIRouter(prefix="/v1/projects", tags=["memory"], responses=error_responses(401, 404, 422))
@@ -55,7 +56,7 @@ def decide_proposal(
     changed since it was made leaves the document alone and answers it ``failed``."""
     project = member_project(db, user, project_id)
     if not user.is_admin and project_role(db, user_id=user.id, project_id=project.id) != "owner":
-        raise ApiError(403, "forbidden", "only a project owner may decide memory proposals")
+        raise ServiceError(403, "forbidden", "only a project owner may decide memory proposals")
     return service.decide(
         db,
         project=project,

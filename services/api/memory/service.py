@@ -16,8 +16,9 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services.api.errors import ApiError, not_found
+from services.api.errors import not_found
 from services.api.memory.schemas import ProposalDecision, ProposalOut
+from services.common.contracts.errors import ServiceError
 from services.common.memory_writes import content_sha256, write_document
 from services.common.models import MemoryDocument, MemoryProposal, Project, User
 
@@ -72,7 +73,7 @@ def decide(
     if proposal is None:
         raise not_found("proposal")
     if proposal.status != "pending":
-        raise ApiError(409, "conflict", f"proposal is already {proposal.status}")
+        raise ServiceError(409, "conflict", f"proposal is already {proposal.status}")
     proposal.decided_by = user.id
     proposal.decided_at = datetime.now(UTC)
     if decision == "reject":

@@ -19,7 +19,7 @@ from sqlalchemy import func, select, update
 
 from services.api.access import key_scope, member_project, project_role
 from services.api.deps import CurrentUser, DbSession
-from services.api.errors import ApiError, error_responses
+from services.api.errors import error_responses
 from services.api.notifications.schemas import (
     MAX_LISTED,
     MarkRead,
@@ -36,6 +36,7 @@ from services.api.notifications.service import (
     view,
     visible_notifications,
 )
+from services.common.contracts.errors import ServiceError
 from services.common.models import Notification, User
 
 router = APIRouter(
@@ -122,12 +123,12 @@ def put_settings(
     if project:
         found = member_project(db, user, project)
         if not _may_change_project(db, user, found.id):
-            raise ApiError(403, "forbidden", "only a project owner or an admin changes these")
+            raise ServiceError(403, "forbidden", "only a project owner or an admin changes these")
         row = update_settings(db, user=user, project_id=found.id, body=body)
         db.commit()
         return view(row, project_id=found.id, may_change=True)
     if key_scope(db) is not None:
-        raise ApiError(403, "forbidden", "a project-scoped key cannot change your own settings")
+        raise ServiceError(403, "forbidden", "a project-scoped key cannot change your own settings")
     row = update_settings(db, user=user, project_id=None, body=body)
     db.commit()
     return view(row, project_id=None, may_change=True)

@@ -31,12 +31,12 @@ from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.api.admin.budgets.remaining import remaining_budget
-from services.api.errors import ApiError
 from services.api.jobs.service import ScheduleRun
 from services.api.jobs.submission import JOB_BODY, submit
 from services.api.schedules.cron import parse
 from services.api.settings import ApiSettings
 from services.api.transaction import discard_after_commit, run_after_commit
+from services.common.contracts.errors import ServiceError
 from services.common.models import Schedule, User
 
 log = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ def _claim_and_run(
                     run=ScheduleRun(schedule_id=schedule.id, slot=slot),
                 )
                 job_id = job.id
-        except ApiError as err:
+        except ServiceError as err:
             refused = f"the run was refused: {err.message}"
     schedule.last_slot = slot
     schedule.next_slot = cron.next_after(max(now, slot))

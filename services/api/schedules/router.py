@@ -24,7 +24,7 @@ from services.api.access import (
     target_project,
 )
 from services.api.deps import CurrentUser, DbSession, StateDep
-from services.api.errors import ApiError, error_responses, not_found
+from services.api.errors import error_responses, not_found
 from services.api.jobs.schemas import JobOut
 from services.api.jobs.submission import admit
 from services.api.jobs.usage import job_usage
@@ -36,6 +36,7 @@ from services.api.schedules.schemas import (
     ScheduleRuns,
     ScheduleView,
 )
+from services.common.contracts.errors import ServiceError
 from services.common.models import Job, Schedule, User
 from services.common.models.users import ProjectMember
 
@@ -60,7 +61,7 @@ def _visible(db: DbSession, user: User, schedule_id: str) -> Schedule:
 def _changeable(db: DbSession, user: User, schedule_id: str) -> Schedule:
     schedule = _visible(db, user, schedule_id)
     if not may_change(db, user, owner_id=schedule.user_id, project_id=schedule.project_id):
-        raise ApiError(403, "forbidden", "only its owner, a project owner or an admin")
+        raise ServiceError(403, "forbidden", "only its owner, a project owner or an admin")
     return schedule
 
 
@@ -74,12 +75,12 @@ def create_schedule(
     try:
         cron = parse(body.cron, body.timezone)
     except BadSchedule as bad:
-        raise ApiError(422, bad.code, str(bad)) from None
+        raise ServiceError(422, bad.code, str(bad)) from None
     now = datetime.now(UTC)
     gap = cron.shortest_gap(now)
     floor = state.settings.schedule_min_interval_s
     if gap.total_seconds() < floor:
-        raise ApiError(
+        raise ServiceError(
             422,
             "too_frequent",
             f"{body.cron!r} runs every {int(gap.total_seconds())} s at its most frequent; "
@@ -87,7 +88,7 @@ def create_schedule(
         )
     job = body.job
     if body.project and job.project and body.project != job.project:
-        raise ApiError(422, "invalid_request", "the schedule's and the job's project differ")
+        raise ServiceError(422, "invalid_request", "the schedule's and the job's project differ")
     project = target_project(db, user, body.project or job.project)
     job = job.model_copy(update={"project": str(project.id) if project else None})
     # The checks a submission makes, now: a body that could never run is refused here.
@@ -95,12 +96,12 @@ def create_schedule(
     stored = job.model_dump(mode="json", exclude_none=True)
     size = len(json.dumps(stored))
     if size > MAX_JOB_BODY_BYTES:
-        raise ApiError(
+        raise ServiceError(
             413, "too_large", f"the job body is {size} bytes; the limit is {MAX_JOB_BODY_BYTES}"
         )
     count = len(db.scalars(select(Schedule.id).where(Schedule.user_id == user.id)).all())
     if count >= MAX_SCHEDULES_PER_USER:
-        raise ApiError(409, "too_many", f"at most {MAX_SCHEDULES_PER_USER} schedules per user")
+        raise ServiceError(409, "too_many", f"at most {MAX_SCHEDULES_PER_USER} schedules per user")
     schedule = Schedule(
         user_id=user.id,
         project_id=project.id if project else None,

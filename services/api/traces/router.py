@@ -7,9 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter, Path
 
 from services.api.deps import CurrentUser, DbSession
-from services.api.errors import ApiError, error_responses, not_found
+from services.api.errors import error_responses, not_found
 from services.api.traces.schemas import TraceOut
 from services.api.traces.service import TRACE_ID_RE, load_trace, may_read_trace, trace_exists
+from services.common.contracts.errors import ServiceError
 
 router = APIRouter(prefix="/v1/traces", tags=["traces"], responses=error_responses(401, 404, 422))
 
@@ -29,7 +30,7 @@ def get_trace(
     """
     trace_id = trace_id.strip().lower()
     if not TRACE_ID_RE.match(trace_id):
-        raise ApiError(422, "invalid_request", "trace_id must be 32 hexadecimal characters")
+        raise ServiceError(422, "invalid_request", "trace_id must be 32 hexadecimal characters")
     if not may_read_trace(db, user=user, trace_id=trace_id):
         raise not_found("trace")
     trace = load_trace(db, trace_id=trace_id)

@@ -15,9 +15,9 @@ from fastapi import Request
 from sqlalchemy.orm import Session
 
 from services.api.api_keys import Caller, KeyRefused, authenticate_key_id
-from services.api.errors import ApiError
 from services.api.state import AppState
 from services.api.web.session_store import WebSession, WebSessions
+from services.common.contracts.errors import ServiceError
 
 SESSION_COOKIE = "leaflab_session"
 CSRF_HEADER = "X-CSRF-Token"
@@ -53,13 +53,15 @@ def csrf_ok(request: Request, session: WebSession, presented: str | None) -> boo
 def cookie_caller(request: Request, db: Session, state: AppState) -> Caller:
     found = session_of(request, state)
     if found is None:
-        raise ApiError(401, "unauthorized", "missing API key: send 'Authorization: Bearer lf_…'")
+        raise ServiceError(
+            401, "unauthorized", "missing API key: send 'Authorization: Bearer lf_…'"
+        )
     _, session = found
     if not same_origin(request):
-        raise ApiError(403, "csrf_failed", "cross-site request refused")
+        raise ServiceError(403, "csrf_failed", "cross-site request refused")
     if not csrf_ok(request, session, request.headers.get(CSRF_HEADER)):
-        raise ApiError(403, "csrf_failed", f"missing or wrong {CSRF_HEADER} header")
+        raise ServiceError(403, "csrf_failed", f"missing or wrong {CSRF_HEADER} header")
     try:
         return authenticate_key_id(db, key_id=session.key_id)
     except KeyRefused as refused:
-        raise ApiError(401, "unauthorized", str(refused)) from None
+        raise ServiceError(401, "unauthorized", str(refused)) from None

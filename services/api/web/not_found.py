@@ -10,16 +10,16 @@ from fastapi.responses import HTMLResponse
 
 from services.api.access import visible_job
 from services.api.deps import DbSession
-from services.api.errors import ApiError
 from services.api.web.page_auth import Viewer
 from services.api.web.templating import render
+from services.common.contracts.errors import ServiceError
 
 
 def may_see_job(db: DbSession, viewer: Viewer, job_id: uuid.UUID) -> bool:
     """The JSON API's rule for ``GET /v1/jobs/{id}``, for a page shell."""
     try:
         visible_job(db, viewer.caller.user, str(job_id))
-    except ApiError:
+    except ServiceError:
         return False
     return True
 

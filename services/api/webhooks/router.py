@@ -20,7 +20,8 @@ from sqlalchemy import or_, select
 
 from services.api.access import key_scope, member_project, project_role
 from services.api.deps import CurrentUser, DbSession
-from services.api.errors import ApiError, error_responses, not_found
+from services.api.errors import error_responses, not_found
+from services.common.contracts.errors import ServiceError
 from services.common.models import (
     WEBHOOK_EVENTS,
     ProjectMember,
@@ -104,14 +105,14 @@ class DeliveryList(BaseModel):
 def _check_url(url: str) -> str:
     url = url.strip()
     if not url.lower().startswith(("http://", "https://")):
-        raise ApiError(422, "invalid_url", "the webhook URL must be http:// or https://")
+        raise ServiceError(422, "invalid_url", "the webhook URL must be http:// or https://")
     try:
         check_url(url)
     except InvalidUrl as err:
-        raise ApiError(422, "invalid_url", f"not a usable URL: {err}") from None
+        raise ServiceError(422, "invalid_url", f"not a usable URL: {err}") from None
     except AddressRefused as err:
         # The address itself is checked again at every delivery (net_guard).
-        raise ApiError(422, "address_refused", str(err)) from None
+        raise ServiceError(422, "address_refused", str(err)) from None
     return url
 
 
@@ -163,10 +164,12 @@ def create_webhook(body: WebhookCreate, db: DbSession, user: CurrentUser) -> Web
     project = member_project(db, user, body.project) if body.project else None
     scope = key_scope(db)
     if scope is not None and (project is None or project.id != scope):
-        raise ApiError(403, "forbidden", "a project-scoped key adds webhooks to its project only")
+        raise ServiceError(
+            403, "forbidden", "a project-scoped key adds webhooks to its project only"
+        )
     count = len(db.scalars(select(Webhook.id).where(Webhook.user_id == user.id)).all())
     if count >= MAX_WEBHOOKS_PER_USER:
-        raise ApiError(409, "too_many", f"at most {MAX_WEBHOOKS_PER_USER} webhooks per user")
+        raise ServiceError(409, "too_many", f"at most {MAX_WEBHOOKS_PER_USER} webhooks per user")
     secret = body.secret or secrets.token_urlsafe(32)
     hook = Webhook(
         user_id=user.id,
@@ -209,7 +212,7 @@ def delete_webhook(webhook_id: uuid.UUID, db: DbSession, user: CurrentUser) -> R
             else None
         )
         if role != "owner":
-            raise ApiError(403, "forbidden", "only its creator, a project owner or an admin")
+            raise ServiceError(403, "forbidden", "only its creator, a project owner or an admin")
     db.delete(hook)
     db.commit()
     return Response(status_code=204)

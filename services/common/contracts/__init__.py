@@ -2,6 +2,8 @@
 
 - ``statuses``: a job's statuses as a ``StrEnum`` and the sets built from them,
   used in Python and inside SQL;
+- ``errors``: the one JSON error shape of every HTTP service and its exception,
+  ``ServiceError``;
 - ``events``: the job events workers publish, a discriminated union of pydantic
   models, parsed by the CLI and written out for the browser (``write_js``).
 

@@ -21,6 +21,7 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 
+from services.common.contracts.errors import ServiceError
 from services.common.documents.blobs import BlobStore
 from services.common.pdf_child.runner import ChildLimits, PdfReadFailed, read_pdf
 
@@ -30,14 +31,6 @@ MAX_FILENAME_CHARS = 200
 FORM_OVERHEAD_BYTES = 1 << 20
 MAX_JSON_BYTES = 64 << 10
 COPY_CHUNK = 1 << 20
-
-
-class UploadRefused(Exception):
-    """A 4xx the caller should see: ``status``, ``code`` and a message without paths."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
 
 
 @dataclass(frozen=True)
@@ -78,7 +71,7 @@ async def _capped(
     async for chunk in request.stream():
         seen += len(chunk)
         if seen > limit:
-            raise UploadRefused(
+            raise ServiceError(
                 413, "too_large", f"the upload is larger than {cap_for_message} bytes"
             )
         yield chunk
@@ -87,14 +80,14 @@ async def _capped(
 async def read_json_body(request: Request) -> Any:
     """A small JSON body, refused (413) past 64 KiB however it is sent."""
     if _declared_too_large(request, MAX_JSON_BYTES):
-        raise UploadRefused(413, "too_large", f"JSON body larger than {MAX_JSON_BYTES} bytes")
+        raise ServiceError(413, "too_large", f"JSON body larger than {MAX_JSON_BYTES} bytes")
     body = bytearray()
     async for chunk in _capped(request, MAX_JSON_BYTES, MAX_JSON_BYTES):
         body.extend(chunk)
     try:
         return json.loads(body)
     except ValueError:
-        raise UploadRefused(400, "invalid_request", "the body is not valid JSON") from None
+        raise ServiceError(400, "invalid_request", "the body is not valid JSON") from None
 
 
 async def receive_pdf(
@@ -117,14 +110,14 @@ async def receive_small_file(
     """A multipart upload (part ``file`` plus small text fields) read into memory,
     refused with 413 past ``max_bytes``: (file name, content, fields)."""
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
-        raise UploadRefused(
+        raise ServiceError(
             400, "invalid_request", "send the file as multipart/form-data (a part named 'file')"
         )
     form, upload = await _file_form(request, max_bytes, "file")
     try:
         content = await upload.read(max_bytes + 1)
         if len(content) > max_bytes:
-            raise UploadRefused(413, "too_large", f"the file is larger than {max_bytes} bytes")
+            raise ServiceError(413, "too_large", f"the file is larger than {max_bytes} bytes")
         fields = {k: v for k, v in form.multi_items() if isinstance(v, str)}
         return safe_filename(upload.filename, "bibliography"), content, fields
     finally:
@@ -135,7 +128,7 @@ async def _file_form(request: Request, max_bytes: int, what: str) -> tuple[FormD
     """The parsed multipart form (the caller closes it) and its ``file`` part, the
     body capped at ``max_bytes`` of file plus the form's small overhead."""
     if _declared_too_large(request, max_bytes + FORM_OVERHEAD_BYTES):
-        raise UploadRefused(413, "too_large", f"the {what} is larger than {max_bytes} bytes")
+        raise ServiceError(413, "too_large", f"the {what} is larger than {max_bytes} bytes")
     parser = MultiPartParser(
         request.headers,
         _capped(request, max_bytes + FORM_OVERHEAD_BYTES, max_bytes),
@@ -145,11 +138,11 @@ async def _file_form(request: Request, max_bytes: int, what: str) -> tuple[FormD
     try:
         form = await parser.parse()
     except MultiPartException as exc:
-        raise UploadRefused(400, "invalid_request", f"malformed multipart body: {exc}") from None
+        raise ServiceError(400, "invalid_request", f"malformed multipart body: {exc}") from None
     upload = form.get("file")
     if not isinstance(upload, UploadFile):
         await form.close()
-        raise UploadRefused(400, "invalid_request", "multipart upload needs a 'file' part")
+        raise ServiceError(400, "invalid_request", "multipart upload needs a 'file' part")
     return form, upload
 
 
@@ -165,7 +158,7 @@ async def _copy_into_store(
             while chunk := await upload.read(COPY_CHUNK):
                 size += len(chunk)
                 if size > max_bytes:
-                    raise UploadRefused(
+                    raise ServiceError(
                         413, "too_large", f"the file is larger than {max_bytes} bytes"
                     )
                 if len(head) < 1024:
@@ -173,9 +166,9 @@ async def _copy_into_store(
                 digest.update(chunk)
                 out.write(chunk)
         if not head.lstrip()[:5].startswith(PDF_MAGIC):
-            raise UploadRefused(415, "not_pdf", "the file is not a PDF (no %PDF- header)")
+            raise ServiceError(415, "not_pdf", "the file is not a PDF (no %PDF- header)")
         if not await asyncio.to_thread(_opens_as_pdf, staged, check):
-            raise UploadRefused(
+            raise ServiceError(
                 415, "not_pdf", "the file starts like a PDF but PyMuPDF cannot open it"
             )
     except BaseException:
@@ -201,7 +194,7 @@ def _opens_as_pdf(path: Path, limits: ChildLimits) -> bool:
         if failed.kind == "invalid":
             return False
         if failed.kind == "busy":
-            raise UploadRefused(503, "busy", failed.reason) from None
-        raise UploadRefused(
+            raise ServiceError(503, "busy", failed.reason) from None
+        raise ServiceError(
             422, "pdf_rejected", f"the PDF could not be opened within the limits: {failed.reason}"
         ) from None

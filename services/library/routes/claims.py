@@ -19,8 +19,8 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from services.common.claims import check_claims
+from services.common.contracts.errors import ServiceError
 from services.library.access import CallerDep, RuntimeDep
-from services.library.errors import LibraryError
 
 router = APIRouter(tags=["claims"])
 
@@ -49,12 +49,12 @@ class ClaimCheckRequest(BaseModel):
 async def _bounded_body(request: Request) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
-        raise LibraryError(413, "too_large", f"the body is limited to {MAX_BODY_BYTES} bytes")
+        raise ServiceError(413, "too_large", f"the body is limited to {MAX_BODY_BYTES} bytes")
     body = bytearray()
     async for part in request.stream():
         body += part
         if len(body) > MAX_BODY_BYTES:
-            raise LibraryError(413, "too_large", f"the body is limited to {MAX_BODY_BYTES} bytes")
+            raise ServiceError(413, "too_large", f"the body is limited to {MAX_BODY_BYTES} bytes")
     return bytes(body)
 
 
@@ -62,14 +62,14 @@ def _parse(raw: bytes) -> ClaimCheckRequest:
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise LibraryError(422, "invalid_request", "the body is not JSON") from None
+        raise ServiceError(422, "invalid_request", "the body is not JSON") from None
     try:
         return ClaimCheckRequest.model_validate(data)
     except ValidationError as exc:
         msg = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()[:5]
         )
-        raise LibraryError(422, "invalid_request", msg) from None
+        raise ServiceError(422, "invalid_request", msg) from None
 
 
 @router.post("/claims/check")

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy import select
 
+from services.common.contracts.errors import ServiceError
 from services.common.contracts.tasks import send_ingest
 from services.common.db import transaction
 from services.common.documents.admission import AdmissionFailed, admit_document
@@ -24,7 +25,6 @@ from services.common.documents.intake import (
 from services.common.models import Document
 from services.common.net_guard import AddressRefused
 from services.library.access import Caller, CallerDep, RuntimeDep
-from services.library.errors import LibraryError
 from services.library.fetch import check_url
 from services.library.references import references_view
 from services.library.removal import remove_document
@@ -68,9 +68,9 @@ def _writable(who: Caller, collection: Any) -> str:
     if collection is None or collection == "":
         return personal_collection(who.user_id)
     if not isinstance(collection, str):
-        raise LibraryError(400, "invalid_request", "collection must be a string")
+        raise ServiceError(400, "invalid_request", "collection must be a string")
     if collection not in who.collections:
-        raise LibraryError(403, "forbidden", f"no write access to collection {collection}")
+        raise ServiceError(403, "forbidden", f"no write access to collection {collection}")
     return collection
 
 
@@ -89,14 +89,14 @@ async def add_document(request: Request, who: CallerDep, runtime: RuntimeDep) ->
     else:
         body = await read_json_body(request)
         if not isinstance(body, dict) or not isinstance(body.get("url"), str):
-            raise LibraryError(
+            raise ServiceError(
                 400, "invalid_request", 'JSON body must be {"url": ..., "collection"?}'
             )
         url = body["url"]
         try:
             check_url(url)
         except AddressRefused as exc:
-            raise LibraryError(400, "url_refused", str(exc)) from None
+            raise ServiceError(400, "url_refused", str(exc)) from None
         collection = _writable(who, body.get("collection"))
         key = url_key(url)
         name = safe_filename(url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1])
@@ -118,7 +118,7 @@ def _register_and_queue(
         )
     except AdmissionFailed as exc:
         status = 409 if exc.code == "conflict" else 404
-        raise LibraryError(status, exc.code, exc.message) from None
+        raise ServiceError(status, exc.code, exc.message) from None
     if not admitted.duplicate:
         log.info("library: document %s queued in %s", admitted.id, collection)
     return DocumentAccepted(id=admitted.id, status=admitted.status, duplicate=admitted.duplicate)
@@ -145,11 +145,11 @@ def get_document(document_id: str, who: CallerDep, runtime: RuntimeDep) -> dict[
     try:
         ident = uuid.UUID(document_id)
     except ValueError:
-        raise LibraryError(404, "not_found", "document not found") from None
+        raise ServiceError(404, "not_found", "document not found") from None
     with transaction(runtime.session_factory) as db:
         doc = db.get(Document, ident)
         if doc is None or doc.collection not in who.collections:
-            raise LibraryError(404, "not_found", "document not found")
+            raise ServiceError(404, "not_found", "document not found")
         return {**document_view(doc), "structure": doc.structure}
 
 
@@ -159,11 +159,11 @@ def get_references(document_id: str, who: CallerDep, runtime: RuntimeDep) -> dic
     try:
         ident = uuid.UUID(document_id)
     except ValueError:
-        raise LibraryError(404, "not_found", "document not found") from None
+        raise ServiceError(404, "not_found", "document not found") from None
     with transaction(runtime.session_factory) as db:
         doc = db.get(Document, ident)
         if doc is None or doc.collection not in who.collections:
-            raise LibraryError(404, "not_found", "document not found")
+            raise ServiceError(404, "not_found", "document not found")
         return {"items": references_view(db, ident)}
 
 

@@ -9,10 +9,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from opentelemetry import trace
 
+from services.common.contracts.errors import ServiceError
 from services.common.metrics import LIBRARY_SEARCH_DURATION
 from services.common.telemetry.names import SPAN_LIBRARY_SEARCH, TRACER_LIBRARY
 from services.library.access import CallerDep, RuntimeDep
-from services.library.errors import LibraryError
 from services.library.kinds import KINDS, public_kind
 from services.library.retrieval import MODES
 from services.library.schemas import SearchResults
@@ -36,13 +36,13 @@ def search(
     document: Annotated[list[str] | None, Query()] = None,
 ) -> dict[str, Any]:
     if not q.strip() or len(q) > 2000:
-        raise LibraryError(400, "invalid_request", "q must be 1–2000 characters")
+        raise ServiceError(400, "invalid_request", "q must be 1–2000 characters")
     if mode not in MODES:
-        raise LibraryError(400, "invalid_request", f"mode must be one of {', '.join(MODES)}")
+        raise ServiceError(400, "invalid_request", f"mode must be one of {', '.join(MODES)}")
     if not 1 <= k <= 100:
-        raise LibraryError(400, "invalid_request", "k must be between 1 and 100")
+        raise ServiceError(400, "invalid_request", "k must be between 1 and 100")
     if kind is not None and kind not in KINDS:
-        raise LibraryError(400, "invalid_request", f"kind must be one of {', '.join(KINDS)}")
+        raise ServiceError(400, "invalid_request", f"kind must be one of {', '.join(KINDS)}")
     documents = _document_ids(document)
     collections = who.narrowed(collection or [])
     started = time.perf_counter()
@@ -85,11 +85,11 @@ def _document_ids(given: list[str] | None) -> list[str] | None:
     if given is None:
         return None
     if len(given) > MAX_DOCUMENTS:
-        raise LibraryError(400, "invalid_request", f"at most {MAX_DOCUMENTS} document ids")
+        raise ServiceError(400, "invalid_request", f"at most {MAX_DOCUMENTS} document ids")
     ids = []
     for raw in given:
         try:
             ids.append(str(uuid.UUID(raw)))
         except ValueError:
-            raise LibraryError(400, "invalid_request", f"not a document id: {raw[:60]!r}") from None
+            raise ServiceError(400, "invalid_request", f"not a document id: {raw[:60]!r}") from None
     return ids

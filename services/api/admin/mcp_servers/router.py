@@ -14,7 +14,8 @@ from fastapi import APIRouter
 from services.api.admin.mcp_servers import service
 from services.api.admin.mcp_servers.schemas import McpServerListIn, McpServerListOut
 from services.api.deps import AdminUser, DbSession
-from services.api.errors import ApiError, error_responses
+from services.api.errors import error_responses
+from services.common.contracts.errors import ServiceError
 from services.common.mcp_servers import McpConfigError, McpServersSetting
 
 router = APIRouter(tags=["admin"], responses=error_responses(401, 403, 422))
@@ -31,7 +32,7 @@ def put_mcp_servers(body: McpServerListIn, db: DbSession, admin: AdminUser) -> M
     try:
         service.replace(db, servers=body.servers, by=admin.id)
     except McpConfigError as exc:
-        raise ApiError(422, "invalid_mcp_servers", str(exc)) from None
+        raise ServiceError(422, "invalid_mcp_servers", str(exc)) from None
     return service.current(db, env=McpServersSetting())
 
 
