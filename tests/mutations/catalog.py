@@ -1249,6 +1249,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         '        runner = runners.get(job.kind, runners["turn"])\n',
         ("tests/worker/test_job_runners.py", "-k", "no_runner"),
     ),
+    Mutation(
+        "library: a file added twice at once is a deleted collection to the loser",
+        "services/common/documents/admission.py",
+        '        if getattr(exc.orig, "sqlstate", None) == _UNIQUE_VIOLATION:\n',
+        "        if False:\n",
+        ("tests/common/test_document_admission.py", "-k", "same_moment"),
+    ),
 )
 
 
