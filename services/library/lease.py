@@ -10,14 +10,11 @@ off, overtaken by the sweeper) can no longer change the row.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.contracts.statuses import (
@@ -28,13 +25,13 @@ from services.common.contracts.statuses import (
 from services.common.db import transaction
 from services.common.models import Document
 from services.common.periodic import STOP, Periodic
+from services.library.row_lease import LeaseLost, RowLease, new_owner
+
+__all__ = ["DOCUMENTS", "IN_FLIGHT", "Claim", "LeaseKeeper", "LeaseLost", "claim", "fenced_set"]
 
 log = logging.getLogger(__name__)
 IN_FLIGHT = DOCUMENT_IN_FLIGHT  # the name its callers import
-
-
-class LeaseLost(Exception):
-    """Another worker (or the sweeper) took the document over; stop quietly."""
+DOCUMENTS = RowLease(Document, in_flight=IN_FLIGHT, what="document")
 
 
 @dataclass(frozen=True)
@@ -48,41 +45,28 @@ class Claim:
     attempt: int
 
 
-def new_owner() -> str:
-    """Unique per claim, so even a stale attempt in the same process is fenced out."""
-    return f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
-
-
 def claim(
     factory: sessionmaker[Session], document_id: uuid.UUID, *, ttl_s: float, max_attempts: int
 ) -> Claim | None:
     """Take the lease and count the attempt; None if finished, held or out of tries."""
     owner = new_owner()
     with transaction(factory) as db:
-        row = db.execute(
-            update(Document)
-            .where(
-                Document.id == document_id,
-                Document.status.in_(IN_FLIGHT),
-                or_(Document.lease_owner.is_(None), Document.lease_until < func.now()),
-                Document.attempts < max_attempts,
-            )
-            .values(
-                lease_owner=owner,
-                lease_until=func.now() + timedelta(seconds=ttl_s),
-                attempts=Document.attempts + 1,
-                status=DocumentStatus.PARSING,
-                error=None,
-                updated_at=func.now(),
-            )
-            .returning(
+        row = DOCUMENTS.claim(
+            db,
+            document_id,
+            owner=owner,
+            ttl_s=ttl_s,
+            max_attempts=max_attempts,
+            status=DocumentStatus.PARSING,
+            error=None,
+            returning=(
                 Document.collection,
                 Document.content_hash,
                 Document.filename,
                 Document.source_url,
                 Document.attempts,
-            )
-        ).first()
+            ),
+        )
     if row is None:
         return None
     return Claim(owner, document_id, row[0], row[1], row[2], row[3], row[4])
@@ -93,13 +77,7 @@ def fenced_set(factory: sessionmaker[Session], lease: Claim, **values: Any) -> N
     if values.get("status") in DOCUMENT_INGESTED:
         values = {**values, "lease_owner": None, "lease_until": None}
     with transaction(factory) as db:
-        result = db.execute(
-            update(Document)
-            .where(Document.id == lease.document_id, Document.lease_owner == lease.owner)
-            .values(**values, updated_at=datetime.now(UTC))
-        )
-        if result.rowcount != 1:  # type: ignore[attr-defined]
-            raise LeaseLost(f"document {lease.document_id}: lease {lease.owner} lost")
+        DOCUMENTS.fenced_update(db, lease.document_id, lease.owner, values)
 
 
 class LeaseKeeper:

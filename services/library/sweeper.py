@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import timedelta
 
 from celery import Celery
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.contracts.statuses import DocumentStatus
@@ -24,7 +23,7 @@ from services.common.db import transaction
 from services.common.models import Document
 from services.common.periodic import Periodic
 from services.library.imports.sweep import sweep_imports
-from services.library.lease import IN_FLIGHT
+from services.library.lease import DOCUMENTS
 
 log = logging.getLogger(__name__)
 
@@ -43,22 +42,12 @@ def sweep_once(
     batch: int = 100,
 ) -> tuple[int, int]:
     """One pass; returns (requeued, failed)."""
-    stale = or_(
-        # Claimed, and the claimant stopped renewing: a dead or stuck worker.
-        and_(Document.lease_owner.is_not(None), Document.lease_until < func.now()),
-        # Unclaimed for a while: the message was lost (or is stuck in a queue).
-        and_(
-            Document.lease_owner.is_(None),
-            func.coalesce(Document.lease_until, Document.updated_at)
-            < func.now() - timedelta(seconds=requeue_after_s),
-        ),
-    )
     requeue: list[uuid.UUID] = []
     failed = 0
     with transaction(factory) as db:
         rows = db.execute(
             select(Document.id, Document.attempts, Document.lease_owner, Document.error)
-            .where(Document.status.in_(IN_FLIGHT), stale)
+            .where(DOCUMENTS.stale(requeue_after_s=requeue_after_s))
             .order_by(Document.lease_until)
             .limit(batch)
             .with_for_update(skip_locked=True)

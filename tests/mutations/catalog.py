@@ -1215,8 +1215,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "library: the claim spells the document status parsing again",
         "services/library/lease.py",
-        "                status=DocumentStatus.PARSING,",
-        '                status="parsing",',
+        "            status=DocumentStatus.PARSING,",
+        '            status="parsing",',
         ("tests/test_status_literals.py", "-k", "spelled_only_in_contracts"),
     ),
     Mutation(
@@ -1255,6 +1255,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         '        if getattr(exc.orig, "sqlstate", None) == _UNIQUE_VIOLATION:\n',
         "        if False:\n",
         ("tests/common/test_document_admission.py", "-k", "same_moment"),
+    ),
+    Mutation(
+        "library lease: a write is not fenced on its owner (a lost ingest worker writes on)",
+        "services/library/row_lease.py",
+        "            .where(m.id == row_id, m.lease_owner == owner)",
+        "            .where(m.id == row_id)",
+        ("tests/library/test_row_lease.py", "-k", "lost_holder"),
+    ),
+    Mutation(
+        "library lease: an expired claim is not stale (a dead worker's document waits forever)",
+        "services/library/row_lease.py",
+        "                and_(m.lease_owner.is_not(None), m.lease_until < func.now()),",
+        "                and_(m.lease_owner.is_not(None), m.lease_until > func.now()),",
+        ("tests/library/test_row_lease.py", "-k", "stale"),
     ),
 )
 

@@ -1,6 +1,6 @@
 """The lease on an import row: one worker at a time, fenced writes.
 
-The same shape as a document's ingest lease (services/library/lease.py): a
+The same lease as a document's (``row_lease.RowLease``, services/library/lease.py): a
 claim is one ``UPDATE … RETURNING`` on an import still in flight whose lease is
 free or expired, counting attempts; each entry the holder settles renews it in
 the same transaction that writes the entry, so a worker that lost the lease
@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
 
-from sqlalchemy import func, or_, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.db import transaction
 from services.common.models import LibraryImport
 from services.common.models.library_imports import IMPORT_IN_FLIGHT, IMPORT_RUNNING
-from services.library.lease import LeaseLost, new_owner
+from services.library.row_lease import LeaseLost, RowLease, new_owner
 
-__all__ = ["ImportClaim", "LeaseLost", "claim_import", "renew"]
+__all__ = ["IMPORTS", "ImportClaim", "LeaseLost", "claim_import", "renew"]
+
+IMPORTS = RowLease(LibraryImport, in_flight=IMPORT_IN_FLIGHT, what="import")
 
 
 @dataclass(frozen=True)
@@ -40,27 +40,19 @@ def claim_import(
     """Take the import's lease; None if it is finished or someone holds it."""
     owner = new_owner()
     with transaction(factory) as db:
-        row = db.execute(
-            update(LibraryImport)
-            .where(
-                LibraryImport.id == import_id,
-                LibraryImport.status.in_(IMPORT_IN_FLIGHT),
-                or_(LibraryImport.lease_owner.is_(None), LibraryImport.lease_until < func.now()),
-            )
-            .values(
-                lease_owner=owner,
-                lease_until=func.now() + timedelta(seconds=ttl_s),
-                attempts=LibraryImport.attempts + 1,
-                status=IMPORT_RUNNING,
-                updated_at=func.now(),
-            )
-            .returning(
+        row = IMPORTS.claim(
+            db,
+            import_id,
+            owner=owner,
+            ttl_s=ttl_s,
+            status=IMPORT_RUNNING,
+            returning=(
                 LibraryImport.owner_id,
                 LibraryImport.collection,
                 LibraryImport.project_id,
                 LibraryImport.attempts,
-            )
-        ).first()
+            ),
+        )
     if row is None:
         return None
     return ImportClaim(owner, import_id, row[0], row[1], row[2], row[3])
@@ -69,16 +61,4 @@ def claim_import(
 def renew(db: Session, lease: ImportClaim, *, ttl_s: float, **values: object) -> None:
     """Inside the caller's transaction: extend the lease (and write ``values``) only
     while it is still ours, else raise LeaseLost so the transaction rolls back."""
-    result = db.execute(
-        update(LibraryImport)
-        .where(LibraryImport.id == lease.import_id, LibraryImport.lease_owner == lease.owner)
-        .values(
-            {
-                "lease_until": func.now() + timedelta(seconds=ttl_s),
-                "updated_at": func.now(),
-                **values,
-            }
-        )
-    )
-    if result.rowcount != 1:  # type: ignore[attr-defined]
-        raise LeaseLost(f"import {lease.import_id}: lease {lease.owner} lost")
+    IMPORTS.fenced_update(db, lease.import_id, lease.owner, values, renew_s=ttl_s)

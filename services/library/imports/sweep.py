@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import timedelta
 
 from celery import Celery
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.contracts.tasks import send_import
 from services.common.db import transaction
 from services.common.models import LibraryImport
-from services.common.models.library_imports import IMPORT_DONE, IMPORT_IN_FLIGHT
+from services.common.models.library_imports import IMPORT_DONE
+from services.library.imports.lease import IMPORTS
 
 log = logging.getLogger(__name__)
 # An import makes progress on every attempt; one that stops this often is stuck.
@@ -28,19 +28,11 @@ def sweep_imports(
     factory: sessionmaker[Session], celery: Celery, *, requeue_after_s: float, batch: int = 50
 ) -> int:
     """One pass; returns how many imports were sent again."""
-    stale = or_(
-        and_(LibraryImport.lease_owner.is_not(None), LibraryImport.lease_until < func.now()),
-        and_(
-            LibraryImport.lease_owner.is_(None),
-            func.coalesce(LibraryImport.lease_until, LibraryImport.updated_at)
-            < func.now() - timedelta(seconds=requeue_after_s),
-        ),
-    )
     again: list[uuid.UUID] = []
     with transaction(factory) as db:
         rows = db.execute(
             select(LibraryImport.id, LibraryImport.attempts)
-            .where(LibraryImport.status.in_(IMPORT_IN_FLIGHT), stale)
+            .where(IMPORTS.stale(requeue_after_s=requeue_after_s))
             .limit(batch)
             .with_for_update(skip_locked=True)
         ).all()
