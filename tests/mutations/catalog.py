@@ -1229,8 +1229,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "library: a document's ingest is sent before its row is committed",
         "services/common/documents/admission.py",
-        "            admitted = Admitted(str(doc.id), doc.status, collection, duplicate=not created)\n",
-        "            admitted = Admitted(str(doc.id), doc.status, collection, duplicate=not created)\n"
+        "            admitted = Admitted(str(doc.id), doc.status, collection,"
+        " duplicate=not created)\n",
+        "            admitted = Admitted(str(doc.id), doc.status, collection,"
+        " duplicate=not created)\n"
         "            if created and queue is not None:\n"
         "                queue(admitted.id)\n",
         ("tests/common/test_document_admission.py", "-k", "committed_before"),
@@ -1238,7 +1240,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "background loops: a cluster-wide tick runs on every process",
         "services/common/periodic.py",
-        '        return bool(self.redis.set(self.key, "1", nx=True, px=max(1, int(period_s * 900))))',
+        '        return bool(self.redis.set(self.key, "1", nx=True,'
+        " px=max(1, int(period_s * 900))))",
         "        return True",
         ("tests/common/test_periodic.py", "-k", "cluster_lock"),
     ),
