@@ -5,7 +5,8 @@
 - ``errors``: the one JSON error shape of every HTTP service and its exception,
   ``ServiceError``;
 - ``events``: the job events workers publish, a discriminated union of pydantic
-  models, parsed by the CLI and written out for the browser (``write_js``).
+  models, parsed by the CLI and written out for the browser (``write_js``);
+- ``sandbox``: ``SandboxResult``, the answer of one ``sandbox.exec`` to the agent worker.
 
 Importing this package imports neither: ``statuses`` is stdlib-only so the CLI's
 help text can use it without pydantic or SQLAlchemy.

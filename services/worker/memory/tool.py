@@ -57,19 +57,18 @@ class MemoryArgs(BaseModel):
         return self
 
 
-class MemoryTool(Tool):
+class MemoryTool(Tool[MemoryArgs]):
     name: ClassVar[str] = MEMORY_TOOL
     description: ClassVar[str] = (
         "Long-term memory that outlives this session: documents about the user (profile, "
         "feedback on how to work, notes) and about the project. read returns them all; "
         "write replaces one document with the full new text. Keep them short and factual."
     )
-    args_model: ClassVar[type[BaseModel]] = MemoryArgs
+    args_model = MemoryArgs
     effect: ClassVar[ToolEffect] = ToolEffect.IDEMPOTENT
     retry_safe: ClassVar[bool] = True
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, MemoryArgs)
+    def run(self, args: MemoryArgs, ctx: ToolContext) -> ToolResult:
         if ctx.db is None:
             raise ToolError(
                 "service_unavailable",

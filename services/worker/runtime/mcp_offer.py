@@ -70,7 +70,7 @@ class McpOffering:
             self._last = (key, [*builtin, *(t.openai_schema() for t in offer.tools)])
         return self._last[1]
 
-    def tool(self, name: str) -> Tool:
+    def tool(self, name: str) -> Tool[Any]:
         """The MCP tool for a call from this job (ToolError: unknown, or not offered here)."""
         if self._catalog is None:
             return self._deps.registry.get(name)  # its unknown_tool error, listing the rest

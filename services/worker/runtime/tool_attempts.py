@@ -23,6 +23,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -39,7 +40,7 @@ def backoff_delay(attempt: int, base_s: float, rng: random.Random | None = None)
 
 
 def run_attempts(
-    tool: Tool,
+    tool: Tool[Any],
     args: BaseModel,
     ctx: ToolContext,
     *,
@@ -77,7 +78,7 @@ def run_attempts(
     raise AssertionError("unreachable")
 
 
-def run_bounded(tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolResult:
+def run_bounded(tool: Tool[Any], args: BaseModel, ctx: ToolContext) -> ToolResult:
     """``tool.run`` within ``tool.timeout_s`` (unbounded when it declares none)."""
     limit = tool.timeout_s
     if limit is None:

@@ -116,7 +116,7 @@ class ToolStepRunner:
             self._execute(tool, args, ctx, round_no, call, key, span)
         STEP_DURATION.labels("tool", call.name).observe(time.perf_counter() - started)
 
-    def _tool(self, name: str) -> Tool:
+    def _tool(self, name: str) -> Tool[Any]:
         if self.who.tools is not None and name not in self.who.tools:
             offered = ", ".join(sorted(self.who.tools))
             raise ToolError(
@@ -130,7 +130,7 @@ class ToolStepRunner:
 
     def _child_job(
         self,
-        tool: Tool,
+        tool: Tool[Any],
         args: BaseModel,
         ctx: ToolContext,
         round_no: int,
@@ -188,7 +188,7 @@ class ToolStepRunner:
 
     def _resume_interrupted(
         self,
-        tool: Tool,
+        tool: Tool[Any],
         ctx: ToolContext,
         round_no: int,
         call: ToolCallSpec,
@@ -227,7 +227,7 @@ class ToolStepRunner:
 
     def _execute(
         self,
-        tool: Tool,
+        tool: Tool[Any],
         args: BaseModel,
         ctx: ToolContext,
         round_no: int,
@@ -290,7 +290,7 @@ class ToolStepRunner:
         if approval is not None:
             self.gate.applied(approval)
 
-    def _run_with_retries(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolResult:
+    def _run_with_retries(self, tool: Tool[Any], args: BaseModel, ctx: ToolContext) -> ToolResult:
         return run_attempts(
             tool,
             args,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session, sessionmaker
@@ -98,10 +98,21 @@ class ToolContext:
     cancel: threading.Event = field(default_factory=threading.Event)
 
 
-class Tool(ABC):
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+
+
+class Tool(ABC, Generic[ArgsT]):
+    """One tool, typed by its argument model: ``class ReadFileTool(Tool[ReadFileArgs])``.
+
+    ``parse`` returns that model, so ``intent`` and ``run`` receive it typed.
+    Code that holds tools of many kinds (the registry, the runtime) holds
+    ``Tool[Any]`` and passes each tool's own ``parse`` result to its ``run``.
+    """
+
     name: ClassVar[str]
     description: ClassVar[str]
-    args_model: ClassVar[type[BaseModel]]
+    # Not a ClassVar (a ClassVar cannot hold a type variable); set on the class all the same.
+    args_model: type[ArgsT]
     effect: ClassVar[ToolEffect] = ToolEffect.READ_ONLY
     # Retryable failures of a retry-safe tool are tried again with backoff and
     # jitter (WorkerSettings.tool_retry_attempts); others fail on the first try.
@@ -116,7 +127,7 @@ class Tool(ABC):
     # server an admin registered with ``approval: true``).
     approval_required: ClassVar[bool] = False
 
-    def parse(self, raw: dict[str, Any]) -> BaseModel:
+    def parse(self, raw: dict[str, Any]) -> ArgsT:
         """Validate raw model-supplied arguments; raise ToolError on any problem."""
         try:
             return self.args_model.model_validate(raw)
@@ -133,7 +144,7 @@ class Tool(ABC):
                 details={"errors": problems},
             ) from None
 
-    def intent(self, args: BaseModel, ctx: ToolContext) -> dict[str, Any] | None:
+    def intent(self, args: ArgsT, ctx: ToolContext) -> dict[str, Any] | None:
         """For WORKSPACE_EDIT tools: the post-state to record before applying."""
         return None
 
@@ -142,7 +153,7 @@ class Tool(ABC):
         return False
 
     @abstractmethod
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+    def run(self, args: ArgsT, ctx: ToolContext) -> ToolResult:
         """Execute with validated arguments; raise ToolError for expected failures."""
 
     def openai_schema(self) -> dict[str, Any]:

@@ -32,7 +32,7 @@ class LibrarySearchArgs(BaseModel):
     )
 
 
-class LibrarySearchTool(Tool):
+class LibrarySearchTool(Tool[LibrarySearchArgs]):
     name = "library_search"
     description = (
         "Search the lab's paper library. Returns passages with locators "
@@ -42,8 +42,7 @@ class LibrarySearchTool(Tool):
     effect = ToolEffect.READ_ONLY
     retry_safe = True
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, LibrarySearchArgs)
+    def run(self, args: LibrarySearchArgs, ctx: ToolContext) -> ToolResult:
         items = search_library(ctx, args.query, mode=args.mode, k=args.k, kind=args.kind)
         if not items:
             return ToolResult("No passages found in the library.", {"items": []})
@@ -103,5 +102,5 @@ def search_library(
     return items
 
 
-def library_tools() -> list[Tool]:
+def library_tools() -> list[Tool[Any]]:
     return [LibrarySearchTool()]

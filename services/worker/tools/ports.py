@@ -8,7 +8,9 @@ implementation and a reader sees at the call site what a tool can touch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
+
+from services.common.contracts.sandbox import SandboxResult
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,7 @@ class SandboxRequest:
 
 
 class SandboxPort(Protocol):
-    def execute(self, request: SandboxRequest, *, wait_s: float) -> dict[str, Any]:
+    def execute(self, request: SandboxRequest, *, wait_s: float) -> SandboxResult:
         """The sandbox worker's result (``status``, streams, artifacts …).
 
         Raises ToolError when no sandbox answers within ``wait_s`` or the

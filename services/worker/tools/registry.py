@@ -9,8 +9,8 @@ from services.worker.tools.base import Tool, ToolError
 
 
 class ToolRegistry:
-    def __init__(self, tools: Iterable[Tool]) -> None:
-        self._tools: dict[str, Tool] = {}
+    def __init__(self, tools: Iterable[Tool[Any]]) -> None:
+        self._tools: dict[str, Tool[Any]] = {}
         for tool in tools:
             if tool.name in self._tools:
                 raise ValueError(f"duplicate tool name {tool.name!r}")
@@ -19,7 +19,7 @@ class ToolRegistry:
         # fixed for the registry's life, so build them once, not per model call.
         self._schemas = [self._tools[n].openai_schema() for n in sorted(self._tools)]
 
-    def get(self, name: str) -> Tool:
+    def get(self, name: str) -> Tool[Any]:
         try:
             return self._tools[name]
         except KeyError:

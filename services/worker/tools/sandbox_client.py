@@ -7,7 +7,9 @@ from typing import Any
 
 from celery import Celery
 from celery.exceptions import TimeoutError as CeleryTimeout
+from pydantic import ValidationError
 
+from services.common.contracts.sandbox import SandboxResult
 from services.common.contracts.tasks import send_sandbox_exec
 from services.worker.tools.base import ToolError
 from services.worker.tools.ports import SandboxRequest
@@ -20,10 +22,10 @@ class CelerySandbox:
         self._celery = celery
         self._queue = queue
 
-    def execute(self, request: SandboxRequest, *, wait_s: float) -> dict[str, Any]:
+    def execute(self, request: SandboxRequest, *, wait_s: float) -> SandboxResult:
         pending = send_sandbox_exec(self._celery, asdict(request), queue=self._queue)
         try:
-            result: dict[str, Any] = pending.get(timeout=wait_s, disable_sync_subtasks=False)
+            answer: Any = pending.get(timeout=wait_s, disable_sync_subtasks=False)
         except CeleryTimeout:
             pending.revoke()  # a late start would surprise the model; never run it then
             raise ToolError(
@@ -36,4 +38,11 @@ class CelerySandbox:
             raise ToolError(
                 "sandbox_failed", f"sandbox execution failed: {exc!r}"[:2000], category="sandbox"
             ) from exc
-        return result
+        try:
+            return SandboxResult.model_validate(answer)
+        except ValidationError as exc:  # a sandbox that speaks another contract
+            raise ToolError(
+                "sandbox_failed",
+                f"the sandbox's answer is malformed: {exc}"[:2000],
+                category="sandbox",
+            ) from None

@@ -53,19 +53,18 @@ def _line(m: Message) -> str:
     return f"#{m.seq} {who} (id {m.id}): {text}"
 
 
-class SessionHistoryTool(Tool):
+class SessionHistoryTool(Tool[SessionHistoryArgs]):
     name: ClassVar[str] = "session_history"
     description: ClassVar[str] = (
         "Search and page through this session's earlier messages (including earlier turns "
         "that may no longer be in your context). Give query to search, message_id to read "
         "one message in full, offset/limit to page."
     )
-    args_model: ClassVar[type[BaseModel]] = SessionHistoryArgs
+    args_model = SessionHistoryArgs
     effect: ClassVar[ToolEffect] = ToolEffect.READ_ONLY
     retry_safe: ClassVar[bool] = True
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, SessionHistoryArgs)
+    def run(self, args: SessionHistoryArgs, ctx: ToolContext) -> ToolResult:
         if ctx.db is None or ctx.session_id is None:
             raise ToolError("no_session", "this job has no session history", category="tool")
         session_id = uuid.UUID(ctx.session_id)

@@ -36,19 +36,18 @@ class AgentArgs(BaseModel):
     )
 
 
-class AgentTool(Tool):
+class AgentTool(Tool[AgentArgs]):
     name: ClassVar[str] = NAME
     description: ClassVar[str] = (
         "Delegate a focused task to a subagent with a fresh context and the same workspace. "
         "Returns the subagent's final answer. Use it for self-contained sub-problems "
         "(read and summarise files, run an analysis) to keep this conversation short."
     )
-    args_model: ClassVar[type[BaseModel]] = AgentArgs
+    args_model = AgentArgs
     effect: ClassVar[ToolEffect] = ToolEffect.CHILD_JOB
 
-    def child_input(self, args: BaseModel, ctx: ToolContext, offered: list[str]) -> dict[str, Any]:
+    def child_input(self, args: AgentArgs, ctx: ToolContext, offered: list[str]) -> dict[str, Any]:
         """The child turn's ``job.input``; refuses tools that do not exist or may not nest."""
-        assert isinstance(args, AgentArgs)
         allowed = [n for n in offered if n != NAME]
         tools = allowed if args.tools is None else args.tools
         unknown = sorted(set(tools) - set(allowed))
@@ -67,11 +66,11 @@ class AgentTool(Tool):
             "subagent_of": {"job_id": ctx.job_id, "tool_call_id": ctx.tool_call_id},
         }
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+    def run(self, args: AgentArgs, ctx: ToolContext) -> ToolResult:
         raise ToolError(
             "internal", "agent runs as a child job through the runtime", category="internal"
         )
 
 
-def subagent_tool() -> Tool:
+def subagent_tool() -> Tool[Any]:
     return AgentTool()

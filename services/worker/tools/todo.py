@@ -100,19 +100,18 @@ def todo_reminder(items: list[dict[str, Any]]) -> str:
     return head + " Current list:\n" + "\n".join(lines)
 
 
-class TodoTool(Tool):
+class TodoTool(Tool[TodoArgs]):
     name: ClassVar[str] = "todo"
     description: ClassVar[str] = (
         "Replace your todo list for this task with the full updated list. Use it for "
         "multi-step work: keep one item in_progress, mark items completed as soon as they "
         "are done. The user sees the list live."
     )
-    args_model: ClassVar[type[BaseModel]] = TodoArgs
+    args_model = TodoArgs
     effect: ClassVar[ToolEffect] = ToolEffect.IDEMPOTENT
     retry_safe: ClassVar[bool] = True
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, TodoArgs)
+    def run(self, args: TodoArgs, ctx: ToolContext) -> ToolResult:
         items = [item.model_dump() for item in args.items]
         persisted = False
         if ctx.session_id is not None:

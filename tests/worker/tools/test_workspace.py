@@ -16,7 +16,7 @@ TOOLS = {tool.name: tool for tool in file_tools()}
 
 
 def call(name: str, raw: dict[str, Any], ctx: ToolContext) -> str:
-    tool: Tool = TOOLS[name]
+    tool: Tool[Any] = TOOLS[name]
     args = tool.parse(raw)
     tool.intent(args, ctx)  # edits plan (and so check the path) before running
     return tool.run(args, ctx).content

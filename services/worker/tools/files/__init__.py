@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from services.worker.tools.base import Tool
 from services.worker.tools.files.editing import EditFileTool, WriteFileTool
 from services.worker.tools.files.globbing import GlobTool
@@ -11,6 +13,6 @@ from services.worker.tools.files.reading import ReadFileTool
 __all__ = ["EditFileTool", "GlobTool", "GrepTool", "ReadFileTool", "WriteFileTool", "file_tools"]
 
 
-def file_tools() -> list[Tool]:
+def file_tools() -> list[Tool[Any]]:
     """One instance of each file tool, for the runtime's ToolRegistry."""
     return [ReadFileTool(), WriteFileTool(), EditFileTool(), GlobTool(), GrepTool()]

@@ -140,18 +140,17 @@ class WriteFileArgs(BaseModel):
         return _check_encoded_size(value, "content")
 
 
-class WriteFileTool(Tool):
+class WriteFileTool(Tool[WriteFileArgs]):
     name: ClassVar[str] = "write_file"
     description: ClassVar[str] = (
         "Create or overwrite a file in the session workspace with the given content. "
         "Parent directories are created. Prefer edit_file for small changes to existing files."
     )
-    args_model: ClassVar[type[BaseModel]] = WriteFileArgs
+    args_model = WriteFileArgs
     effect: ClassVar[ToolEffect] = ToolEffect.WORKSPACE_EDIT
     retry_safe: ClassVar[bool] = False
 
-    def intent(self, args: BaseModel, ctx: ToolContext) -> dict[str, Any]:
-        assert isinstance(args, WriteFileArgs)
+    def intent(self, args: WriteFileArgs, ctx: ToolContext) -> dict[str, Any]:
         target, shown = _target(ctx, args.path)
         data = args.content.encode("utf-8")
         previous = sha256_file(target)
@@ -169,8 +168,7 @@ class WriteFileTool(Tool):
     def is_applied(self, intent: dict[str, Any], ctx: ToolContext) -> bool:
         return _already_in_state(ctx, intent)
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, WriteFileArgs)
+    def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
         target, shown = _target(ctx, args.path)
         existed = target.is_file()
         diff = _write_diff(target, shown, args.content)
@@ -226,13 +224,13 @@ class EditPlan:
     diff: str
 
 
-class EditFileTool(Tool):
+class EditFileTool(Tool[EditFileArgs]):
     name: ClassVar[str] = "edit_file"
     description: ClassVar[str] = (
         "Replace an exact string in a workspace file. old_string must match exactly once "
         "(or set replace_all). Returns a unified diff of the change."
     )
-    args_model: ClassVar[type[BaseModel]] = EditFileArgs
+    args_model = EditFileArgs
     effect: ClassVar[ToolEffect] = ToolEffect.WORKSPACE_EDIT
     retry_safe: ClassVar[bool] = False
 
@@ -276,8 +274,7 @@ class EditFileTool(Tool):
             diff=unified_diff(shown, before, after),
         )
 
-    def intent(self, args: BaseModel, ctx: ToolContext) -> dict[str, Any]:
-        assert isinstance(args, EditFileArgs)
+    def intent(self, args: EditFileArgs, ctx: ToolContext) -> dict[str, Any]:
         plan = self.plan(args, ctx)
         return {
             "tool": self.name,
@@ -292,8 +289,7 @@ class EditFileTool(Tool):
     def is_applied(self, intent: dict[str, Any], ctx: ToolContext) -> bool:
         return _already_in_state(ctx, intent)
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, EditFileArgs)
+    def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolResult:
         plan = self.plan(args, ctx)
         data = plan.after.encode("utf-8")
         _apply(plan.target, plan.shown, data)

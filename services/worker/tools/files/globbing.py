@@ -94,18 +94,17 @@ class GlobArgs(BaseModel):
     )
 
 
-class GlobTool(Tool):
+class GlobTool(Tool[GlobArgs]):
     name: ClassVar[str] = "glob"
     description: ClassVar[str] = (
         "List workspace files whose path matches a glob pattern, sorted by path "
         f"(at most {MAX_GLOB_RESULTS}). Paths are returned relative to the workspace."
     )
-    args_model: ClassVar[type[BaseModel]] = GlobArgs
+    args_model = GlobArgs
     effect: ClassVar[ToolEffect] = ToolEffect.READ_ONLY
     retry_safe: ClassVar[bool] = True
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, GlobArgs)
+    def run(self, args: GlobArgs, ctx: ToolContext) -> ToolResult:
         check_glob_pattern(args.pattern)
         matcher = glob_regex(args.pattern.removeprefix("./"))
         base = search_base(ctx, args.path)

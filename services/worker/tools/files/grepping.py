@@ -208,19 +208,18 @@ class GrepSearch:
         return raw.decode("utf-8", errors="replace").replace("\r\n", "\n")
 
 
-class GrepTool(Tool):
+class GrepTool(Tool[GrepArgs]):
     name: ClassVar[str] = "grep"
     description: ClassVar[str] = (
         "Search workspace text files for a Python regular expression. Returns "
         "'path:line:text' lines sorted by path; binary files are skipped. Use glob to "
         "restrict which files are searched."
     )
-    args_model: ClassVar[type[BaseModel]] = GrepArgs
+    args_model = GrepArgs
     effect: ClassVar[ToolEffect] = ToolEffect.READ_ONLY
     retry_safe: ClassVar[bool] = True
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, GrepArgs)
+    def run(self, args: GrepArgs, ctx: ToolContext) -> ToolResult:
         patterns = compile_pattern(args.pattern, ignore_case=args.ignore_case)
         base = search_base(ctx, args.path)
         deadline = time.monotonic() + MAX_GREP_SECONDS

@@ -69,19 +69,18 @@ def _render(raw: bytes, cut: bool) -> tuple[str, bool]:
     return text, False
 
 
-class ReadFileTool(Tool):
+class ReadFileTool(Tool[ReadFileArgs]):
     name: ClassVar[str] = "read_file"
     description: ClassVar[str] = (
         "Read a text file from the session workspace. Returns lines numbered like "
         f"`cat -n`, at most {MAX_LINES} lines or {MAX_OUTPUT_BYTES // 1000} KB per call; "
         "use offset/limit to page through longer files. Binary files are refused."
     )
-    args_model: ClassVar[type[BaseModel]] = ReadFileArgs
+    args_model = ReadFileArgs
     effect: ClassVar[ToolEffect] = ToolEffect.READ_ONLY
     retry_safe: ClassVar[bool] = True
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, ReadFileArgs)
+    def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         target = resolve(ctx.workspace, args.path)
         shown = relative(ctx.workspace, target)
         with open_regular(target, args.path) as fh:

@@ -31,7 +31,7 @@ class McpArguments(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-class McpTool(Tool):
+class McpTool(Tool[McpArguments]):
     args_model = McpArguments
     spec: ClassVar[McpToolSpec]
 
@@ -61,7 +61,7 @@ class McpTool(Tool):
         )
         return bound(connection, timeout_s=timeout_s, max_chars=max_chars)
 
-    def parse(self, raw: dict[str, Any]) -> BaseModel:
+    def parse(self, raw: dict[str, Any]) -> McpArguments:
         problems = [
             {"loc": ".".join(str(p) for p in err.absolute_path), "msg": err.message[:300]}
             for err in sorted(self._validator.iter_errors(raw), key=lambda e: list(e.path))[:10]
@@ -86,7 +86,7 @@ class McpTool(Tool):
             },
         }
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+    def run(self, args: McpArguments, ctx: ToolContext) -> ToolResult:
         arguments = args.model_dump(mode="json")
         started = time.monotonic()
         try:

@@ -31,7 +31,7 @@ class PaperSearchArgs(BaseModel):
         return self
 
 
-class PaperSearchTool(Tool):
+class PaperSearchTool(Tool[PaperSearchArgs]):
     name = "paper_search"
     description = (
         "Search scholarly works (OpenAlex) by title words, topic or DOI. Returns title, "
@@ -45,8 +45,7 @@ class PaperSearchTool(Tool):
     def __init__(self, settings: ResearchToolSettings) -> None:
         self._openalex = OpenAlex(settings)
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, PaperSearchArgs)
+    def run(self, args: PaperSearchArgs, ctx: ToolContext) -> ToolResult:
         doi = normalise_doi(args.query)
         if doi is not None:
             work = self._openalex.by_doi(doi)

@@ -45,7 +45,7 @@ class PaperValidateArgs(BaseModel):
         return self
 
 
-class PaperValidateTool(Tool):
+class PaperValidateTool(Tool[PaperValidateArgs]):
     name = "paper_validate"
     description = (
         "Check a citation against OpenAlex: verdict confirmed / partial / unverified / "
@@ -59,8 +59,7 @@ class PaperValidateTool(Tool):
     def __init__(self, settings: ResearchToolSettings) -> None:
         self._openalex = OpenAlex(settings)
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, PaperValidateArgs)
+    def run(self, args: PaperValidateArgs, ctx: ToolContext) -> ToolResult:
         claim = Claim(title=args.title, doi=args.doi, authors=args.authors, year=args.year)
         verdict = self._judge(claim)
         retracted = bool(verdict.work and verdict.work.is_retracted)

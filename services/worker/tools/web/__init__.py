@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from services.worker.tools.base import Tool
 from services.worker.tools.ports import IngestQueue
 from services.worker.tools.web.page import WebFetchTool
@@ -10,7 +12,7 @@ from services.worker.tools.web.search import WebSearchTool
 from services.worker.tools.web.settings import ResearchToolSettings
 
 
-def web_tools(settings: ResearchToolSettings, *, ingest: IngestQueue | None) -> list[Tool]:
+def web_tools(settings: ResearchToolSettings, *, ingest: IngestQueue | None) -> list[Tool[Any]]:
     return [
         WebSearchTool(settings),
         WebFetchTool(settings),

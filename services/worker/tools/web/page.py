@@ -63,7 +63,7 @@ def window(text: str, offset: int, limit: int) -> tuple[str, str]:
     return part, ""
 
 
-class WebFetchTool(Tool):
+class WebFetchTool(Tool[WebFetchArgs]):
     name = "web_fetch"
     description = (
         "Fetch a web page (http/https) and return its title and readable text. "
@@ -78,8 +78,7 @@ class WebFetchTool(Tool):
         self._settings = settings
         self._guard = settings.net_guard()
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, WebFetchArgs)
+    def run(self, args: WebFetchArgs, ctx: ToolContext) -> ToolResult:
         check_web_url(args.url)
         buffer = io.BytesIO()
         try:

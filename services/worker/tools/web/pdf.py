@@ -92,7 +92,7 @@ def _read_error(failed: PdfReadFailed) -> ToolError:
     )
 
 
-class PdfFetchTool(Tool):
+class PdfFetchTool(Tool[PdfFetchArgs]):
     name = "pdf_fetch"
     description = (
         "Download a PDF (http/https) and return its text with [page N] markers; "
@@ -110,8 +110,7 @@ class PdfFetchTool(Tool):
         self._guard = settings.net_guard()
         self._ingest = ingest
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, PdfFetchArgs)
+    def run(self, args: PdfFetchArgs, ctx: ToolContext) -> ToolResult:
         check_web_url(args.url)
         buffer = io.BytesIO()
         try:

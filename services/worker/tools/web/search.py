@@ -22,7 +22,7 @@ class WebSearchArgs(BaseModel):
     count: int = Field(default=8, ge=1, le=20, description="how many results")
 
 
-class WebSearchTool(Tool):
+class WebSearchTool(Tool[WebSearchArgs]):
     name = "web_search"
     description = (
         "Search the web (Brave Search). Returns numbered results with title, URL and "
@@ -37,8 +37,7 @@ class WebSearchTool(Tool):
         self._settings = settings
         self._guard = settings.net_guard()
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, WebSearchArgs)
+    def run(self, args: WebSearchArgs, ctx: ToolContext) -> ToolResult:
         key = self._settings.brave_api_key
         if not key:
             raise ToolError(
