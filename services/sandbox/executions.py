@@ -19,7 +19,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.contracts.statuses import EXECUTION_DONE, ExecutionStatus
-from services.common.db import transaction
+from services.common.db import autocommit, transaction
 from services.common.models.sandbox import SandboxExecution
 
 POLL_S = 0.2
@@ -58,7 +58,9 @@ def claim(
 ) -> Claim:
     """Claim ``key`` for this run, or resolve what an earlier delivery left."""
     deadline = datetime.now(UTC) + timedelta(seconds=run_for_s)
-    with transaction(factory) as s:
+    # One statement that commits itself: the claim is durable before anything runs,
+    # without the BEGIN and COMMIT round trips of a transaction around it.
+    with autocommit(factory) as s:
         row = s.execute(
             insert(SandboxExecution)
             .values(
@@ -128,7 +130,7 @@ def interrupt(factory: sessionmaker[Session], *, key: str, owner: str) -> dict[s
 
 
 def finish(factory: sessionmaker[Session], *, key: str, result: dict[str, Any]) -> None:
-    with transaction(factory) as s:
+    with autocommit(factory) as s:  # one statement: it commits on its own
         s.execute(
             update(SandboxExecution)
             .where(SandboxExecution.exec_key == key)

@@ -21,13 +21,17 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.db import autocommit
 from services.common.models import ChatSession, Job
 from services.common.workspace_usage import MB, directory_bytes, user_workspaces_bytes
 from services.sandbox.settings import SandboxSettings
@@ -90,16 +94,48 @@ class DiskAllowance:
         }
 
 
-def owner_of(
+def lookup_owner(
     factory: sessionmaker[Session], session_id: str | None, job_id: str | None
-) -> uuid.UUID | None:
-    """The user whose disk an exec uses, from Postgres (never from the caller)."""
-    with factory() as s:
-        session = s.get(ChatSession, _uuid(session_id)) if _uuid(session_id) else None
-        if session is not None:
-            return session.user_id
-        job = s.get(Job, _uuid(job_id)) if _uuid(job_id) else None
-        return job.user_id if job is not None else None
+) -> tuple[uuid.UUID | None, bool]:
+    """The user whose disk an exec uses, from Postgres (never from the caller), and
+    whether the answer can never change (the row that gave it exists)."""
+    sid, jid = _uuid(session_id), _uuid(job_id)
+    with autocommit(factory) as s:  # plain reads: no BEGIN/ROLLBACK around them
+        user = s.scalar(select(ChatSession.user_id).where(ChatSession.id == sid)) if sid else None
+        if user is not None:
+            return user, True
+        if sid is not None:
+            # Named but not (yet) found: answer from the job, but ask again next time.
+            user = s.scalar(select(Job.user_id).where(Job.id == jid)) if jid else None
+            return user, False
+        user = s.scalar(select(Job.user_id).where(Job.id == jid)) if jid else None
+        return user, user is not None
+
+
+class Owners:
+    """``lookup_owner`` remembered per worker: a session's or a job's user never changes,
+    so each is read from Postgres once (bounded; the oldest is forgotten first)."""
+
+    def __init__(self, factory: sessionmaker[Session], *, size: int = 4096) -> None:
+        self._factory = factory
+        self._size = size
+        self._known: OrderedDict[tuple[str | None, str | None], uuid.UUID] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def of(self, session_id: str | None, job_id: str | None) -> uuid.UUID | None:
+        key = (session_id, job_id)
+        with self._lock:
+            known = self._known.get(key)
+            if known is not None:
+                self._known.move_to_end(key)
+                return known
+        user, final = lookup_owner(self._factory, session_id, job_id)
+        if final and user is not None:
+            with self._lock:
+                self._known[key] = user
+                while len(self._known) > self._size:
+                    self._known.popitem(last=False)
+        return user
 
 
 def _uuid(raw: str | None) -> uuid.UUID | None:
@@ -118,7 +154,7 @@ def allowance(
     here = directory_bytes(workspace)
     total = here
     if user_id is not None:
-        with factory() as s:
+        with autocommit(factory) as s:
             sizes = user_workspaces_bytes(s, settings.workspaces_dir, user_id)
         # This workspace counts once, measured now (it may not be a session's).
         total = here + sum(v for k, v in sizes.items() if str(k) != workspace.name)

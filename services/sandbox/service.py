@@ -20,9 +20,10 @@ from typing import Any, Literal
 
 import redis
 from pydantic import BaseModel, Field, ValidationError
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.common.db import build_engine, build_sessionmaker, transaction
+from services.common.db import autocommit, build_engine, build_sessionmaker, transaction
 from services.common.events import EventPublisher
 from services.common.models.users import Project
 from services.common.periodic import Periodic
@@ -74,6 +75,7 @@ class SandboxRuntime:
         self.answer = answer
         self.engine = build_engine(settings.require_database_url(), pool_size=4)
         self.sessions: sessionmaker[Session] = build_sessionmaker(self.engine)
+        self.owners = quota.Owners(self.sessions)
         self.redis: redis.Redis = build_redis(settings.require_redis_url())
         self.events = EventPublisher(self.redis)
         self.inflight = InFlight(self.redis, self.owner)
@@ -213,7 +215,7 @@ class SandboxRuntime:
 
     def _execute(self, payload: ExecPayload, timeout: float) -> dict[str, Any]:
         workspace = self.workspace_for(payload)
-        owner = quota.owner_of(self.sessions, payload.session_id, payload.job_id)
+        owner = self.owners.of(payload.session_id, payload.job_id)
         allowed = quota.allowance(self.sessions, self.settings, workspace, owner)
         refused = allowed.refusal()
         if refused is not None:
@@ -299,6 +301,6 @@ class SandboxRuntime:
             pid = uuid.UUID(project_id)
         except ValueError:
             return False
-        with self.sessions() as s:
-            project = s.get(Project, pid)
-            return bool(project and project.allow_network)
+        with autocommit(self.sessions) as s:
+            allow = s.scalar(select(Project.allow_network).where(Project.id == pid))
+            return bool(allow)

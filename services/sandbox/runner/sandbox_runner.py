@@ -117,6 +117,17 @@ def reap(child: int = -1) -> int | None:
             status = os.waitstatus_to_exitcode(raw)
 
 
+def wait_for(child: int) -> int:
+    """Block until ``child`` exits; its exit code."""
+    while True:
+        try:
+            pid, raw = os.waitpid(child, 0)
+        except InterruptedError:  # pragma: no cover - PEP 475 retries; kept for clarity
+            continue
+        if pid == child:
+            return os.waitstatus_to_exitcode(raw)
+
+
 def _is_zombie(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -298,12 +309,16 @@ def pump(chan: Channel, pid: int, out_fd: int, err_fd: int) -> tuple[int, bool]:
                 sel.unregister(key.fd)
         if code is None:
             code = reap(pid)
+            if code is None and not sel.get_map():
+                # Its output is closed: it is exiting (a process's files close just
+                # before it can be reaped) or runs on silently. Wait for it rather than
+                # poll (a poll's sleep was most of a short run's exit); the host's
+                # watchdog still bounds the wait by killing the container.
+                code = wait_for(pid)
             if code is not None:
                 # The run is over: background jobs it left die now, which also
                 # closes the pipes they hold, so the loop ends.
                 clean = sweep()
-            elif not sel.get_map():
-                time.sleep(0.005)
     sel.close()
     os.close(out_fd)
     os.close(err_fd)
