@@ -12,8 +12,8 @@ Out of scope: a tool step's ``result`` and ``error`` (each tool returns its own 
 and the other step kinds (summaries, survey stages, batch tasks).
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: with string annotations ``NotRequired`` is
+# not seen at run time and ``__required_keys__`` would list every key.
 from typing import NotRequired, TypedDict
 
 
