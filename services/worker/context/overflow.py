@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from services.common.contracts.steps import ContextOverflowError
 from services.worker.spine.deps import RuntimeDeps
 from services.worker.spine.lease import Lease
 from services.worker.spine.recorder import record_failed_llm
@@ -28,6 +29,7 @@ def record_overflow(
     message: str,
 ) -> None:
     """Record the llm step of round ``round_no`` as failed (no model call was made)."""
+    error: ContextOverflowError = {"code": OVERFLOW_CODE, "message": message, "retryable": False}
     record_failed_llm(
         deps.writer,
         lease,
@@ -35,5 +37,5 @@ def record_overflow(
         key=key,
         round_no=round_no,
         request=request,
-        error={"code": OVERFLOW_CODE, "message": message, "retryable": False},
+        error=error,
     )

@@ -14,9 +14,15 @@ import json
 import time
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from services.common.contracts.statuses import JobStatus, StepStatus
+from services.common.contracts.steps import (
+    LlmStepError,
+    MemoryLlmStepResult,
+    TokenCounts,
+    ToolCallRecord,
+)
 from services.common.models import Job
 from services.worker.context.view import render_transcript
 from services.worker.llm.errors import ModelError
@@ -81,12 +87,15 @@ class MaintenanceRunner:
             if round_no:
                 last = self.steps[llm_key(round_no - 1)]
                 if last.status != StepStatus.SUCCEEDED:
-                    return self._finish(JobStatus.FAILED, error=(last.error or {}).get("message"))
-                calls = (last.result or {}).get("tool_calls") or []
+                    failed = _llm_error(last)
+                    message = failed.get("message") if failed else None
+                    return self._finish(JobStatus.FAILED, error=message)
+                reply = _llm_result(last)
+                calls = (reply.get("tool_calls") if reply else None) or []
                 if not calls:
-                    return self._finish(
-                        JobStatus.SUCCEEDED, result={"content": last.result.get("content")}
-                    )
+                    assert reply is not None  # as before: a step with no result fails here
+                    answer: str | None = reply.get("content")
+                    return self._finish(JobStatus.SUCCEEDED, result={"content": answer})
                 pending = [c for c in calls if tool_key(round_no - 1, c["id"]) not in self.steps]
                 for call in pending:
                     self._run_tool(round_no - 1, call)
@@ -131,12 +140,13 @@ class MaintenanceRunner:
             {"role": "user", "content": brief},
         ]
         for r in range(round_no):
-            result = self.steps[llm_key(r)].result or {}
-            calls = result.get("tool_calls") or []
+            reply = _llm_result(self.steps[llm_key(r)])
+            calls = (reply.get("tool_calls") if reply else None) or []
+            said: str | None = reply.get("content") if reply else None
             messages.append(
                 {
                     "role": "assistant",
-                    "content": result.get("content"),
+                    "content": said,
                     "tool_calls": [
                         {
                             "id": c["id"],
@@ -178,7 +188,7 @@ class MaintenanceRunner:
             if outage is not None:
                 # The endpoint is down: wait for it, recording nothing (model_wait.py).
                 return park_for_model(self.deps, self.lease, self.events, outage)
-            error = {"code": "model_error", "message": str(err)}
+            error: LlmStepError = {"code": "model_error", "message": str(err)}
             self._record(
                 StepWrite(
                     key=key,
@@ -191,8 +201,14 @@ class MaintenanceRunner:
                 )
             )
             return self._finish(JobStatus.FAILED, error=f"model call failed: {err}")
-        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in resp.tool_calls]
-        usage = {"input_tokens": resp.usage.input_tokens, "output_tokens": resp.usage.output_tokens}
+        calls: list[ToolCallRecord] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in resp.tool_calls
+        ]
+        usage: TokenCounts = {
+            "input_tokens": resp.usage.input_tokens,
+            "output_tokens": resp.usage.output_tokens,
+        }
+        result: MemoryLlmStepResult = {"content": resp.content, "tool_calls": calls, "usage": usage}
         cost = Decimal(str(round(self.deps.prices.cost_usd(model, resp.usage), 8)))
         self._record(
             StepWrite(
@@ -202,7 +218,7 @@ class MaintenanceRunner:
                 round_no=round_no,
                 status=StepStatus.SUCCEEDED,
                 arguments={"model": model},
-                result={"content": resp.content, "tool_calls": calls, "usage": usage},
+                result=result,
             ),
             usage=UsageDelta(
                 input_tokens=usage["input_tokens"],
@@ -213,9 +229,9 @@ class MaintenanceRunner:
         )
         return None
 
-    def _run_tool(self, round_no: int, call: dict[str, Any]) -> None:
+    def _run_tool(self, round_no: int, call: ToolCallRecord) -> None:
         key = tool_key(round_no, call["id"])
-        base = {
+        base: dict[str, Any] = {
             "key": key,
             "kind": "tool",
             "name": call["name"],
@@ -276,11 +292,8 @@ class MaintenanceRunner:
     def _tokens_used(self) -> int:
         total = 0
         for s in self.steps.values():
-            usage = (
-                (s.result or {}).get("usage")
-                if s.kind == "llm" and isinstance(s.result, dict)
-                else None
-            )
+            reply = _llm_result(s) if s.kind == "llm" and isinstance(s.result, dict) else None
+            usage = reply.get("usage") if reply else None
             if usage:
                 total += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
         return total
@@ -291,6 +304,17 @@ class MaintenanceRunner:
         return finish_slice(
             self.deps, self.lease, self.events, status=status, result=result, error=error
         )
+
+
+def _llm_result(step: StepView) -> MemoryLlmStepResult | None:
+    """A maintenance llm step's ``result`` as ``_model_round`` wrote it (None when it has
+    none); read with ``.get``, as a row may predate a key."""
+    return cast("MemoryLlmStepResult | None", step.result)
+
+
+def _llm_error(step: StepView) -> LlmStepError | None:
+    """A failed maintenance llm step's ``error``."""
+    return cast("LlmStepError | None", step.error)
 
 
 def _tool_text(step: StepView | None) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from opentelemetry import trace
 
 from services.common.contracts.statuses import JobStatus, StepStatus
+from services.common.contracts.steps import AnswerResult
 from services.common.failpoints import failpoint
 from services.common.models import ChatSession, Job
 from services.common.telemetry.names import SPAN_AGENT_ROUND, TRACER_WORKER
@@ -31,7 +32,7 @@ from services.worker.prompts.for_job import job_prompt
 from services.worker.prompts.skills import inject_skills
 from services.worker.runtime.subagent_scope import subagent_scope
 from services.worker.runtime.tool_exec import JobIdentity, ToolCallSpec, ToolStepRunner
-from services.worker.spine.answer import answer_result, reply_step_result
+from services.worker.spine.answer import answer_result, model_call_error, reply_step_result
 from services.worker.spine.budget.gate import BudgetGate
 from services.worker.spine.budget.pause import pause_for_budget
 from services.worker.spine.budget.reservation import PendingSettlement
@@ -41,7 +42,13 @@ from services.worker.spine.drain import draining
 from services.worker.spine.events import JobEvents
 from services.worker.spine.finish import finish_slice
 from services.worker.spine.lease import Lease
-from services.worker.spine.ledger import StepView, llm_key, load_steps
+from services.worker.spine.ledger import (
+    StepView,
+    llm_key,
+    llm_step_error,
+    llm_step_result,
+    load_steps,
+)
 from services.worker.spine.ledger_rules import (
     error_text,
     rounds_since_todo,
@@ -128,7 +135,8 @@ class TurnRunner:
             if plan.action == "fail":
                 return self._finish(JobStatus.FAILED, error=plan.reason)
             if plan.action == "answer":
-                return self._finish(JobStatus.SUCCEEDED, result={"content": plan.answer or ""})
+                answered: AnswerResult = {"content": plan.answer or ""}
+                return self._finish(JobStatus.SUCCEEDED, result=answered)
             if plan.action == "tools":
                 with tracer.start_as_current_span(SPAN_AGENT_ROUND) as span:
                     span.set_attribute("leaflab.round", plan.round_no)
@@ -150,10 +158,13 @@ class TurnRunner:
         if round_no:
             last = steps[llm_key(round_no - 1)]
             if last.status != StepStatus.SUCCEEDED:
-                return Plan("fail", round_no, [], {}, reason=error_text(last.error))
-            calls = [ToolCallSpec(**c) for c in (last.result or {}).get("tool_calls") or []]
+                return Plan("fail", round_no, [], {}, reason=error_text(llm_step_error(last)))
+            reply = llm_step_result(last)
+            recorded = (reply.get("tool_calls") if reply else None) or []
+            calls = [ToolCallSpec(**c) for c in recorded]
             if not calls:
-                return Plan("answer", round_no, [], {}, answer=(last.result or {}).get("content"))
+                answer = reply.get("content") if reply else None
+                return Plan("answer", round_no, [], {}, answer=answer)
             by_call = {
                 s.tool_call_id: s
                 for s in steps.values()
@@ -357,14 +368,6 @@ class TurnRunner:
             # Every endpoint is down or overloaded: wait for it, recording nothing,
             # so the resumed job makes this same call again.
             return park_for_model(self.deps, self.lease, self.events, outage)
-        error = {
-            "code": "model_error",
-            "message": str(err),
-            "provider": err.provider,
-            "status": err.status,
-            "request_id": err.request_id,
-            "retryable": err.retryable,
-        }
         record_failed_llm(
             self.deps.writer,
             self.lease,
@@ -372,12 +375,12 @@ class TurnRunner:
             key=key,
             round_no=round_no,
             request=request,
-            error=error,
+            error=model_call_error(err),
         )
         return self._finish(JobStatus.FAILED, error=f"model call failed: {err}")
 
     def _finish(
-        self, status: JobStatus, *, result: dict[str, Any] | None = None, error: str | None = None
+        self, status: JobStatus, *, result: AnswerResult | None = None, error: str | None = None
     ) -> Outcome:
         outcome = finish_slice(
             self.deps, self.lease, self.events, status=status, result=result, error=error

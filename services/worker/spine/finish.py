@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from celery import Celery
@@ -77,7 +78,7 @@ def finish_job(
     lease: Lease,
     *,
     status: JobStatus,
-    result: dict[str, Any] | None = None,
+    result: Mapping[str, Any] | None = None,
     error: str | None = None,
 ) -> list[uuid.UUID]:
     """Set the terminal status under the fence; returns jobs to wake (parent, the
@@ -115,7 +116,7 @@ def commit_finish(
     lease: Lease,
     *,
     status: JobStatus,
-    result: dict[str, Any] | None = None,
+    result: Mapping[str, Any] | None = None,
     error: str | None = None,
 ) -> list[uuid.UUID]:
     """:func:`finish_job`, committed before events or wake-ups go out (the
@@ -133,7 +134,7 @@ def finish_and_announce(
     events: JobEvents,
     *,
     status: JobStatus,
-    result: dict[str, Any] | None = None,
+    result: Mapping[str, Any] | None = None,
     error: str | None = None,
 ) -> None:
     """Commit the terminal state, tell the job's watchers, then wake who waited on it."""
@@ -154,7 +155,7 @@ def finish_slice(
     events: JobEvents,
     *,
     status: JobStatus,
-    result: dict[str, Any] | None = None,
+    result: Mapping[str, Any] | None = None,
     error: str | None = None,
 ) -> Outcome:
     """:func:`finish_and_announce` with the worker's deps: how a job's slice ends it."""

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from services.common.contracts.statuses import STEP_DONE, StepStatus
+from services.common.contracts.steps import LlmStepError, LlmStepResult
 from services.common.one_statement import OneStatement, rows_of
 
 DONE_STATUSES = STEP_DONE  # the name its callers import
@@ -46,6 +47,18 @@ class StepView:
     @property
     def done(self) -> bool:
         return self.status in DONE_STATUSES
+
+
+def llm_step_result(step: StepView) -> LlmStepResult | None:
+    """A turn llm step's ``result`` as ``reply_step_result`` wrote it (None while it has
+    none: failed, or recorded without one). Read with ``.get`` for a key a row written
+    before that key existed may lack."""
+    return cast("LlmStepResult | None", step.result)
+
+
+def llm_step_error(step: StepView) -> LlmStepError | None:
+    """A failed llm step's ``error`` (None when it has none)."""
+    return cast("LlmStepError | None", step.error)
 
 
 STEPS_SQL = text(

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from services.common.contracts.statuses import StepStatus
+from services.common.contracts.steps import LlmStepError
 from services.worker.spine.ledger import StepView
 
 
-def error_text(error: dict[str, Any] | None) -> str:
+def error_text(error: LlmStepError | None) -> str:
     """What a failed llm step said, for the job's error."""
-    return (error or {}).get("message") or "the model call failed"
+    return (error.get("message") if error else None) or "the model call failed"
 
 
 def trailing_tool_failures(steps: dict[str, StepView]) -> int:

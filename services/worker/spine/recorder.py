@@ -15,12 +15,13 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from services.common.contracts.statuses import StepStatus
+from services.common.contracts.steps import ContextOverflowError, ModelCallError, ToolCallRecord
 from services.common.models import Message
 from services.common.one_statement import OneStatement
 from services.worker.spine.budget.reservation import (
@@ -125,7 +126,8 @@ class MessageWrite:
     role: str
     content: str | None
     model_content: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
+    # An assistant message's calls: the same records as its llm step's ``tool_calls``.
+    tool_calls: list[ToolCallRecord] | None = None
     tool_call_id: str | None = None
     name: str | None = None
 
@@ -226,7 +228,8 @@ def record(
             role=msg.role,
             content=msg.content,
             model_content=msg.model_content,
-            tool_calls=msg.tool_calls,
+            # The ORM column is untyped JSON (a session's messages of every origin).
+            tool_calls=cast("list[dict[str, Any]] | None", msg.tool_calls),
             tool_call_id=msg.tool_call_id,
             name=msg.name,
         )
@@ -241,7 +244,7 @@ def record_failed_llm(
     key: str,
     round_no: int,
     request: dict[str, Any],
-    error: dict[str, Any],
+    error: ModelCallError | ContextOverflowError,
 ) -> None:
     """Record round ``round_no``'s llm step as failed with ``error`` (the turn then ends)."""
     record(
