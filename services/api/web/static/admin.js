@@ -39,7 +39,8 @@
   const sinceParam = () => {
     const days = /** @type {HTMLSelectElement} */ ($("spend-since")).value;
     if (!days) return "";
-    return "&since=" + encodeURIComponent(new Date(Date.now() - Number(days) * 86400000).toISOString());
+    // days is the select's string: `*` takes its number (TypeScript wants a number there).
+    return "&since=" + encodeURIComponent(new Date(Date.now() - /** @type {any} */ (days) * 86400000).toISOString());
   };
 
   // ---- spend charts ------------------------------------------------------------

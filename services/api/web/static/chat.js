@@ -60,7 +60,7 @@
 
   /** @param {ApiJson} s a session */
   function startRename(s) {
-    if (s.id !== sessionId) { window.location.href = `/?session=${encodeURIComponent(s.id)}&rename=1`; return; }
+    if (s.id !== sessionId) { /** @type {any} */ (window).location = `/?session=${encodeURIComponent(s.id)}&rename=1`; return; }
     const form = $("rename-form");
     form.hidden = false;
     /** @type {HTMLInputElement} */ ($("rename-input")).value = s.title || "";
@@ -82,7 +82,7 @@
     if (!window.confirm(`Delete the session "${s.title}"?`)) return;
     try {
       await Leaflab.api("DELETE", `/v1/sessions/${s.id}`);
-      if (s.id === sessionId) { window.location.href = "/"; return; }
+      if (s.id === sessionId) { /** @type {any} */ (window).location = "/"; return; }
       await loadSessions();
     } catch (err) { showError(err); }
   }
@@ -417,7 +417,7 @@
   $("rename-form").addEventListener("submit", submitRename);
   $("show-all-sessions").addEventListener("change", () => loadSessions().catch(showError));
   $("new-session").addEventListener("click", async () => {
-    try { window.location.href = `/?session=${await newSession("New session")}`; } catch (err) { showError(err); }
+    try { /** @type {any} */ (window).location = `/?session=${await newSession("New session")}`; } catch (err) { showError(err); }
   });
   (async () => {
     try { await loadSessions(); await commands.load(sessionId); await openSession(); } catch (err) { showError(err); }

@@ -13,7 +13,9 @@ const Leaflab = (() => {
     if (body instanceof FormData) init.body = body;
     else if (body !== undefined) { init.headers["Content-Type"] = "application/json"; init.body = JSON.stringify(body); }
     const resp = await fetch(path, init);
-    if (resp.status === 401) { window.location.href = "/login?next=" + encodeURIComponent(location.pathname); }
+    // Assigning window.location navigates (it forwards to href); TypeScript types that setter
+    // as string & Location, hence the cast (chat.js does the same).
+    if (resp.status === 401) { /** @type {any} */ (window).location = "/login?next=" + encodeURIComponent(location.pathname); }
     const text = await resp.text();
     let data = null;
     try { data = text ? JSON.parse(text) : null; } catch (_) { data = { raw: text }; }
