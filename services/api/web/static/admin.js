@@ -4,15 +4,23 @@
 "use strict";
 (() => {
   const { api, el, fmtUsd } = Leaflab;
-  const $ = (id) => document.getElementById(id);
+  // The page's own elements (admin.html): there, or the page is broken anyway.
+  /** @param {string} id @returns {HTMLElement} */
+  const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
   const PALETTE = ["#1f6f43", "#2563eb", "#b45309", "#7c3aed", "#be123c", "#0f766e", "#4b5563"];
   const REFRESH_MS = 5000;
+  /** @type {Record<string, any>} Chart.js charts by report */
   const charts = {};
+  /** @type {ApiJson[]} */
   let budgets = [];
+  /** @type {ApiJson[]} */
   let users = [];
+  /** @type {ApiJson[]} */
   let projects = [];
+  /** @type {Record<string, string>} */
   const savedNotes = {};  // budget id → the last save's outcome, kept across re-renders
 
+  /** @param {any} err anything thrown, or null to clear */
   function showError(err) {
     const box = $("admin-error");
     box.textContent = err ? String(err.message || err) : "";
@@ -20,22 +28,28 @@
   }
 
   // Runs an action from a button or form; its failure is shown, never swallowed.
+  /** @param {(ev?: Event) => unknown} fn @returns {(ev?: Event) => Promise<void>} */
   const guarded = (fn) => async (ev) => {
     if (ev && ev.preventDefault) ev.preventDefault();
     try { showError(null); await fn(ev); } catch (err) { showError(err); }
   };
 
+  /** @param {string | null | undefined} iso */
   const when = (iso) => iso ? new Date(iso).toLocaleString() : "—";
   const sinceParam = () => {
-    const days = $("spend-since").value;
+    const days = /** @type {HTMLSelectElement} */ ($("spend-since")).value;
     if (!days) return "";
-    return "&since=" + encodeURIComponent(new Date(Date.now() - days * 86400000).toISOString());
+    // days is the select's string: `*` takes its number (TypeScript wants a number there).
+    return "&since=" + encodeURIComponent(new Date(Date.now() - /** @type {any} */ (days) * 86400000).toISOString());
   };
 
   // ---- spend charts ------------------------------------------------------------
+  /** @param {string} by @param {ApiJson[]} items the spend report's rows */
   function drawChart(by, items) {
-    const canvas = document.querySelector(`canvas[data-testid=spend-chart][data-by=${by}]`);
+    const canvas = /** @type {HTMLCanvasElement} */ (document.querySelector(`canvas[data-testid=spend-chart][data-by=${by}]`));
+    /** @type {string[]} */
     const labels = items.map((i) => i.key ?? "(none)");
+    /** @type {{label: string, data: unknown[], backgroundColor: string, borderColor?: string}[]} */
     const datasets = [{ label: "spent US$", data: items.map((i) => i.cost_usd), backgroundColor: PALETTE[0], borderColor: PALETTE[0] }];
     if (by === "user") {
       // The budget limit next to what each user spent: editing a budget moves this bar.
@@ -56,13 +70,14 @@
     charts[by] = new Chart(canvas, {
       type: by === "day" ? "line" : "bar",
       data: { labels, datasets },
-      options: { animation: false, maintainAspectRatio: false, scales: { y: { beginAtZero: true, ticks: { callback: (v) => "$" + Number(v).toPrecision(2) } } },
+      options: { animation: false, maintainAspectRatio: false, scales: { y: { beginAtZero: true, ticks: { callback: (/** @type {number | string} */ v) => "$" + Number(v).toPrecision(2) } } },
                  plugins: { legend: { display: by === "user" } } },
     });
   }
 
+  /** @param {string} by @param {ApiJson[]} items */
   function fillSpendTable(by, items) {
-    const body = document.querySelector(`table.spend-table[data-by=${by}] tbody`);
+    const body = /** @type {HTMLElement} */ (document.querySelector(`table.spend-table[data-by=${by}] tbody`));
     body.replaceChildren(...items.map((i) => el("tr", {},
       el("td", { text: i.key ?? "(none)" }), el("td", { text: i.calls }),
       el("td", { text: (i.estimated_calls ? "≈" : "") + (i.input_tokens + i.output_tokens) }), el("td", { text: fmtUsd(i.cost_usd) }))));
@@ -80,6 +95,7 @@
   }
 
   // ---- budgets -------------------------------------------------------------------
+  /** @param {ApiJson} b a budget from /v1/admin/budgets */
   function budgetForm(b) {
     const who = b.scope === "user" ? b.user_email : b.project;
     const id = "b-" + b.id;
@@ -102,7 +118,7 @@
       const saved = await api("PUT", "/v1/admin/budgets", body);
       savedNotes[b.id] = saved.resumed_jobs.length
         ? `saved · ${saved.resumed_jobs.length} paused job(s) resumed` : "saved";
-      form.querySelector(".saved").textContent = savedNotes[b.id];
+      /** @type {HTMLElement} */ (form.querySelector(".saved")).textContent = savedNotes[b.id];
       await refreshBudgetsAndSpend();
     }));
     return form;
@@ -110,6 +126,7 @@
 
   // A limit that leaves less free than one call's worst case resumes nothing: say what
   // the paused jobs' next call needs, and what the limit must at least be.
+  /** @param {ApiJson} b */
   function pausedNote(b) {
     if (!b.paused_jobs) return null;
     const jobs = `${b.paused_jobs} paused job(s)`;
@@ -119,13 +136,16 @@
       text: `${jobs}: the next call needs up to ${fmtUsd(b.next_call_usd)} (set at least ${fmtUsd(atLeast)} to resume)` });
   }
 
+  /** @param {HTMLFormElement} form @param {Record<string, unknown>} target */
   function budgetBody(form, target) {
     const data = new FormData(form);
+    /** @type {Record<string, unknown>} */
     const body = { ...target, usd: Number(data.get("usd")), period: data.get("period") };
     if (data.get("tokens") !== "" && data.get("tokens") !== null) body.tokens = Number(data.get("tokens"));
     return body;
   }
 
+  /** @param {{keepEdits?: boolean}} [options] */
   async function loadBudgets({ keepEdits = false } = {}) {
     budgets = (await api("GET", "/v1/admin/budgets")).items;
     const list = $("budget-list");
@@ -137,7 +157,7 @@
   async function refreshBudgetsAndSpend() { await loadBudgets(); await loadSpend(); }
 
   function fillBudgetTargets() {
-    const scope = $("bn-scope").value;
+    const scope = /** @type {HTMLSelectElement} */ ($("bn-scope")).value;
     const options = scope === "user"
       ? users.map((u) => el("option", { value: u.id, text: u.email }))
       : projects.map((p) => el("option", { value: p.id, text: p.name }));
@@ -146,6 +166,7 @@
 
   // ---- top jobs and operations ------------------------------------------------
   async function loadTopJobs() {
+    /** @type {ApiJson[]} */
     const items = (await api("GET", "/v1/admin/top-jobs?limit=10" + sinceParam())).items;
     $("top-jobs").replaceChildren(...items.map((j) => el("tr", {},
       el("td", {}, el("a", { href: "/jobs/" + encodeURIComponent(j.job_id), text: j.job_id.slice(0, 8) })),
@@ -155,32 +176,34 @@
 
   async function loadOps() {
     const ops = await api("GET", "/v1/admin/ops");
-    $("queues").replaceChildren(...ops.queues.map((q) => el("tr", { "data-queue": q.name },
+    $("queues").replaceChildren(...ops.queues.map((/** @type {ApiJson} */ q) => el("tr", { "data-queue": q.name },
       el("td", { text: q.name }), el("td", { text: q.waiting }))));
     $("unacked").textContent = `${ops.unacked} message(s) delivered, not yet acknowledged`;
-    $("workers").replaceChildren(...(ops.workers.length ? ops.workers.map((w) => el("tr", {},
+    $("workers").replaceChildren(...(ops.workers.length ? ops.workers.map((/** @type {ApiJson} */ w) => el("tr", {},
       el("td", { text: w.name }), el("td", { text: w.queues.join(", ") }), el("td", { text: w.active })))
       : [el("tr", {}, el("td", { colspan: 3, class: "muted", text: "no worker answered" }))]));
     $("workers-error").textContent = ops.workers_error || "";
-    $("breakers").replaceChildren(...(ops.breakers.length ? ops.breakers.map((c) => el("tr", {},
+    $("breakers").replaceChildren(...(ops.breakers.length ? ops.breakers.map((/** @type {ApiJson} */ c) => el("tr", {},
       el("td", { text: c.endpoint }), el("td", { text: c.model }),
       el("td", {}, el("span", { class: "badge state-" + c.state, text: c.state })), el("td", { text: c.failures })))
       : [el("tr", {}, el("td", { colspan: 4, class: "muted", text: "all circuits closed" }))]));
   }
 
   // ---- users and keys ---------------------------------------------------------
+  /** @param {string} email @param {string} key */
   function showNewKey(email, key) {
     // The key exists only in this box, until the page is left: the API never returns it again.
     const box = $("new-key-box");
     box.replaceChildren(
       el("p", {}, "New key for ", el("strong", { text: email }), ". Copy it now: it will not be shown again."),
       el("code", { "data-testid": "new-key-value", text: key }),
-      el("button", { type: "button", "data-testid": "new-key-copy", text: "Copy", onclick: (ev) => copyKey(ev.target, box, key) }),
+      el("button", { type: "button", "data-testid": "new-key-copy", text: "Copy", onclick: (/** @type {MouseEvent} */ ev) => copyKey(/** @type {HTMLButtonElement} */ (ev.target), box, key) }),
       el("button", { type: "button", class: "secondary", text: "Done", onclick: () => { box.replaceChildren(); box.hidden = true; } }));
     box.hidden = false;
   }
 
   // A one-time link with which the member makes their own first key: shown once, like a key.
+  /** @param {ApiJson} user */
   async function inviteUser(user) {
     const invite = await api("POST", `/v1/admin/users/${user.id}/invites`, {});
     const box = $("new-key-box");
@@ -188,11 +211,12 @@
       el("p", {}, "Invite link for ", el("strong", { text: user.email }),
         `. It works once, until ${new Date(invite.expires_at).toLocaleString()}; send it to them.`),
       el("code", { "data-testid": "invite-url", text: invite.url }),
-      el("button", { type: "button", "data-testid": "new-key-copy", text: "Copy", onclick: (ev) => copyKey(ev.target, box, invite.url) }),
+      el("button", { type: "button", "data-testid": "new-key-copy", text: "Copy", onclick: (/** @type {MouseEvent} */ ev) => copyKey(/** @type {HTMLButtonElement} */ (ev.target), box, invite.url) }),
       el("button", { type: "button", class: "secondary", text: "Done", onclick: () => { box.replaceChildren(); box.hidden = true; } }));
     box.hidden = false;
   }
 
+  /** @param {HTMLElement} button @param {HTMLElement} box @param {string} key */
   async function copyKey(button, box, key) {
     // The Clipboard API needs a secure context (https or localhost); a lab served over
     // plain http on its LAN address gets the selection fallback.
@@ -200,8 +224,8 @@
       await navigator.clipboard.writeText(key);
     } catch (_) {
       const range = document.createRange();
-      range.selectNodeContents(box.querySelector("code"));
-      const selection = window.getSelection();
+      range.selectNodeContents(/** @type {HTMLElement} */ (box.querySelector("code")));
+      const selection = /** @type {Selection} */ (window.getSelection());
       selection.removeAllRanges();
       selection.addRange(range);
       if (!document.execCommand("copy")) { button.textContent = "Select and copy it by hand"; return; }
@@ -209,8 +233,10 @@
     button.textContent = "Copied";
   }
 
+  /** @param {ApiJson} user */
   async function openKeys(user) {
     const panel = $("keys-panel");
+    /** @type {ApiJson[]} */
     const keys = (await api("GET", `/v1/admin/users/${user.id}/keys`)).items;
     const nameId = "kn-" + user.id;
     const form = el("form", { class: "row-form", "data-testid": "key-form" },
@@ -241,6 +267,7 @@
   }
 
   // Workspace disk in MB, one decimal (the CLI's listing spells it the same way).
+  /** @param {number | null | undefined} n */
   const mb = (n) => `${((n || 0) / 1048576).toFixed(1)} MB`;
 
   async function loadUsers() {
@@ -257,8 +284,10 @@
   }
 
   // ---- projects and members ---------------------------------------------------
+  /** @param {ApiJson} project */
   async function openMembers(project) {
     const panel = $("members-panel");
+    /** @type {ApiJson[]} */
     const members = (await api("GET", `/v1/admin/projects/${project.id}/members`)).items;
     const emailId = "mn-" + project.id;
     const form = el("form", { class: "row-form", "data-testid": "member-form" },
@@ -298,23 +327,24 @@
   function wireForms() {
     $("bn-scope").addEventListener("change", fillBudgetTargets);
     $("budget-new").addEventListener("submit", guarded(async () => {
-      const target = $("bn-scope").value === "user" ? { user_id: $("bn-target").value } : { project: $("bn-target").value };
-      await api("PUT", "/v1/admin/budgets", budgetBody($("budget-new"), target));
+      const target = /** @type {HTMLSelectElement} */ ($("bn-scope")).value === "user" ? { user_id: /** @type {HTMLSelectElement} */ ($("bn-target")).value } : { project: /** @type {HTMLSelectElement} */ ($("bn-target")).value };
+      await api("PUT", "/v1/admin/budgets", budgetBody(/** @type {HTMLFormElement} */ ($("budget-new")), target));
       await refreshBudgetsAndSpend();
     }));
     $("user-new").addEventListener("submit", guarded(async () => {
-      await api("POST", "/v1/admin/users", { email: $("un-email").value.trim(), is_admin: $("un-admin").checked });
-      $("user-new").reset();
+      await api("POST", "/v1/admin/users", { email: /** @type {HTMLInputElement} */ ($("un-email")).value.trim(), is_admin: /** @type {HTMLInputElement} */ ($("un-admin")).checked });
+      /** @type {HTMLFormElement} */ ($("user-new")).reset();
       await loadUsers();
     }));
     $("project-new").addEventListener("submit", guarded(async () => {
-      await api("POST", "/v1/admin/projects", { name: $("pn-name").value.trim(), allow_network: $("pn-net").checked });
-      $("project-new").reset();
+      await api("POST", "/v1/admin/projects", { name: /** @type {HTMLInputElement} */ ($("pn-name")).value.trim(), allow_network: /** @type {HTMLInputElement} */ ($("pn-net")).checked });
+      /** @type {HTMLFormElement} */ ($("project-new")).reset();
       await loadProjects();
     }));
     $("spend-since").addEventListener("change", guarded(() => Promise.all([loadSpend(), loadTopJobs()])));
   }
 
+  /** @param {{keepEdits?: boolean}} [options] */
   async function refresh(options) {
     await loadBudgets(options);
     await Promise.all([loadSpend(), loadTopJobs(), loadOps()]);

@@ -4,18 +4,24 @@
 "use strict";
 (() => {
   const { api, el } = Leaflab;
-  const $ = (id) => document.getElementById(id);
+  /** @param {string} id @returns {HTMLElement} */
+  const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
   const app = $("approvals-app");
   const onlyJob = app.dataset.job;
   const REFRESH_MS = 4000;   // new approvals appear without a reload
   const FOLLOW_MS = 1000;    // after a decision, until the job settles
   const FOLLOW_TRIES = 600;
   const MOVING = ["queued", "running"];
+  /** @type {Record<string, string>} */
   const DONE_WORD = { apply: "Applied", request_changes: "Changes requested", reject: "Rejected" };
+  /** @type {Map<string, HTMLElement>} */
   const shown = new Map();   // approval id -> its card, while pending
+  /** @type {Set<string>} */
   const decided = new Set(); // decided here: never shown as pending again
+  /** @type {ReturnType<typeof setTimeout> | null} */
   let timer = null;
 
+  /** @param {any} err anything thrown, or null to clear */
   function showError(err) {
     const box = $("approvals-error");
     box.textContent = err ? String(err.message || err) : "";
@@ -23,6 +29,7 @@
   }
 
   // ---- the diff view ------------------------------------------------------------------
+  /** @param {string} line */
   function lineClass(line) {
     if (line.startsWith("+++") || line.startsWith("---") || line.startsWith("\\")) return "meta";
     if (line.startsWith("@@")) return "hunk";
@@ -31,8 +38,10 @@
     return "ctx";
   }
 
+  /** @param {ApiJson} d one of an approval's diffs */
   function fileDiff(d) {
     const lines = String(d.diff || "").replace(/\n$/, "").split("\n").filter((l, i, all) => l || all.length > 1);
+    /** @param {string} kind */
     const count = (kind) => lines.filter((l) => lineClass(l) === kind).length;
     return el("figure", { class: "diff", "data-testid": "approval-diff", "data-path": d.path },
       el("figcaption", {},
@@ -43,6 +52,7 @@
         : el("p", { class: "muted", text: "(no textual change)" }));
   }
 
+  /** @param {ApiJson} d */
   function commandView(d) {
     return el("figure", { class: "diff", "data-testid": "approval-diff" },
       el("figcaption", {}, el("code", { class: "diff-path", text: d.tool }), " ", el("span", { class: "muted", text: "command" })),
@@ -52,13 +62,16 @@
   }
 
   // ---- one approval ---------------------------------------------------------------------
+  /** @param {ApiJson} job */
   function what(job) {
     const i = job.input || {};
     return String(i.content || i.topic || job.kind).slice(0, 160);
   }
 
+  /** @param {HTMLElement} node @param {ApiJson} job @param {ApiJson} a the approval */
   function controls(node, job, a) {
     const fbId = `feedback-${a.id}`;
+    /** @param {string} label @param {string} decision @param {string} cls @param {string} testid */
     const button = (label, decision, cls, testid) =>
       el("button", { type: "button", class: cls, "data-testid": testid, onclick: () => decide(node, job, a, decision) }, label);
     return el("div", { class: "approval-controls" },
@@ -70,9 +83,10 @@
         button("Reject", "reject", "danger", "approval-reject")));
   }
 
+  /** @param {ApiJson} job @param {ApiJson} a */
   function card(job, a) {
     const node = el("article", { class: "card approval", "data-testid": "approval", "data-approval-id": a.id, "data-job-id": job.id, "data-status": a.status });
-    const files = a.diffs.filter((d) => d.path !== undefined).length;
+    const files = a.diffs.filter((/** @type {ApiJson} */ d) => d.path !== undefined).length;
     const asks = a.kind === "command" ? "wants to run a command"
       : a.kind === "exec_changes" ? `ran a command that changed ${files} protected file(s): keep the changes?`
       : `wants to change ${files} file(s)`;
@@ -81,27 +95,29 @@
         el("h2", {}, el("code", { text: a.tool_name }), " ", asks),
         el("p", { class: "muted" }, "Job ", el("a", { href: `/jobs/${job.id}`, text: job.id.slice(0, 8) }),
           ` · ${what(job)} · asked ${new Date(a.created_at).toLocaleString()}`)),
-      ...a.diffs.map((d) => (d.command !== undefined ? commandView(d) : fileDiff(d))),
+      ...a.diffs.map((/** @type {ApiJson} */ d) => (d.command !== undefined ? commandView(d) : fileDiff(d))),
       controls(node, job, a),
       el("p", { class: "outcome", "data-testid": "approval-outcome", role: "status" }));
     return node;
   }
 
+  /** @param {HTMLElement} node @param {string} text @param {boolean} [isError] */
   function say(node, text, isError) {
-    const out = node.querySelector(".outcome");
+    const out = /** @type {HTMLElement} */ (node.querySelector(".outcome"));
     out.textContent = text;
     out.classList.toggle("error", Boolean(isError));
   }
 
+  /** @param {HTMLElement} node @param {ApiJson} job @param {ApiJson} a @param {string} decision */
   async function decide(node, job, a, decision) {
-    const box = node.querySelector("textarea");
+    const box = /** @type {HTMLTextAreaElement} */ (node.querySelector("textarea"));
     const feedback = box.value.trim();
     if (decision === "request_changes" && !feedback) {
       say(node, "Write the feedback the model should get, then request changes.", true);
       box.focus();
       return;
     }
-    const buttons = node.querySelectorAll(".approval-controls button");
+    const buttons = /** @type {NodeListOf<HTMLButtonElement>} */ (node.querySelectorAll(".approval-controls button"));
     buttons.forEach((b) => { b.disabled = true; });
     try {
       const body = decision === "request_changes" ? { decision, feedback } : { decision };
@@ -109,7 +125,7 @@
       decided.add(a.id);
       shown.delete(a.id);
       node.dataset.status = result.status;
-      node.querySelector(".approval-controls").remove();
+      /** @type {HTMLElement} */ (node.querySelector(".approval-controls")).remove();
       say(node, `${DONE_WORD[decision]}. The job continues…`);
       $("decided-section").hidden = false;
       $("approvals-decided").prepend(node);
@@ -117,12 +133,13 @@
       follow(node, job.id, a.id, decision, FOLLOW_TRIES);
     } catch (err) {
       buttons.forEach((b) => { b.disabled = false; });
-      say(node, `Not decided: ${err.message}`, true);
-      if (err.status === 409) refresh();
+      say(node, `Not decided: ${/** @type {LeaflabApiError} */ (err).message}`, true);
+      if (/** @type {LeaflabApiError} */ (err).status === 409) refresh();
     }
   }
 
   // Watches the job after a decision until it stops moving, then says how it went.
+  /** @param {HTMLElement} node @param {string} jobId @param {string} approvalId @param {string} decision @param {number} tries */
   async function follow(node, jobId, approvalId, decision, tries) {
     try {
       const job = await api("GET", `/v1/jobs/${jobId}`);
@@ -132,13 +149,13 @@
         setTimeout(() => follow(node, jobId, approvalId, decision, tries - 1), FOLLOW_MS);
         return;
       }
-      const mine = (await api("GET", `/v1/jobs/${jobId}/approvals`)).items.find((x) => x.id === approvalId);
+      const mine = (await api("GET", `/v1/jobs/${jobId}/approvals`)).items.find((/** @type {ApiJson} */ x) => x.id === approvalId);
       if (mine) node.dataset.status = mine.status;
       const why = mine?.error ? ` (${mine.error})` : "";
       say(node, `${DONE_WORD[decision]}: approval ${mine ? mine.status : "?"}${why}. Job ${job.status}.`, Boolean(mine?.error));
       if (job.status === "waiting_approval") refresh();
     } catch (err) {
-      say(node, `Could not follow the job: ${err.message}`, true);
+      say(node, `Could not follow the job: ${/** @type {LeaflabApiError} */ (err).message}`, true);
     }
   }
 
@@ -149,16 +166,18 @@
       : "Nothing is waiting for your approval.";
   }
 
+  /** @returns {Promise<ApiJson[]>} */
   async function waitingJobs() {
     if (onlyJob) return [await api("GET", `/v1/jobs/${encodeURIComponent(onlyJob)}`)];
     return (await api("GET", "/v1/jobs?status=waiting_approval&limit=100")).items;
   }
 
   async function refresh() {
-    clearTimeout(timer);
+    clearTimeout(/** @type {ReturnType<typeof setTimeout> | undefined} */ (timer));  // null: a no-op
     try {
       const jobs = (await waitingJobs()).filter((j) => j.status === "waiting_approval");
-      const lists = await Promise.all(jobs.map(async (j) => [j, (await api("GET", `/v1/jobs/${j.id}/approvals`)).items]));
+      const lists = await Promise.all(jobs.map(async (j) => /** @type {[ApiJson, ApiJson[]]} */ ([j, (await api("GET", `/v1/jobs/${j.id}/approvals`)).items])));
+      /** @type {Set<string>} */
       const pending = new Set();
       for (const [job, items] of lists) {
         for (const a of items) {

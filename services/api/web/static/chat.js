@@ -2,18 +2,27 @@
 // token and cost bars and the per-turn chart. Data comes from the JSON API only.
 "use strict";
 (() => {
-  const $ = (id) => document.getElementById(id);
+  // The page's own elements (chat.html): there, or the page is broken anyway.
+  /** @param {string} id @returns {HTMLElement} */
+  const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+  /** @type {typeof Leaflab.el} */
   const el = (...a) => Leaflab.el(...a);
   const R = ChatRender;
   const app = $("chat-app");
   const contextLimit = Number(app.dataset.contextLimit) || 32000;
   let sessionId = app.dataset.sessionId || "";
+  /** @type {ApiJson[]} */
   let sessions = [];
+  /** @type {EventSource | null} */
   let source = null; // the EventSource of the turn being watched
+  /** @type {(() => void) | null} */
   let unwatch = null; // clears what the watched turn put up (its "thinking…")
+  /** @type {any} a Chart.js chart */
   let chart = null;
+  /** @type {ApiJson} */
   let budget = null;
 
+  /** @param {any} err anything thrown, or null to clear */
   function showError(err) {
     const box = $("chat-error");
     box.textContent = err ? String(err.message || err) : "";
@@ -24,7 +33,7 @@
   async function loadSessions() {
     // Conversations only, unless asked: surveys, batch tasks and subagents open
     // sessions of their own, which would bury the chats.
-    const kind = $("show-all-sessions")?.checked ? "all" : "chat";
+    const kind = /** @type {HTMLInputElement} */ ($("show-all-sessions"))?.checked ? "all" : "chat";
     sessions = (await Leaflab.api("GET", `/v1/sessions?limit=200&kind=${kind}`)).items;
     const list = $("session-list");
     list.replaceChildren();
@@ -43,42 +52,48 @@
     if (cur) { $("session-title").textContent = cur.title || "Untitled"; document.title = `${cur.title} · Leaflab`; }
   }
 
+  /** @param {string} title @returns {Promise<string>} */
   async function newSession(title) {
     const s = await Leaflab.api("POST", "/v1/sessions", title ? { title } : {});
     return s.id;
   }
 
+  /** @param {ApiJson} s a session */
   function startRename(s) {
-    if (s.id !== sessionId) { window.location = `/?session=${encodeURIComponent(s.id)}&rename=1`; return; }
+    if (s.id !== sessionId) { /** @type {any} */ (window).location = `/?session=${encodeURIComponent(s.id)}&rename=1`; return; }
     const form = $("rename-form");
     form.hidden = false;
-    $("rename-input").value = s.title || "";
+    /** @type {HTMLInputElement} */ ($("rename-input")).value = s.title || "";
     $("rename-input").focus();
   }
 
+  /** @param {SubmitEvent} event */
   async function submitRename(event) {
     event.preventDefault();
     try {
-      await Leaflab.api("PATCH", `/v1/sessions/${sessionId}`, { title: $("rename-input").value });
+      await Leaflab.api("PATCH", `/v1/sessions/${sessionId}`, { title: /** @type {HTMLInputElement} */ ($("rename-input")).value });
       $("rename-form").hidden = true;
       await loadSessions();
     } catch (err) { showError(err); }
   }
 
+  /** @param {ApiJson} s */
   async function removeSession(s) {
     if (!window.confirm(`Delete the session "${s.title}"?`)) return;
     try {
       await Leaflab.api("DELETE", `/v1/sessions/${s.id}`);
-      if (s.id === sessionId) { window.location = "/"; return; }
+      if (s.id === sessionId) { /** @type {any} */ (window).location = "/"; return; }
       await loadSessions();
     } catch (err) { showError(err); }
   }
 
   // ---- history ----------------------------------------------------------------------------
+  /** @param {string} jobId @returns {Promise<ApiJson[]>} */
   async function stepsOf(jobId) {
     return (await Leaflab.api("GET", `/v1/jobs/${jobId}/steps`)).items;
   }
 
+  /** @param {string} jobId @returns {Promise<ApiJson[]>} */
   async function artifactsOf(jobId) {
     return (await Leaflab.api("GET", `/v1/jobs/${jobId}/artifacts`)).items;
   }
@@ -86,15 +101,22 @@
   async function loadConversation() {
     const box = $("messages");
     box.replaceChildren();
+    /** @type {ApiJson[]} */
     const msgs = (await Leaflab.api("GET", `/v1/sessions/${sessionId}/messages?limit=1000`)).items;
+    /** @type {string[]} */
     const jobIds = [...new Set(msgs.map((m) => m.job_id).filter(Boolean))];
+    /** @type {Record<string, ApiJson[]>} */
     const steps = {};
     await Promise.all(jobIds.map(async (j) => { steps[j] = await stepsOf(j); }));
+    /** @type {Record<string, ApiJson>} */
     const byCall = {};
     for (const j of jobIds) for (const s of steps[j]) if (s.tool_call_id) byCall[s.tool_call_id] = s;
+    /** @type {Record<string, HTMLElement>} */
     const cards = {};
+    /** @type {Record<string, ApiJson[]>} */
     const llmSteps = {};
     for (const j of jobIds) llmSteps[j] = steps[j].filter((x) => x.kind === "llm" && x.status === "succeeded");
+    /** @type {Record<string, number>} */
     const answered = {}; // assistant messages seen per job: the nth came from its nth llm step
     let lastJob = null;
     for (const m of msgs) {
@@ -133,14 +155,17 @@
     box.scrollTop = box.scrollHeight;
   }
 
+  /** @param {string} jobId */
   async function appendArtifacts(jobId) {
     const items = await artifactsOf(jobId);
     if (items.length) $("messages").append(R.artifacts(items));
   }
 
   // ---- usage bars and chart ---------------------------------------------------------------
+  /** @param {ApiJson} j a job */
   const tokensOf = (j) => j.usage.input_tokens + j.usage.output_tokens;
 
+  /** @param {ApiJson[]} steps @returns {number | null} */
   function contextTokens(steps) {
     const llm = steps.filter((s) => s.kind === "llm");
     const last = llm[llm.length - 1];
@@ -151,15 +176,17 @@
 
   // A meter needs a scale: with none (no budget set) only its text shows, never a bar
   // that is always full.
+  /** @param {string} id a <meter> @param {number | null} value @param {string} text */
   function setMeter(id, value, text) {
     $(id).hidden = value === null;
-    $(id).value = Math.max(0, Math.min(1, value || 0));
+    /** @type {HTMLMeterElement} */ ($(id)).value = Math.max(0, Math.min(1, value || 0));
     $(`${id}-text`).textContent = text;
   }
 
   async function refreshUsage() {
     // The budget as it stands now (an admin may have raised it since the last turn).
     budget = (await Leaflab.api("GET", `/v1/sessions/${sessionId}/budget`)).budget;
+    /** @type {ApiJson[]} */
     const jobs = (await Leaflab.api("GET", `/v1/jobs?session=${sessionId}&kind=turn&limit=500`)).items.reverse();
     const total = jobs.reduce((a, j) => a + tokensOf(j), 0);
     const cost = jobs.reduce((a, j) => a + j.cost_usd, 0);
@@ -171,6 +198,7 @@
     // Turn and session are shown against the budget (what was spent of what this
     // session could spend), when one is set.
     const limit = budget && budget.usd_remaining !== null ? cost + budget.usd_remaining : null;
+    /** @param {number} usd */
     const against = (usd) => (limit ? usd / limit : null);
     const noBudget = limit === null ? " · no budget set" : "";
     if (last) {
@@ -185,11 +213,13 @@
   // The workspace's size against its cap (and the user's total against theirs).
   async function refreshDisk() {
     const d = await Leaflab.api("GET", `/v1/sessions/${sessionId}/workspace`);
+    /** @param {number} n */
     const mb = (n) => `${(n / 1048576).toFixed(1)} MB`;
     setMeter("bar-disk", d.cap_bytes ? d.bytes / d.cap_bytes : 0,
       `${mb(d.bytes)} / ${mb(d.cap_bytes)} · all your sessions ${mb(d.user_bytes)} / ${mb(d.user_cap_bytes)}`);
   }
 
+  /** @param {ApiJson[]} jobs */
   function drawChart(jobs) {
     if (typeof Chart === "undefined") return;
     const labels = jobs.map((_, i) => `#${i + 1}`);
@@ -212,6 +242,7 @@
   // ---- a live turn ------------------------------------------------------------------------
   // A turn paused for its budget says so where the answer would appear, in words a member
   // can act on; the stream stays open, so a raise resumes the turn here and the notice goes.
+  /** @param {HTMLElement} box @param {string} jobId @param {boolean} paused */
   function budgetNotice(box, jobId, paused) {
     const shown = box.querySelector(`[data-testid=budget-notice][data-job-id="${jobId}"]`);
     if (!paused) { if (shown) shown.remove(); return; }
@@ -222,35 +253,44 @@
     box.scrollTop = box.scrollHeight;
   }
 
+  /** @param {string} jobId */
   function watch(jobId) {
     if (source) source.close();
     if (unwatch) unwatch();
     const box = $("messages");
+    /** @type {HTMLElement | null} */
     let bubble = null;
+    /** @type {ReturnType<typeof R.streamed> | null} */
     let stream = null; // bubble's text as it streams (R.streamed)
+    /** @type {string | null} */
     let lastModel = null;
+    /** @type {Record<string, HTMLElement>} */
     const cards = {};
     // "thinking…" stands at the bottom while the model works and nothing streams yet.
     const placeholder = R.thinking();
     const idle = () => !bubble && !Object.values(cards).some((c) => c.dataset.status === "running");
+    /** @param {boolean} shown */
     const waiting = (shown) => {
       if (shown && idle()) { box.append(placeholder); box.scrollTop = box.scrollHeight; } else placeholder.remove();
     };
     unwatch = () => placeholder.remove();
     const endStream = () => { if (stream) stream.flush(); stream = null; bubble = null; };
     $("turn-status").textContent = "working…";
-    $("chat-send").disabled = true;
+    /** @type {HTMLButtonElement} */ ($("chat-send")).disabled = true;
     waiting(true);
     source = new EventSource(`/v1/jobs/${jobId}/events`);
     // A stream can end without "final" (events expired): stop reconnecting once the job is over.
     source.onerror = async () => {
       const job = await Leaflab.api("GET", `/v1/jobs/${jobId}`);
       if (source && LeaflabContracts.TERMINAL_STATUSES.includes(job.status)) {
-        source.close(); source = null; $("chat-send").disabled = false; $("turn-status").textContent = job.status;
+        source.close(); source = null; /** @type {HTMLButtonElement} */ ($("chat-send")).disabled = false; $("turn-status").textContent = job.status;
         await openSession();
       }
     };
-    const on = (type, fn) => source.addEventListener(type, (e) => fn(JSON.parse(e.data)));
+    // An event's data as the workers publish it: the contract (contracts.js) names the
+    // event types, not their fields, so the data is untyped JSON.
+    /** @param {string} type one of LeaflabContracts.EVENT_TYPES @param {(data: ApiJson) => unknown} fn */
+    const on = (type, fn) => /** @type {EventSource} */ (source).addEventListener(type, (e) => fn(JSON.parse(/** @type {MessageEvent} */ (e).data)));
     on("token", (d) => {
       if (!bubble) {
         waiting(false);
@@ -258,7 +298,7 @@
         stream = R.streamed(bubble, () => { box.scrollTop = box.scrollHeight; });
         box.append(bubble);
       }
-      stream.add(d.text);
+      /** @type {ReturnType<typeof R.streamed>} */ (stream).add(d.text);
     });
     on("tool_start", (d) => {
       endStream();
@@ -296,14 +336,14 @@
       setMeter("bar-context", d.after_tokens / contextLimit, `${d.after_tokens} / ${contextLimit} tokens`);
       if (d.layer === "summary") box.append(R.compaction(jobId, `Conversation compacted: ${d.before_tokens} → ${d.after_tokens} tokens`));
     });
-    on("events_lost", () => { source.close(); openSession(); });
+    on("events_lost", () => { /** @type {EventSource} */ (source).close(); openSession(); });
     on("final", async (d) => {
       budgetNotice(box, jobId, false);
       endStream();
       waiting(false);
-      source.close();
+      /** @type {EventSource} */ (source).close();
       source = null;
-      $("chat-send").disabled = false;
+      /** @type {HTMLButtonElement} */ ($("chat-send")).disabled = false;
       $("turn-status").textContent = d.status;
       if (d.error) showError(d.error);
       const text = d.result && (d.result.content || d.result.text);
@@ -319,8 +359,9 @@
     });
   }
 
+  /** @param {string} jobId @param {Record<string, HTMLElement>} cards */
   async function fillFromSteps(jobId, cards) {
-    const notice = $("messages").querySelector(`[data-testid=compaction][data-job-id="${jobId}"]`);
+    const notice = /** @type {HTMLElement | null} */ ($("messages").querySelector(`[data-testid=compaction][data-job-id="${jobId}"]`));
     for (const s of await stepsOf(jobId)) {
       const card = s.tool_call_id && cards[s.tool_call_id];
       if (card) R.fillCard(card, { status: s.status, args: s.arguments, result: R.stepResultText(s), step: s });
@@ -328,10 +369,11 @@
     }
   }
 
+  /** @param {SubmitEvent} event */
   async function send(event) {
     event.preventDefault();
     showError(null);
-    const input = $("chat-input");
+    const input = /** @type {HTMLTextAreaElement} */ ($("chat-input"));
     const content = input.value;
     if (!content.trim()) return;
     try {
@@ -350,7 +392,7 @@
   }
 
   // ---- slash commands (static/chat_commands.js) ----------------------------------------------
-  const commands = ChatCommands.attach($("chat-input"), $("slash-list"));
+  const commands = ChatCommands.attach(/** @type {HTMLTextAreaElement} */ ($("chat-input")), $("slash-list"));
 
   async function openSession() {
     if (!sessionId) return;
@@ -370,12 +412,12 @@
   $("chat-form").addEventListener("submit", send);
   $("chat-input").addEventListener("keydown", (e) => {
     if (commands.handleKey(e)) return;
-    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("chat-form").requestSubmit(); }
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); /** @type {HTMLFormElement} */ ($("chat-form")).requestSubmit(); }
   });
   $("rename-form").addEventListener("submit", submitRename);
   $("show-all-sessions").addEventListener("change", () => loadSessions().catch(showError));
   $("new-session").addEventListener("click", async () => {
-    try { window.location = `/?session=${await newSession("New session")}`; } catch (err) { showError(err); }
+    try { /** @type {any} */ (window).location = `/?session=${await newSession("New session")}`; } catch (err) { showError(err); }
   });
   (async () => {
     try { await loadSessions(); await commands.load(sessionId); await openSession(); } catch (err) { showError(err); }

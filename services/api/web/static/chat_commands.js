@@ -4,12 +4,17 @@
 // Escape closes the list; the chosen command goes into the input, ready to send.
 "use strict";
 const ChatCommands = (() => {
+  /** @type {typeof Leaflab.el} */
   const el = (...a) => Leaflab.el(...a);
   // A lone partial command (no space yet) is what the list completes.
   const PARTIAL = /^\/[a-z0-9_-]*$/;
 
+  /** @typedef {{command: string, description: string, kind: string}} SlashCommand */
+  /** @param {HTMLTextAreaElement} input @param {HTMLElement} list the listbox under it */
   function attach(input, list) {
+    /** @type {SlashCommand[]} */
     let commands = [];
+    /** @type {SlashCommand[]} */
     let shown = [];
     let active = -1;
 
@@ -20,6 +25,7 @@ const ChatCommands = (() => {
       input.removeAttribute("aria-activedescendant");
     }
 
+    /** @param {number} index */
     function highlight(index) {
       active = index;
       list.querySelectorAll("[role=option]").forEach((opt, i) => opt.setAttribute("aria-selected", String(i === index)));
@@ -27,6 +33,7 @@ const ChatCommands = (() => {
       if (current) { input.setAttribute("aria-activedescendant", current.id); current.scrollIntoView({ block: "nearest" }); }
     }
 
+    /** @param {number} index */
     function choose(index) {
       const c = shown[index];
       if (!c) return;
@@ -43,7 +50,7 @@ const ChatCommands = (() => {
       list.replaceChildren(...shown.map((c, i) => el("li", {
         id: `slash-opt-${i}`, role: "option", "aria-selected": "false", "data-testid": "slash-option",
         "data-command": c.command, "data-kind": c.kind,
-        onmousedown: (e) => e.preventDefault(), // keep the focus in the input
+        onmousedown: (/** @type {MouseEvent} */ e) => e.preventDefault(), // keep the focus in the input
         onclick: () => choose(i),
       }, el("span", { class: "slash-name", text: c.command }), el("span", { class: "slash-desc muted", text: c.description }))));
       list.hidden = false;
@@ -51,6 +58,7 @@ const ChatCommands = (() => {
     }
 
     // Called first by the input's keydown handler; true when the key was the list's.
+    /** @param {KeyboardEvent} e @returns {boolean} */
     function handleKey(e) {
       if (list.hidden || !shown.length) return false;
       if (e.key === "ArrowDown" || e.key === "ArrowUp") {
@@ -67,6 +75,7 @@ const ChatCommands = (() => {
       return true;
     }
 
+    /** @param {string | null | undefined} sessionId */
     async function load(sessionId) {
       if (!sessionId) { commands = [{ command: "/compact", description: "Summarise the conversation so far", kind: "builtin" }]; return; }
       commands = (await Leaflab.api("GET", `/v1/sessions/${encodeURIComponent(sessionId)}/commands`)).items;

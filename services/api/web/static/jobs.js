@@ -1,10 +1,13 @@
 // The jobs list: filters map onto GET /v1/jobs query parameters (kept in the URL).
 "use strict";
 (() => {
+  /** @type {typeof Leaflab.el} */
   const el = (...a) => Leaflab.el(...a);
-  const form = document.getElementById("job-filters");
+  const form = /** @type {HTMLFormElement} */ (document.getElementById("job-filters"));
+  /** @typedef {Record<string, HTMLInputElement | HTMLSelectElement | undefined>} Fields the filter form's controls by name */
   const fields = ["status", "kind", "all", "user", "project"];
 
+  /** @param {ApiJson} job @returns {string} */
   function what(job) {
     const i = job.input || {};
     return i.content || i.topic || (i.tasks ? `${i.tasks.length} tasks` : "");
@@ -12,12 +15,13 @@
 
   async function load() {
     const params = new URLSearchParams(location.search);
-    for (const f of fields) { const input = form.elements[f]; if (input) input.value = params.get(f) || ""; }
+    for (const f of fields) { const input = /** @type {Fields} */ (/** @type {unknown} */ (form.elements))[f]; if (input) input.value = params.get(f) || ""; }
     const query = new URLSearchParams({ limit: "200" });
-    for (const f of fields) if (params.get(f)) query.set(f, params.get(f));
-    const rows = document.getElementById("job-rows");
-    const error = document.getElementById("jobs-error");
+    for (const f of fields) if (params.get(f)) query.set(f, /** @type {string} */ (params.get(f)));
+    const rows = /** @type {HTMLElement} */ (document.getElementById("job-rows"));
+    const error = /** @type {HTMLElement} */ (document.getElementById("jobs-error"));
     try {
+      /** @type {ApiJson[]} */
       const jobs = (await Leaflab.api("GET", `/v1/jobs?${query}`)).items;
       error.hidden = true;
       rows.replaceChildren(...jobs.map((j) => el("tr", { "data-testid": "job-row", "data-job-id": j.id, "data-status": j.status },
@@ -30,14 +34,14 @@
         el("td", { class: "what", text: what(j).slice(0, 120) }))));
       if (!jobs.length) rows.append(el("tr", {}, el("td", { colspan: "7", class: "muted", text: "No jobs match." })));
     } catch (err) {
-      error.textContent = err.message; error.hidden = false; rows.replaceChildren();
+      error.textContent = /** @type {LeaflabApiError} */ (err).message; error.hidden = false; rows.replaceChildren();
     }
   }
 
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const params = new URLSearchParams();
-    for (const f of fields) { const input = form.elements[f]; if (input && input.value) params.set(f, input.value); }
+    for (const f of fields) { const input = /** @type {Fields} */ (/** @type {unknown} */ (form.elements))[f]; if (input && input.value) params.set(f, input.value); }
     history.pushState(null, "", `/jobs?${params}`);
     load();
   });

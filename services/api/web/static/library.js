@@ -7,7 +7,9 @@
 "use strict";
 (() => {
   const { api, el } = Leaflab;
-  const $ = (id) => document.getElementById(id);
+  // The page's own elements (library.html): there, or the page is broken anyway.
+  /** @param {string} id @returns {HTMLElement} */
+  const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
   const FALLBACK_POLL_MS = 1500; // only while a document's stream has failed
   const LIST_REFRESH_MS = 10000; // someone else may upload into a shared project
   const PARALLEL_UPLOADS = 3;
@@ -15,57 +17,65 @@
   // this wait their turn, so the page's own API calls never queue behind them.
   const MAX_STREAMS = 3;
   const DONE = new Set(["ready", "failed", "metadata_only"]);
+  /** @type {Map<string, ApiJson>} */
   const docs = new Map();    // id -> the document row, merged with its live progress
+  /** @type {Map<string, EventSource>} */
   const streams = new Map(); // id -> the EventSource following it
+  /** @type {Set<string>} */
   const polled = new Set();  // ids whose stream failed: followed by polling instead
+  /** @type {ReturnType<typeof setTimeout> | null} */
   let listTimer = null;
 
+  /** @param {any} err anything thrown, or null to clear */
   function showError(err) {
     const box = $("library-error");
     box.textContent = err ? String(err.message || err) : "";
     box.hidden = !err;
   }
 
+  /** @param {string} documentId @param {number | string | null} [page] */
   const pdfLink = (documentId, page) =>
     `/v1/library/documents/${encodeURIComponent(documentId)}/pdf` + (page ? `#page=${page}` : "");
 
   // ---- uploads ----------------------------------------------------------------
+  /** @param {File} file */
   async function uploadOne(file) {
     const item = el("li", { "data-testid": "upload-item" }, el("span", { text: file.name }), " — ",
       el("span", { class: "upload-state", text: "uploading…" }));
     $("uploads").prepend(item);
-    const state = item.querySelector(".upload-state");
+    const state = /** @type {HTMLElement} */ (item.querySelector(".upload-state"));
     const form = new FormData();
     form.append("file", file, file.name);
     // A project name typed in picks that project, whatever the menu says.
-    const project = $("lib-project").value.trim();
+    const project = /** @type {HTMLInputElement} */ ($("lib-project")).value.trim();
     if (project) form.append("project", project);
-    else if ($("lib-target").value === "lab") form.append("collection", "lab");
+    else if (/** @type {HTMLSelectElement} */ ($("lib-target")).value === "lab") form.append("collection", "lab");
     try {
       const accepted = await api("POST", "/v1/library/documents", form);
       state.textContent = accepted.duplicate ? "already in the library" : "queued for ingestion";
       item.dataset.documentId = accepted.id;
     } catch (err) {
-      state.textContent = "refused: " + err.message;
+      state.textContent = "refused: " + /** @type {LeaflabApiError} */ (err).message;
       state.classList.add("error");
     }
   }
 
+  /** @param {File[]} files */
   async function uploadAll(files) {
     const queue = [...files];
     const lanes = Array.from({ length: Math.min(PARALLEL_UPLOADS, queue.length) }, async () => {
-      while (queue.length) await uploadOne(queue.shift());
+      while (queue.length) await uploadOne(/** @type {File} */ (queue.shift()));
     });
     await Promise.all(lanes);
     await loadDocuments();
   }
 
   function wireUploads() {
-    const target = $("lib-target"), project = $("lib-project");
+    const target = /** @type {HTMLSelectElement} */ ($("lib-target")), project = /** @type {HTMLInputElement} */ ($("lib-project"));
     project.addEventListener("input", () => { if (project.value.trim()) target.value = "project"; });
     target.addEventListener("change", () => { if (target.value !== "project") project.value = ""; });
-    const input = $("lib-files");
-    input.addEventListener("change", () => { const files = [...input.files]; input.value = ""; uploadAll(files); });
+    const input = /** @type {HTMLInputElement} */ ($("lib-files"));
+    input.addEventListener("change", () => { const files = [.../** @type {FileList} */ (input.files)]; input.value = ""; uploadAll(files); });
     const zone = $("drop-zone");
     zone.addEventListener("dragover", (ev) => { ev.preventDefault(); zone.classList.add("over"); });
     zone.addEventListener("dragleave", () => zone.classList.remove("over"));
@@ -78,6 +88,7 @@
   }
 
   // ---- documents and their ingestion ----------------------------------------------
+  /** @param {ApiJson} d a document row */
   function progressCell(d) {
     const p = d.progress || {};
     const cell = el("td", { "data-testid": "doc-progress" });
@@ -87,6 +98,7 @@
     return cell;
   }
 
+  /** @param {ApiJson} d */
   function progressText(d) {
     const p = d.progress || {};
     if (d.status === "ready" && p.seconds !== undefined) {
@@ -99,8 +111,10 @@
   }
 
   // Authors · year · venue · DOI under the title; every value is text (uploader's data).
+  /** @param {ApiJson} d */
   function metaLine(d) {
     const line = el("div", { class: "doc-meta", "data-testid": "doc-meta" });
+    /** @type {string[]} */
     const authors = d.authors || [];
     if (authors.length) {
       const shown = authors.slice(0, 4).join(", ") + (authors.length > 4 ? " et al." : "");
@@ -121,6 +135,7 @@
     return line;
   }
 
+  /** @param {ApiJson} d */
   function row(d) {
     return el("tr", { "data-document-id": d.id, "data-status": d.status },
       el("td", {}, el("div", { text: d.title || "(untitled)" }), metaLine(d)),
@@ -135,6 +150,7 @@
   }
 
   // The API refuses to delete a document while it is ingested (409): the button waits too.
+  /** @param {ApiJson} d */
   function deleteButton(d) {
     const name = d.title || d.filename || "this document";
     const button = el("button", { type: "button", class: "secondary", "data-testid": "doc-delete",
@@ -144,6 +160,7 @@
     return button;
   }
 
+  /** @param {ApiJson} d @param {string} name */
   async function removeDocument(d, name) {
     if (!window.confirm(`Delete "${name}" from the library? Its passages will no longer appear in search.`)) return;
     try {
@@ -151,7 +168,7 @@
       docs.delete(d.id);
       render();
       // Hits already on the page from this document point at a PDF that is gone.
-      for (const item of $("results").querySelectorAll("li[data-document-id]")) {
+      for (const item of /** @type {NodeListOf<HTMLElement>} */ ($("results").querySelectorAll("li[data-document-id]"))) {
         if (item.dataset.documentId === d.id) item.remove();
       }
       showError(null);
@@ -166,17 +183,21 @@
 
   // One document's event stream: replayed from its start, so nothing is missed between
   // the upload and the moment the stream opens.
+  /** @param {string} id */
   function follow(id) {
     if (streams.has(id) || polled.has(id) || streams.size >= MAX_STREAMS) return;
     const source = new EventSource(`/v1/library/documents/${encodeURIComponent(id)}/events`);
     streams.set(id, source);
+    /** @param {(d: ApiJson) => object} change */
     const update = (change) => {
       const d = docs.get(id);
       if (!d) return;
       Object.assign(d, change(d));
       render();
     };
-    const on = (type, fn) => source.addEventListener(type, (e) => update((d) => fn(JSON.parse(e.data), d)));
+    // An event's data is the ingestion worker's JSON: untyped here.
+    /** @param {string} type @param {(data: ApiJson, d: ApiJson) => object} fn */
+    const on = (type, fn) => source.addEventListener(type, (e) => update((d) => fn(JSON.parse(/** @type {MessageEvent} */ (e).data), d)));
     const end = () => { source.close(); streams.delete(id); followWaiting(); };
     on("document.parsed", (x, d) => ({ status: d.status === "queued" || d.status === "parsing" ? "embedding" : d.status,
       pages: x.pages, progress: { pages: x.pages, chunks: x.chunks } }));
@@ -198,7 +219,9 @@
     for (const d of docs.values()) if (!DONE.has(d.status)) follow(d.id);
   }
 
+  /** @param {ApiJson[]} fresh */
   function merge(fresh) {
+    /** @type {Set<string>} */
     const seen = new Set();
     for (const d of fresh) {
       seen.add(d.id);
@@ -210,13 +233,14 @@
     for (const id of [...docs.keys()]) if (!seen.has(id)) docs.delete(id);
   }
 
+  /** @param {number} ms */
   function schedule(ms) {
-    clearTimeout(listTimer);
+    clearTimeout(/** @type {ReturnType<typeof setTimeout> | undefined} */ (listTimer));  // null: a no-op
     listTimer = setTimeout(loadDocuments, ms);
   }
 
   async function loadDocuments() {
-    clearTimeout(listTimer);
+    clearTimeout(/** @type {ReturnType<typeof setTimeout> | undefined} */ (listTimer));
     try {
       merge((await api("GET", "/v1/library/documents")).items);
       render();
@@ -230,6 +254,7 @@
   }
 
   // ---- search ---------------------------------------------------------------------
+  /** @param {ApiJson} h a search hit */
   function hit(h) {
     const title = h.title || h.filename || "(untitled)";
     // Section and page, or the locator when neither is known (never both: the locator
@@ -247,6 +272,7 @@
   }
 
   // A table chunk is its caption, a blank line, then a Markdown table: shown as a table.
+  /** @param {string} text */
   function tableBody(text) {
     const box = el("div", { class: "snippet table-hit", "data-testid": "hit-table" });
     if (typeof LeaflabMarkdown === "undefined") box.textContent = text;
@@ -257,10 +283,11 @@
   function wireSearch() {
     $("search-form").addEventListener("submit", async (ev) => {
       ev.preventDefault();
-      const params = new URLSearchParams({ q: $("q").value, mode: $("mode").value, k: $("k").value || "10" });
-      if ($("kind").value) params.set("kind", $("kind").value);
+      const params = new URLSearchParams({ q: /** @type {HTMLInputElement} */ ($("q")).value, mode: /** @type {HTMLSelectElement} */ ($("mode")).value, k: /** @type {HTMLInputElement} */ ($("k")).value || "10" });
+      if (/** @type {HTMLSelectElement} */ ($("kind")).value) params.set("kind", /** @type {HTMLSelectElement} */ ($("kind")).value);
       $("search-status").textContent = "searching…";
       try {
+        /** @type {ApiJson[]} */
         const items = (await api("GET", "/v1/library/search?" + params)).items;
         $("results").replaceChildren(...items.map(hit));
         $("search-status").textContent = `${items.length} result(s), mode ${params.get("mode")}`;

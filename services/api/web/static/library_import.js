@@ -7,15 +7,19 @@
 "use strict";
 (() => {
   const { api, el } = Leaflab;
-  const $ = (id) => document.getElementById(id);
+  // The library page's elements (library.html): there, or the page is broken anyway.
+  /** @param {string} id @returns {HTMLElement} */
+  const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
   const POLL_MS = 700;
 
+  /** @param {ApiJson} job an import as /v1/library/imports answers it */
   function summaryText(job) {
     const s = job.summary;
     return `${s.matched} matched, ${s.fetched} fetched, ${s.metadata_only} metadata-only, ` +
       `${s.skipped} skipped`;
   }
 
+  /** @param {HTMLElement} box @param {ApiJson} job */
   function render(box, job) {
     box.dataset.status = job.status;
     const bar = el("progress", { max: String(job.total), value: String(job.done),
@@ -27,7 +31,8 @@
       el("span", { "data-testid": "import-progress", text: state }), " ", bar,
       el("p", { "data-testid": "import-summary", text: summaryText(job) }),
     ];
-    const skipped = (job.entries || []).filter((e) => e.state === "skipped");
+    /** @type {ApiJson[]} */
+    const skipped = (job.entries || []).filter((/** @type {ApiJson} */ e) => e.state === "skipped");
     if (skipped.length) {
       parts.push(el("ul", { "data-testid": "import-skipped" }, ...skipped.map((e) =>
         el("li", { text: `${e.key || "entry " + (e.ordinal + 1)}: ${e.reason || ""}` }))));
@@ -36,6 +41,7 @@
     box.replaceChildren(...parts);
   }
 
+  /** @param {HTMLElement} box @param {string} id */
   async function follow(box, id) {
     for (;;) {
       const job = await api("GET", `/v1/library/imports/${encodeURIComponent(id)}`);
@@ -45,13 +51,15 @@
     }
   }
 
+  /** @param {Record<string, any>} body @returns {Record<string, any>} */
   function target(body) {
-    const project = $("lib-project").value.trim();
+    const project = /** @type {HTMLInputElement} */ ($("lib-project")).value.trim();
     if (project) body.project = project;
-    else if ($("lib-target").value === "lab") body.collection = "lab";
+    else if (/** @type {HTMLSelectElement} */ ($("lib-target")).value === "lab") body.collection = "lab";
     return body;
   }
 
+  /** @param {HTMLElement} box @param {string} name @param {() => Promise<ApiJson>} post */
   async function run(box, name, post) {
     $("imports").prepend(box);
     try {
@@ -62,10 +70,11 @@
     } catch (err) {
       box.dataset.status = "refused";
       box.replaceChildren(el("span", { class: "error", "data-testid": "import-refused",
-        text: `${name}: refused: ${err.message}` }));
+        text: `${name}: refused: ${/** @type {LeaflabApiError} */ (err).message}` }));
     }
   }
 
+  /** @param {File} file */
   function importFile(file) {
     const box = el("div", { class: "card", "data-testid": "import-item" },
       el("span", { text: `${file.name}: uploading…` }));
@@ -75,12 +84,13 @@
     return run(box, file.name, () => api("POST", "/v1/library/imports", form));
   }
 
+  /** @param {SubmitEvent} event */
   function importZotero(event) {
     event.preventDefault();
-    const kind = $("zotero-kind").value === "group" ? "group" : "user";
-    const id = $("zotero-id").value.trim();
-    const key = $("zotero-key").value.trim();
-    $("zotero-key").value = "";  // used once, for this request
+    const kind = /** @type {HTMLSelectElement} */ ($("zotero-kind")).value === "group" ? "group" : "user";
+    const id = /** @type {HTMLInputElement} */ ($("zotero-id")).value.trim();
+    const key = /** @type {HTMLInputElement} */ ($("zotero-key")).value.trim();
+    /** @type {HTMLInputElement} */ ($("zotero-key")).value = "";  // used once, for this request
     const name = `zotero ${kind} ${id}`;
     const box = el("div", { class: "card", "data-testid": "import-item" },
       el("span", { text: `${name}: reading the library…` }));
@@ -89,9 +99,9 @@
   }
 
   document.addEventListener("DOMContentLoaded", () => {
-    const input = $("lib-bib");
+    const input = /** @type {HTMLInputElement} */ ($("lib-bib"));
     input.addEventListener("change", () => {
-      const files = [...input.files];
+      const files = [.../** @type {FileList} */ (input.files)];
       input.value = "";
       files.forEach(importFile);
     });

@@ -7,6 +7,7 @@
 const LeaflabMarkdownCitations = (() => {
   const KEY = /^@([A-Za-z0-9_:.-]+)$/;
 
+  /** @param {MarkdownItState} state @param {boolean} silent @returns {boolean} */
   function group(state, silent) {
     const src = state.src;
     if (src[state.pos] !== "[") return false;
@@ -16,18 +17,19 @@ const LeaflabMarkdownCitations = (() => {
     if (inner.includes("[") || !inner.includes("@") || src[end + 1] === "(") return false;
     if (!silent) {
       const token = state.push("citation_group", "", 0);
-      token.meta = { parts: inner.split(";").map((p) => p.trim()).filter(Boolean) };
+      token.meta = { parts: inner.split(";").map((/** @type {string} */ p) => p.trim()).filter(Boolean) };
     }
     state.pos = end + 1;
     return true;
   }
 
+  /** @param {MarkdownIt} md */
   function plugin(md) {
     const esc = md.utils.escapeHtml;
     // Before "link": the group claims its brackets first (and keys keep their _ and *).
     md.inline.ruler.before("link", "citation_group", group);
-    md.renderer.rules.citation_group = (tokens, i) => {
-      const parts = tokens[i].meta.parts.map((p) => {
+    md.renderer.rules.citation_group = (/** @type {MarkdownItToken[]} */ tokens, /** @type {number} */ i) => {
+      const parts = tokens[i].meta.parts.map((/** @type {string} */ p) => {
         const m = KEY.exec(p);
         return m ? `<span class="cite-slot" data-cite-key="${esc(m[1])}">@${esc(m[1])}</span>` : esc(p);
       });

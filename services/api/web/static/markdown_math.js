@@ -9,26 +9,29 @@ const LeaflabMarkdownMath = (() => {
   const SPACE = /\s/;
   const DIGIT = /[0-9]/;
   // Streaming re-renders the whole message every frame: typeset each formula once.
+  /** @type {Map<string, string>} */
   const typeset = new Map();
   const TYPESET_KEEP = 500;
 
+  /** @param {string} source @param {boolean} display @param {(s: string) => string} escapeHtml @returns {string} */
   function tex(source, display, escapeHtml) {
     const key = `${display ? "D" : "I"}${source}`;
     let html = typeset.get(key);
     if (html !== undefined) return html;
     try {
       // trust:false (the default) keeps \href{javascript:…}, \url and \html… commands out.
-      html = katex.renderToString(source, { displayMode: display, throwOnError: false, trust: false });
+      html = /** @type {string} */ (katex.renderToString(source, { displayMode: display, throwOnError: false, trust: false }));
     } catch (_) {
       // throwOnError:false covers TeX errors; anything else shows the source as typed.
       html = `<code class="math-error">${escapeHtml(source)}</code>`;
     }
-    if (typeset.size >= TYPESET_KEEP) typeset.delete(typeset.keys().next().value);
+    if (typeset.size >= TYPESET_KEEP) typeset.delete(/** @type {string} */ (typeset.keys().next().value));
     typeset.set(key, html);
     return html;
   }
 
   // Where the formula opened at ``start`` closes, or -1.
+  /** @param {string} src @param {number} start @param {number} max @param {string} close @param {boolean} dollar */
   function closing(src, start, max, close, dollar) {
     let at = start;
     while ((at = src.indexOf(close, at)) !== -1 && at + close.length <= max) {
@@ -40,6 +43,7 @@ const LeaflabMarkdownMath = (() => {
     return -1;
   }
 
+  /** @param {MarkdownItState} state @param {boolean} silent @returns {boolean} */
   function inline(state, silent) {
     const src = state.src;
     const pos = state.pos;
@@ -65,6 +69,7 @@ const LeaflabMarkdownMath = (() => {
   }
 
   // $$ (or \[) opening a line, the formula on the following lines, $$ (or \]) ending one.
+  /** @param {MarkdownItState} state @param {number} startLine @param {number} endLine @param {boolean} silent @returns {boolean} */
   function block(state, startLine, endLine, silent) {
     const first = state.src.slice(state.bMarks[startLine] + state.tShift[startLine], state.eMarks[startLine]);
     if (state.sCount[startLine] - state.blkIndent >= 4) return false;
@@ -97,16 +102,17 @@ const LeaflabMarkdownMath = (() => {
     return true;
   }
 
+  /** @param {MarkdownIt} md */
   function plugin(md) {
     const esc = md.utils.escapeHtml;
     md.inline.ruler.before("escape", "math_inline", inline);
     md.block.ruler.before("fence", "math_block", block, { alt: ["paragraph", "reference", "blockquote", "list"] });
-    md.renderer.rules.math_inline = (tokens, i) => {
+    md.renderer.rules.math_inline = (/** @type {MarkdownItToken[]} */ tokens, /** @type {number} */ i) => {
       const t = tokens[i];
       const html = tex(t.content, t.meta.display, esc);
       return t.meta.display ? `<span class="math-display">${html}</span>` : html;
     };
-    md.renderer.rules.math_block = (tokens, i) => `<div class="math-display">${tex(tokens[i].content, true, esc)}</div>\n`;
+    md.renderer.rules.math_block = (/** @type {MarkdownItToken[]} */ tokens, /** @type {number} */ i) => `<div class="math-display">${tex(tokens[i].content, true, esc)}</div>\n`;
   }
 
   return { plugin };

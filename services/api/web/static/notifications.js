@@ -4,10 +4,14 @@
 "use strict";
 (() => {
   const POLL_MS = 5000;
+  /** @type {Record<string, string>} */
   const WORDS = { "job.succeeded": "succeeded", "job.failed": "failed",
     "job.waiting_approval": "waits for approval", "job.budget_exhausted": "paused: budget used up" };
-  const q = (id) => document.querySelector(`[data-testid="${id}"]`);
+  // The header's elements, there when the viewer is signed in (base.html).
+  /** @param {string} id @returns {HTMLElement} */
+  const q = (id) => /** @type {HTMLElement} */ (document.querySelector(`[data-testid="${id}"]`));
 
+  /** @param {ApiJson} data /v1/notifications's answer */
   function render(data) {
     const badge = q("notifications-count");
     const list = q("notifications-list");
@@ -15,7 +19,7 @@
     badge.textContent = unread >= 100 ? "99+" : String(unread);
     badge.hidden = unread === 0;
     badge.setAttribute("aria-label", `${unread} unread`);
-    list.replaceChildren(...data.items.map((n) => Leaflab.el("li",
+    list.replaceChildren(...data.items.map((/** @type {ApiJson} */ n) => Leaflab.el("li",
       { class: n.unread ? "unread" : "", "data-testid": "notification", "data-job-id": n.job_id },
       Leaflab.el("a", { href: `/jobs/${encodeURIComponent(n.job_id)}`,
         text: `${n.kind} ${WORDS[n.event] || n.event}: ${n.title}` }),

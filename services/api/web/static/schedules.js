@@ -6,26 +6,32 @@
 "use strict";
 (() => {
   const { api, el } = Leaflab;
-  const $ = (id) => document.getElementById(id);
-  const table = () => document.querySelector("[data-testid=schedule-table]");
+  /** @param {string} id @returns {HTMLElement} */
+  const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+  const table = () => /** @type {HTMLElement} */ (document.querySelector("[data-testid=schedule-table]"));
 
+  /** @param {string | null | undefined} iso */
   const utc = (iso) => iso ? new Date(iso).toISOString().replace("T", " ").slice(0, 16) + " UTC" : "";
 
+  /** @param {ApiJson} s a schedule */
   function what(s) {
     const i = s.job.input || {};
     return `${s.job.kind}: ${i.topic || i.content || ""}`.slice(0, 160);
   }
 
+  /** @param {string} message */
   function showError(message) {
     const box = $("schedules-error");
     box.textContent = message;
     box.hidden = !message;
   }
 
+  /** @param {ApiJson} s */
   async function lastRun(s) {
     const cell = el("td", { "data-testid": "schedule-last" });
     if (!s.last_slot) { cell.textContent = "never"; return cell; }
     try {
+      /** @type {ApiJson[]} */
       const runs = (await api("GET", `/v1/schedules/${encodeURIComponent(s.id)}/runs?limit=1`)).items;
       if (runs.length) {
         const job = runs[0];
@@ -41,14 +47,16 @@
     return cell;
   }
 
+  /** @param {string} label @param {string} testid @param {() => Promise<unknown>} run */
   function action(label, testid, run) {
     return el("button", { type: "button", class: "secondary", "data-testid": testid, text: label,
       onclick: async () => {
-        try { await run(); showError(""); } catch (err) { showError(err.message); }
+        try { await run(); showError(""); } catch (err) { showError(/** @type {LeaflabApiError} */ (err).message); }
         await load();
       } });
   }
 
+  /** @param {ApiJson} s @param {boolean} mine */
   async function row(s, mine) {
     const id = encodeURIComponent(s.id);
     const actions = el("td", {});
@@ -73,25 +81,32 @@
   async function load() {
     const admin = table().dataset.admin === "true";
     const viewer = table().dataset.viewer;
-    const all = $("schedules-all")?.checked;
+    const all = /** @type {HTMLInputElement | null} */ ($("schedules-all"))?.checked;  // admins only
     try {
+      /** @type {ApiJson[]} */
       const items = (await api("GET", `/v1/schedules${all ? "?all=true" : ""}`)).items;
       const rows = await Promise.all(items.map((s) => row(s, admin || s.user_id === viewer)));
       $("schedule-rows").replaceChildren(...rows);
-      document.querySelector("[data-testid=schedules-empty]").hidden = items.length > 0;
+      /** @type {HTMLElement} */ (document.querySelector("[data-testid=schedules-empty]")).hidden = items.length > 0;
       document.body.dataset.schedulesReady = "1";
     } catch (err) {
-      showError(err.message);
+      showError(/** @type {LeaflabApiError} */ (err).message);
     }
   }
 
+  /**
+   * @typedef {HTMLFormControlsCollection & {text: HTMLInputElement, kind: HTMLSelectElement, cron: HTMLInputElement,
+   *   timezone: HTMLInputElement, project: HTMLInputElement}} ScheduleFields the schedule form's controls
+   * @param {SubmitEvent} event
+   */
   async function add(event) {
     event.preventDefault();
-    const f = event.target.elements;
+    const f = /** @type {ScheduleFields} */ (/** @type {HTMLFormElement} */ (event.target).elements);
     const text = f.text.value.trim();
     const job = f.kind.value === "turn"
       ? { kind: "turn", input: { content: text } }
       : { kind: "survey", input: { topic: text } };
+    /** @type {{cron: string, timezone: string, job: object, project?: string}} */
     const body = { cron: f.cron.value.trim(), timezone: f.timezone.value.trim() || "UTC", job };
     if (f.project.value.trim()) body.project = f.project.value.trim();
     try {
@@ -99,14 +114,14 @@
       showError("");
       f.text.value = "";
     } catch (err) {
-      showError(err.message);
+      showError(/** @type {LeaflabApiError} */ (err).message);
     }
     await load();
   }
 
   document.addEventListener("DOMContentLoaded", () => {
     $("schedule-form").addEventListener("submit", add);
-    $("schedules-all")?.addEventListener("change", load);
+    /** @type {HTMLElement | null} */ ($("schedules-all"))?.addEventListener("change", load);
     load();
   });
 })();

@@ -4,28 +4,35 @@
 "use strict";
 (() => {
   const { api, el, fmtUsd } = Leaflab;
-  const $ = (id) => document.getElementById(id);
+  // The page's own elements: there, or the page is broken anyway.
+  /** @param {string} id @returns {HTMLElement} */
+  const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
   const DEBOUNCE_MS = 400;
   const LIST_REFRESH_MS = 5000;
   const MIN_TOPIC = 3;
+  /** @type {ReturnType<typeof setTimeout> | null} */
   let debounce = null;
   let asked = 0;  // only the answer to the latest question is shown
+  /** @type {ReturnType<typeof setTimeout> | null} */
   let listTimer = null;
 
+  /** @param {string} text */
   function showError(text) {
     $("survey-error").textContent = text || "";
     $("survey-error").hidden = !text;
   }
 
+  /** @returns {{topic: string, seed_papers: string[], length: string, formats: string[], years?: string}} */
   function surveyInput() {
-    const seeds = $("seeds").value.split("\n").map((s) => s.trim()).filter(Boolean);
-    const from = $("year-from").value.trim();
-    const to = $("year-to").value.trim();
+    const seeds = /** @type {HTMLTextAreaElement} */ ($("seeds")).value.split("\n").map((s) => s.trim()).filter(Boolean);
+    const from = /** @type {HTMLInputElement} */ ($("year-from")).value.trim();
+    const to = /** @type {HTMLInputElement} */ ($("year-to")).value.trim();
+    /** @type {ReturnType<typeof surveyInput>} */
     const input = {
-      topic: $("topic").value.trim(),
+      topic: /** @type {HTMLTextAreaElement} */ ($("topic")).value.trim(),
       seed_papers: seeds,
-      length: $("length").value,
-      formats: $("survey-form").querySelector("[data-testid=survey-format-tex]").checked ? ["md", "tex"] : ["md"],
+      length: /** @type {HTMLSelectElement} */ ($("length")).value,
+      formats: /** @type {HTMLInputElement} */ ($("survey-form").querySelector("[data-testid=survey-format-tex]")).checked ? ["md", "tex"] : ["md"],
     };
     const years = from && to ? `${from}-${to}` : from || to;
     if (years) input.years = years;
@@ -33,10 +40,12 @@
   }
 
   // ---- the estimate -------------------------------------------------------------------------
+  /** @param {string} name @param {unknown} value @param {string} testid */
   function fact(name, value, testid) {
     return [el("dt", { text: name }), el("dd", { "data-testid": testid, text: String(value) })];
   }
 
+  /** @param {ApiJson} e /v1/surveys/estimate's answer */
   function renderEstimate(e) {
     const box = $("survey-estimate");
     const tokens = e.input_tokens + e.output_tokens;
@@ -74,18 +83,19 @@
     } catch (err) {
       if (mine !== asked) return;
       box.dataset.state = "error";
-      box.replaceChildren(el("p", { class: "error", "data-testid": "estimate-error", text: `No estimate: ${err.message}` }));
+      box.replaceChildren(el("p", { class: "error", "data-testid": "estimate-error", text: `No estimate: ${/** @type {LeaflabApiError} */ (err).message}` }));
     } finally {
       if (mine === asked) box.removeAttribute("aria-busy");
     }
   }
 
   function schedule() {
-    clearTimeout(debounce);
+    clearTimeout(/** @type {ReturnType<typeof setTimeout> | undefined} */ (debounce));  // null: a no-op
     debounce = setTimeout(estimate, DEBOUNCE_MS);
   }
 
   // ---- submit -----------------------------------------------------------------------------
+  /** @param {SubmitEvent} ev */
   async function submit(ev) {
     ev.preventDefault();
     const input = surveyInput();
@@ -94,19 +104,20 @@
       $("topic").focus();
       return;
     }
-    const button = $("survey-submit");
+    const button = /** @type {HTMLButtonElement} */ ($("survey-submit"));
     button.disabled = true;
     showError("");
     try {
       const job = await api("POST", "/v1/jobs", { kind: "survey", input });
       window.location.assign(`/surveys/${encodeURIComponent(job.id)}`);
     } catch (err) {
-      showError(`Not started: ${err.message}`);
+      showError(`Not started: ${/** @type {LeaflabApiError} */ (err).message}`);
       button.disabled = false;
     }
   }
 
   // ---- the list ---------------------------------------------------------------------------
+  /** @param {ApiJson} j a survey job */
   function row(j) {
     return el("tr", { "data-testid": "survey-row", "data-job-id": j.id, "data-status": j.status },
       el("td", {}, el("a", { href: `/surveys/${j.id}`, text: j.input?.topic || "(no topic)" })),
@@ -116,13 +127,14 @@
   }
 
   async function loadList() {
-    clearTimeout(listTimer);
+    clearTimeout(/** @type {ReturnType<typeof setTimeout> | undefined} */ (listTimer));
     try {
+      /** @type {ApiJson[]} */
       const items = (await api("GET", "/v1/jobs?kind=survey&limit=50")).items;
       $("survey-rows").replaceChildren(...items.map(row));
       $("survey-list-status").textContent = items.length ? "" : "No surveys yet.";
     } catch (err) {
-      $("survey-list-status").textContent = `Could not load your surveys: ${err.message}`;
+      $("survey-list-status").textContent = `Could not load your surveys: ${/** @type {LeaflabApiError} */ (err).message}`;
     }
     listTimer = setTimeout(loadList, LIST_REFRESH_MS);
   }
@@ -133,6 +145,6 @@
     form.addEventListener("change", schedule);
     form.addEventListener("submit", submit);
     loadList().then(() => { document.body.dataset.surveysReady = "1"; });
-    if ($("topic").value.trim()) schedule();
+    if (/** @type {HTMLTextAreaElement} */ ($("topic")).value.trim()) schedule();
   });
 })();

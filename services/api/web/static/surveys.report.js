@@ -5,18 +5,27 @@
 "use strict";
 (() => {
   const { api, el, fmtUsd } = Leaflab;
-  const $ = (id) => document.getElementById(id);
-  const jobId = $("survey-app").dataset.jobId;
-  const stageNodes = [...document.querySelectorAll("[data-testid=survey-stage]")];
-  const STAGES = stageNodes.map((n) => n.dataset.stage);
+  // The page's own elements: there, or the page is broken anyway.
+  /** @param {string} id @returns {HTMLElement} */
+  const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+  const jobId = /** @type {string} */ ($("survey-app").dataset.jobId);  // survey.html always sets it
+  const stageNodes = [.../** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-testid=survey-stage]"))];
+  const STAGES = stageNodes.map((n) => /** @type {string} */ (n.dataset.stage));
   const TERMINAL = LeaflabContracts.TERMINAL_STATUSES;
+  /** @type {Record<string, string>} */
   const HALTED = { failed: "failed", cancelled: "cancelled", paused: "paused", budget_exhausted: "paused", waiting_approval: "paused", waiting_model: "paused" };
+  /** @type {ApiJson} the job as /v1/jobs/{id} answers it */
   let job = null;
+  // A progress event's data: hand-mirrored from services/common/contracts/events.py's Progress
+  // (contracts.js carries the event types' names only, not their fields).
+  /** @type {{stage?: string | null, papers_found?: number | null, papers_read?: number | null, sections_total?: number | null, sections_written?: number | null, cost_usd?: number | null}} */
   let progress = {};
   let ledgerStage = -1;  // the furthest stage the ledger shows work in (events may have expired)
+  /** @type {EventSource | null} */
   let source = null;
   let reportLoaded = false;
 
+  /** @param {any} err anything thrown, or null to clear */
   function showError(err) {
     $("survey-error").textContent = err ? String(err.message || err) : "";
     $("survey-error").hidden = !err;
@@ -25,24 +34,25 @@
   // ---- stages and figures -------------------------------------------------------------------
   function currentStage() {
     if (job?.status === "succeeded" || progress.stage === "done") return STAGES.length;
-    return Math.max(STAGES.indexOf(progress.stage), ledgerStage);
+    return Math.max(STAGES.indexOf(/** @type {string} */ (progress.stage)), ledgerStage);
   }
 
   function renderStages() {
     const cur = currentStage();
     const status = job ? job.status : "queued";
     for (const n of stageNodes) {
-      const i = STAGES.indexOf(n.dataset.stage);
+      const i = STAGES.indexOf(/** @type {string} */ (n.dataset.stage));
       const state = i < cur ? "done" : i > cur ? "pending" : HALTED[status] || "running";
       n.dataset.state = state;
-      n.querySelector(".stage-state").textContent = state;
+      /** @type {HTMLElement} */ (n.querySelector(".stage-state")).textContent = state;
       if (state === "running") n.setAttribute("aria-current", "step"); else n.removeAttribute("aria-current");
     }
   }
 
+  /** @param {string} id @param {string} label @param {number} done @param {number} total */
   function bar(id, label, done, total) {
     $(`${id}-label`).textContent = `${label}: ${done} / ${total}`;
-    const p = $(`${id}-bar`);
+    const p = /** @type {HTMLProgressElement} */ ($(`${id}-bar`));
     p.max = Math.max(total, 1);
     p.value = done;
   }
@@ -74,26 +84,30 @@
   }
 
   async function loadLedger() {
+    /** @type {ApiJson[]} */
     const steps = (await api("GET", `/v1/jobs/${jobId}/steps`)).items;
     for (const s of steps) if (s.kind === "survey") ledgerStage = Math.max(ledgerStage, STAGES.indexOf(s.name));
     render();
   }
 
   // ---- the report ---------------------------------------------------------------------------
+  /** @param {string} url @returns {Promise<string>} */
   async function artifactText(url) {
     const resp = await fetch(url, { credentials: "same-origin" });
     if (!resp.ok) throw new Error(`${url}: ${resp.status} ${resp.statusText}`);
     return resp.text();
   }
 
+  /** @param {unknown} id */
   function openalexUrl(id) {
     return `https://openalex.org/${encodeURIComponent(String(id).replace(/^.*\//, ""))}`;
   }
 
+  /** @param {string} key @param {ApiJson} paper its papers.json entry, if any */
   function citation(key, paper) {
     const label = `@${key}`;
     if (!paper) return el("span", { class: "citation unresolved", "data-testid": "survey-citation", "data-key": key, title: "not in papers.json", text: label });
-    const page = (paper.locators || []).map((l) => l.page).find(Boolean);
+    const page = (paper.locators || []).map((/** @type {ApiJson} */ l) => l.page).find(Boolean);
     const href = paper.document_id
       ? `/v1/library/documents/${encodeURIComponent(paper.document_id)}/pdf${page ? `#page=${page}` : ""}`
       : paper.openalex_id ? openalexUrl(paper.openalex_id) : null;
@@ -104,13 +118,14 @@
   }
 
   // The report's "Needs checking" section gets a hook (and a warning colour).
+  /** @param {ParentNode} root */
   function markNeedsChecking(root) {
     for (const h of root.querySelectorAll("h2, h3, h4")) {
-      if (h.textContent.trim().toLowerCase() !== "needs checking") continue;
+      if (/** @type {string} */ (h.textContent).trim().toLowerCase() !== "needs checking") continue;
       h.classList.add("needs-checking");
       let next = h.nextElementSibling;
       while (next && !/^H\d$/.test(next.tagName)) {
-        if (next.tagName === "UL") next.dataset.testid = "survey-needs-checking";
+        if (next.tagName === "UL") /** @type {HTMLElement} */ (next).dataset.testid = "survey-needs-checking";
         next = next.nextElementSibling;
       }
     }
@@ -118,6 +133,7 @@
 
   async function loadReport() {
     reportLoaded = true;
+    /** @type {ApiJson[]} */
     const items = (await api("GET", `/v1/jobs/${jobId}/artifacts`)).items;
     $("survey-artifacts").replaceChildren(...items.map((a) => el("li", {},
       el("a", { href: a.url, download: a.display_name, "data-testid": "survey-artifact", text: a.display_name }),
@@ -132,9 +148,10 @@
       artifactText(named["report.md"].url),
       named["papers.json"] ? artifactText(named["papers.json"].url).then(JSON.parse) : Promise.resolve([]),
     ]);
-    const byKey = new Map(papers.map((p) => [p.key, p]));
+    /** @type {Map<string, ApiJson>} */
+    const byKey = new Map(papers.map((/** @type {ApiJson} */ p) => [p.key, p]));
     const article = $("survey-report");
-    LeaflabMarkdown.renderInto(article, markdown, { headingShift: 1, citation: (key) => citation(key, byKey.get(key)) });
+    LeaflabMarkdown.renderInto(article, markdown, { headingShift: 1, citation: (/** @type {string} */ key) => citation(key, byKey.get(key)) });
     markNeedsChecking(article);
     article.dataset.ready = "1";
   }
@@ -153,6 +170,7 @@
     source.onerror = () => { settle().catch(showError); };
     source.addEventListener("progress", (e) => { progress = JSON.parse(e.data); render(); });
     source.addEventListener("status", (e) => {
+      /** @type {ApiJson} */
       const data = JSON.parse(e.data);
       if (data.progress) progress = data.progress;
       if (job && data.status) { job.status = data.status; render(); }

@@ -2,25 +2,37 @@
 // time axis; clicking (or Enter on) a row shows the span's attributes. Rows are buttons so the
 // keyboard reaches them. Names and attributes are shown as text only.
 "use strict";
+/**
+ * One span of a trace as /v1/jobs/{id}/trace lists it (the fields this page reads).
+ * @typedef {{span_id: string, parent_span_id?: string | null, name: string, service: string, kind: string,
+ *   status: string, status_message?: string | null, start: string, end: string, duration_ms: number,
+ *   attributes?: Record<string, unknown>, events?: {name?: string, attributes?: object}[]}} TraceSpan
+ */
 const Waterfall = (() => {
+  /** @type {typeof Leaflab.el} */
   const el = (...a) => Leaflab.el(...a);
 
   // Spans in tree order (parents before children, siblings by start), each with its depth.
+  /** @param {TraceSpan[]} spans @returns {[TraceSpan, number][]} */
   function ordered(spans) {
     const byId = new Map(spans.map((s) => [s.span_id, s]));
+    /** @type {Map<string, TraceSpan[]>} */
     const children = new Map();
+    /** @type {TraceSpan[]} */
     const roots = [];
     for (const s of spans) {
       if (s.parent_span_id && byId.has(s.parent_span_id)) {
         if (!children.has(s.parent_span_id)) children.set(s.parent_span_id, []);
-        children.get(s.parent_span_id).push(s);
+        /** @type {TraceSpan[]} */ (children.get(s.parent_span_id)).push(s);
       } else roots.push(s);
     }
-    const byStart = (a, b) => new Date(a.start) - new Date(b.start);
+    /** @param {TraceSpan} a @param {TraceSpan} b */
+    const byStart = (a, b) => /** @type {any} */ (new Date(a.start)) - /** @type {any} */ (new Date(b.start));
+    /** @type {[TraceSpan, number][]} */
     const out = [];
-    const stack = roots.sort(byStart).reverse().map((s) => [s, 0]);
+    const stack = roots.sort(byStart).reverse().map((s) => /** @type {[TraceSpan, number]} */ ([s, 0]));
     while (stack.length) {  // iterative: a deep trace must not overflow the call stack
-      const [span, depth] = stack.pop();
+      const [span, depth] = /** @type {[TraceSpan, number]} */ (stack.pop());
       out.push([span, depth]);
       const kids = (children.get(span.span_id) || []).sort(byStart);
       for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i], depth + 1]);
@@ -28,6 +40,7 @@ const Waterfall = (() => {
     return out;
   }
 
+  /** @param {number} totalMs */
   function axis(totalMs) {
     return el("div", { class: "wf-row wf-axis", "aria-hidden": "true" },
       el("span", { class: "wf-label", text: "span" }),
@@ -36,6 +49,7 @@ const Waterfall = (() => {
       el("span", { class: "wf-dur", text: "duration" }));
   }
 
+  /** @param {HTMLElement} box @param {TraceSpan} span @param {number} t0 */
   function detail(box, span, t0) {
     const rows = Object.entries(span.attributes || {}).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) =>
       el("tr", { "data-testid": "span-attribute", "data-key": k }, el("th", { scope: "row", text: k }),
@@ -44,11 +58,12 @@ const Waterfall = (() => {
     box.replaceChildren(
       el("h3", { "data-testid": "span-name", text: span.name }),
       el("p", { class: "muted", text: `${span.service} · ${span.kind} · ${span.status}${span.status_message ? `: ${span.status_message}` : ""}` }),
-      el("p", { text: `starts at +${Leaflab.fmtMs(new Date(span.start) - t0)}, takes ${Leaflab.fmtMs(span.duration_ms)}` }),
+      el("p", { text: `starts at +${Leaflab.fmtMs(/** @type {any} */ (new Date(span.start)) - t0)}, takes ${Leaflab.fmtMs(span.duration_ms)}` }),
       el("table", { class: "attrs" }, el("tbody", {}, ...rows)),
       events.length ? el("details", {}, el("summary", { text: `${events.length} events` }), el("ul", {}, ...events)) : "");
   }
 
+  /** @param {HTMLElement} box @param {HTMLElement} detailBox @param {TraceSpan[]} spans */
   function render(box, detailBox, spans) {
     box.replaceChildren();
     if (!spans.length) { box.append(el("p", { class: "muted", text: "No spans stored for this trace yet." })); return; }
@@ -56,9 +71,10 @@ const Waterfall = (() => {
     const t1 = Math.max(...spans.map((s) => +new Date(s.end)));
     const total = Math.max(t1 - t0, 1);
     box.append(axis(total));
+    /** @type {HTMLElement | null} */
     let selected = null;
     for (const [span, depth] of ordered(spans)) {
-      const left = ((new Date(span.start) - t0) / total) * 100;
+      const left = ((/** @type {any} */ (new Date(span.start)) - t0) / total) * 100;
       const width = Math.max((span.duration_ms / total) * 100, 0.3);
       const row = el("button", { type: "button", class: `wf-row wf-span status-${span.status}`,
         "data-testid": "span-row", "data-span-id": span.span_id, "aria-pressed": "false",
