@@ -38,3 +38,6 @@ interface LeaflabApiError extends Error { status: number; data: any }
 // JSON from Leaflab's API (Leaflab.api's answer). The routes' shapes live in Python
 // (services/api/...); the pages read fields off them untyped.
 type ApiJson = any;
+// The generated contract's types, for the page scripts' JSDoc.
+type JobEventData = import("../services/api/web/static/contracts.js").JobEventData;
+type JobStatusName = import("../services/api/web/static/contracts.js").JobStatusName;

@@ -287,9 +287,12 @@
         await openSession();
       }
     };
-    // An event's data as the workers publish it: the contract (contracts.js) names the
-    // event types, not their fields, so the data is untyped JSON.
-    /** @param {string} type one of LeaflabContracts.EVENT_TYPES @param {(data: ApiJson) => unknown} fn */
+    // An event's data as the workers publish it, typed by the generated contract
+    // (contracts.js: JobEventData), so a renamed event type or field fails the type check.
+    /**
+     * @template {keyof JobEventData} K
+     * @param {K} type @param {(data: JobEventData[K]) => unknown} fn
+     */
     const on = (type, fn) => /** @type {EventSource} */ (source).addEventListener(type, (e) => fn(JSON.parse(/** @type {MessageEvent} */ (e).data)));
     on("token", (d) => {
       if (!bubble) {
@@ -303,15 +306,18 @@
     on("tool_start", (d) => {
       endStream();
       waiting(false);
-      const card = R.toolCard(d.tool_call_id, d.name);
+      // The agent's tool events always carry the call's id and name (the contract
+      // allows them absent for other emitters).
+      const id = /** @type {string} */ (d.tool_call_id);
+      const card = R.toolCard(id, /** @type {string} */ (d.name));
       card.dataset.jobId = jobId;
-      cards[d.tool_call_id] = card;
+      cards[id] = card;
       box.append(card);
     });
     on("tool_end", async (d) => {
-      const card = cards[d.tool_call_id];
+      const card = cards[/** @type {string} */ (d.tool_call_id)];
       if (!card) return;
-      R.fillCard(card, { status: d.status, result: d.preview });
+      R.fillCard(card, { status: /** @type {string | undefined} */ (d.status), result: d.preview });
       waiting(true); // the model reads the results next
       await fillFromSteps(jobId, cards);
     });
