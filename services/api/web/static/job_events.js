@@ -9,6 +9,7 @@ const JobEventFold = (() => {
   const C = typeof LeaflabContracts !== "undefined" ? LeaflabContracts : require("./contracts.js");
 
   // The events the page follows (its log shows these); each must be one of the contract's types.
+  /** @type {readonly (keyof JobEventData)[]} */
   const FOLLOWED = Object.freeze(["status", "token", "tool_start", "tool_end", "todo", "compression", "approval", "budget", "progress", "events_lost", "memory_proposal", "access_revoked", "final"]);
 
   /** @param {unknown} status */
@@ -28,9 +29,10 @@ const JobEventFold = (() => {
   function fold(view, type, data) {
     switch (type) {
       case "status": {
-        const status = data.status || view.status;
+        const d = /** @type {JobEventData["status"]} */ (data);
+        const status = d.status || view.status;
         // A batch's running status carries its task counts: they are its progress.
-        const progress = data.progress || view.progress;
+        const progress = d.progress || view.progress;
         return { ...view, status, progress, terminal: isTerminal(status) };
       }
       case "progress":
@@ -38,7 +40,7 @@ const JobEventFold = (() => {
       case "events_lost":
         return { ...view, lost: view.lost + 1 };
       case "final": {
-        const status = data.status || view.status;
+        const status = /** @type {JobEventData["final"]} */ (data).status || view.status;
         return { ...view, status, terminal: true, final: true };
       }
       default:
