@@ -118,14 +118,8 @@ def reap(child: int = -1) -> int | None:
 
 
 def wait_for(child: int) -> int:
-    """Block until ``child`` exits; its exit code."""
-    while True:
-        try:
-            pid, raw = os.waitpid(child, 0)
-        except InterruptedError:  # pragma: no cover - PEP 475 retries; kept for clarity
-            continue
-        if pid == child:
-            return os.waitstatus_to_exitcode(raw)
+    """Block until ``child`` exits (PEP 475 retries an interrupted wait); its exit code."""
+    return os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
 
 
 def _is_zombie(pid: int) -> bool:
