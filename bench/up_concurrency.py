@@ -32,8 +32,11 @@ from typing import Any
 
 import httpx
 
+from bench.stack_cpu import leaflab_cpu_s, stack_ledger
 from tests.cli.up_harness import kill_group, new_home, remove, start_up, stop
 from tests.fixtures.processes import free_port
+
+CORES = len(os.sched_getaffinity(0))
 
 
 def script(calls: int, latency_ms: int) -> dict[str, Any]:
@@ -50,6 +53,22 @@ def _wait(client: httpx.Client, job_id: str, timeout_s: float) -> dict[str, Any]
             return job
         time.sleep(0.25)
     raise RuntimeError(f"job {job_id} did not finish in {timeout_s} s")
+
+
+def _wait_all(client: httpx.Client, ids: list[str], timeout_s: float) -> list[dict[str, Any]]:
+    """Every job of ``ids`` once all are finished, watched as a user watches a batch:
+    one listing of the user's jobs per poll (not one request per job per poll)."""
+    wanted = set(ids)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        listing = client.get("/v1/jobs", params={"limit": min(500, len(ids) + 50)}).json()
+        seen = {j["id"]: j for j in listing["items"] if j["id"] in wanted}
+        if len(seen) == len(wanted) and all(
+            j["status"] in ("succeeded", "failed", "cancelled") for j in seen.values()
+        ):
+            return [seen[i] for i in ids]
+        time.sleep(0.25)
+    raise RuntimeError(f"the jobs did not finish in {timeout_s} s")
 
 
 def _handoff_gaps(jobs: list[dict[str, Any]]) -> list[float]:
@@ -84,7 +103,9 @@ def cap_of(cap: int | None) -> int:
     return 8 if cap is None else (cap or 10**9)
 
 
-def run_once(args: argparse.Namespace, cap: int | None, workdir: Path) -> dict[str, Any]:
+def run_once(
+    args: argparse.Namespace, cap: int | None, workdir: Path, up_args: list[str] | None = None
+) -> dict[str, Any]:
     home = new_home()
     sim_script = workdir / "script.json"
     sim_script.write_text(json.dumps(script(args.calls, args.latency_ms)))
@@ -92,7 +113,8 @@ def run_once(args: argparse.Namespace, cap: int | None, workdir: Path) -> dict[s
     if cap is not None:
         os.environ["LEAFLAB_MAX_RUNNING_JOBS_PER_USER"] = str(cap)
     try:
-        stack = start_up(home, free_port(), model_sim=str(sim_script), timeout_s=900)
+        model_args = ["--model-sim", str(sim_script), *(up_args or [])]
+        stack = start_up(home, free_port(), model_args=model_args, timeout_s=900)
     finally:
         if saved is None:
             os.environ.pop("LEAFLAB_MAX_RUNNING_JOBS_PER_USER", None)
@@ -104,6 +126,8 @@ def run_once(args: argparse.Namespace, cap: int | None, workdir: Path) -> dict[s
             # A warm-up job: the worker's first slice pays imports and connections.
             first = client.post("/v1/jobs", json={"kind": "turn", "input": {"content": "w"}})
             _wait(client, str(first.json()["id"]), 300)
+            ledger = stack_ledger(stack.proc.pid)
+            ledger.start()
             started = time.monotonic()
 
             def submit(i: int) -> str:
@@ -112,8 +136,12 @@ def run_once(args: argparse.Namespace, cap: int | None, workdir: Path) -> dict[s
 
             with ThreadPoolExecutor(8) as pool:
                 ids = list(pool.map(submit, range(args.jobs)))
-                done = list(pool.map(lambda j: _wait(client, j, 1800), ids))
+                if args.poll == "each":  # the method before 2026-12-06: 8 pollers, a GET per job
+                    done = list(pool.map(lambda j: _wait(client, j, 1800), ids))
+                else:
+                    done = _wait_all(client, ids, 1800)
             took = time.monotonic() - started
+            cpu = ledger.stop()
         failed = [j["status"] for j in done if j["status"] != "succeeded"]
         if failed:
             raise RuntimeError(f"{len(failed)} jobs did not succeed: {failed[:5]}")
@@ -130,6 +158,7 @@ def run_once(args: argparse.Namespace, cap: int | None, workdir: Path) -> dict[s
         remove(home)
     return {
         "cap": cap,
+        "up_args": up_args or [],
         "makespan_s": round(took, 2),
         "mean_running": round(_mean_running(done), 2),
         # The cap's bound with the jobs' own measured run times (a loaded machine
@@ -137,6 +166,10 @@ def run_once(args: argparse.Namespace, cap: int | None, workdir: Path) -> dict[s
         "run_time_bound_s": round(
             sum(_ts(j["finished_at"]) - _ts(j["started_at"]) for j in done) / cap_of(cap), 2
         ),
+        # CPU per job, by role (the client's polling GETs included in the API's), and
+        # the makespan this machine's cores allow for the stack's own CPU.
+        "cpu_ms_per_job": {k: round(v * 1000 / args.jobs, 1) for k, v in cpu.items() if v},
+        "cpu_bound_s": round(leaflab_cpu_s(cpu) / CORES, 2),
         "handoff_gap_p50_ms": round(statistics.median(gaps) * 1000, 1) if gaps else None,
         "handoff_gap_p90_ms": round(sorted(gaps)[int(len(gaps) * 0.9)] * 1000, 1) if gaps else None,
     }
@@ -148,7 +181,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=3)
     parser.add_argument("--latency-ms", type=int, default=300)
     parser.add_argument("--cap", type=int, default=8, help="the default cap (for its bound)")
+    parser.add_argument(
+        "--poll",
+        choices=("list", "each"),
+        default="list",
+        help="watch the batch with one job listing per poll (list), or 8 threads each "
+        "polling one job's GET at a time (each: the method before 2026-12-06, whose "
+        "~2 requests per job per second counted in the API's CPU)",
+    )
     parser.add_argument("--skip-uncapped", action="store_true")
+    parser.add_argument("--skip-capped", action="store_true")
+    parser.add_argument(
+        "--also-uncapped",
+        action="append",
+        default=[],
+        metavar="ARGS",
+        help="also run the cap-off case with these extra `leaflab up` arguments "
+        "(e.g. '--workers 1', the shape before the defaults were derived)",
+    )
     parser.add_argument("--timeline", help="write the capped run's jobs (times) to this file")
     args = parser.parse_args(argv)
     import tempfile
@@ -156,14 +206,19 @@ def main(argv: list[str] | None = None) -> None:
     serial = args.jobs * args.calls * args.latency_ms / 1000
     runs = []
     with tempfile.TemporaryDirectory(prefix="leaflab-upconc-") as tmp:
-        runs.append(run_once(args, None, Path(tmp)))
+        if not args.skip_capped:
+            runs.append(run_once(args, None, Path(tmp)))
         if not args.skip_uncapped:
             runs.append(run_once(args, 0, Path(tmp)))
+        for extra in args.also_uncapped:
+            runs.append(run_once(args, 0, Path(tmp), extra.split()))
     load = os.getloadavg()[0]
     print(f"{args.jobs} jobs x {args.calls} model calls at {args.latency_ms} ms, one user")
     print(f"serial {serial:.1f} s; the default cap of {args.cap} implies {serial / args.cap:.1f} s")
     for run in runs:
         label = "defaults (cap 8)" if run["cap"] is None else "cap off        "
+        if run["up_args"]:
+            label = f"cap off, {' '.join(run['up_args'])}"
         bound = serial / args.cap if run["cap"] is None else None
         vs_bound = (
             f", {run['makespan_s'] / bound:.2f}x the cap's bound "
@@ -177,6 +232,13 @@ def main(argv: list[str] | None = None) -> None:
             f"than serial{vs_bound}; {run['mean_running']} jobs running on average; "
             f"slot hand-off p50 {run['handoff_gap_p50_ms']} ms, "
             f"p90 {run['handoff_gap_p90_ms']} ms"
+        )
+        per_job = run["cpu_ms_per_job"]
+        print(
+            f"    CPU per job {sum(v for k, v in per_job.items() if 'apart' not in k):.1f} ms "
+            f"({', '.join(f'{k} {v}' for k, v in per_job.items())}); the stack's CPU alone "
+            f"bounds the batch at {run['cpu_bound_s']} s on {CORES} cores "
+            f"(makespan {run['makespan_s'] / max(run['cpu_bound_s'], 1e-9):.2f}x that)"
         )
     print(json.dumps({"serial_s": serial, "load1": round(load, 1), "runs": runs}))
 
