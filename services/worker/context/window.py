@@ -98,14 +98,31 @@ class ContextWindow:
         )
 
 
+# The registry hands every call the same schema list object (built once per
+# registry): its count is kept per object, so a model call does not encode the
+# schemas again only to count them (~5 % of a worker's CPU per step). The list is
+# kept beside its count, so an id is never reused while its entry lives.
+_TOOLS_TOKENS: dict[tuple[int, bool], tuple[list[dict[str, Any]], int]] = {}
+_TOOLS_TOKENS_MAX = 64
+
+
 def tools_tokens(tools: list[dict[str, Any]] | None, *, json_mode: bool) -> int:
     """Tokens of the tool descriptions the server sees: the JSON protocol's text in the
     system prompt, or the native schemas as the request carries them."""
     if not tools:
         return 0
+    key = (id(tools), json_mode)
+    known = _TOOLS_TOKENS.get(key)
+    if known is not None and known[0] is tools:
+        return known[1]
     if json_mode:
-        return estimate_tokens(json_protocol.tool_instructions(tools))
-    return estimate_tokens(json.dumps(tools, ensure_ascii=False, separators=(",", ":")))
+        count = estimate_tokens(json_protocol.tool_instructions(tools))
+    else:
+        count = estimate_tokens(json.dumps(tools, ensure_ascii=False, separators=(",", ":")))
+    if len(_TOOLS_TOKENS) >= _TOOLS_TOKENS_MAX:
+        _TOOLS_TOKENS.clear()  # filtered lists (a turn's own tool subset) come and go
+    _TOOLS_TOKENS[key] = (tools, count)
+    return count
 
 
 def window_for(

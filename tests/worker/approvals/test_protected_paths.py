@@ -160,3 +160,12 @@ def test_bounds_refuse_instead_of_walking_or_copying_everything(tmp_path: Path) 
         stash.take(scan(ws, DEFAULTS, max_entries=100), max_files=4, max_bytes=10_000)
     with pytest.raises(TooMuchToHold):
         stash.take(scan(ws, DEFAULTS, max_entries=100), max_files=10, max_bytes=400)
+
+
+def test_the_compiled_rule_is_shared_by_equal_lists() -> None:
+    # Each turn asks for its rule: equal lists give the one compiled rule, and a
+    # different list its own.
+    a = ProtectedPaths.of([".tex"], ["Makefile", "docs/"])
+    assert ProtectedPaths.of([".tex"], ["Makefile", "docs/"]) is a
+    b = ProtectedPaths.of([".tex"], ["Makefile"])
+    assert b is not a and a.match("docs/x.md") and not b.match("docs/x.md")

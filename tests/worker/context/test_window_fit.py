@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.worker.context.compose import budget_of
 from services.worker.context.view import RecordedSummary, build_view
-from services.worker.context.window import ContextWindow, window_for
+from services.worker.context.window import ContextWindow, tools_tokens, window_for
 from services.worker.llm.capabilities import Capabilities
 from services.worker.llm.token_estimate import view_tokens
 from services.worker.llm.types import estimate_tokens
@@ -175,3 +175,21 @@ class TestWindowArithmetic:
         )
         assert view.fits and window.fits(view.messages)
         assert "shrink" in [layer.layer for layer in view.layers]
+
+
+def test_the_tool_count_is_kept_per_list_object_and_never_mixed_up() -> None:
+    # The registry's one schema list is counted once; another list (another tool
+    # set, a subagent's subset) is counted for itself, never given the cached count.
+    one = [{"type": "function", "function": {"name": "a", "parameters": {}}}]
+    three = one + [
+        {"type": "function", "function": {"name": n * 40, "parameters": {}}} for n in "bc"
+    ]
+    first = tools_tokens(one, json_mode=False)
+    assert tools_tokens(one, json_mode=False) == first
+    assert tools_tokens(three, json_mode=False) > first
+    assert tools_tokens(one, json_mode=True) != first  # the JSON protocol's own text
+    want = {1: first, 3: tools_tokens(three, json_mode=False)}
+    for i in range(200):  # lists made and dropped: ids reused, counts still their own
+        fresh = [dict(s) for s in (one if i % 2 else three)]
+        assert tools_tokens(fresh, json_mode=False) == want[len(fresh)]
+        del fresh  # the next list, of the other size, may take this one's id
