@@ -1,10 +1,13 @@
-"""The ledger's llm steps store exactly what services/common/contracts/steps.py declares.
+"""The ledger's llm and tool steps store exactly what services/common/contracts/steps.py
+declares.
 
 A turn runs against the model simulator (real API, worker and Postgres): the llm steps'
 ``result`` (a reply with a tool call, then the answer) and a failed call's ``error``
 come back from ``job_steps`` with exactly the keys of their TypedDict, nested ones
 included, each value of its declared type; the job's result has only keys
-``AnswerResult`` declares; and the accessors read the stored steps back. A key renamed
+``AnswerResult`` declares; a tool call's ``result`` (succeeded) and ``error`` (failed)
+have exactly the keys of ``ToolStepResult`` / ``ToolStepError``; and the accessors read
+the stored steps back. A key renamed
 in a writer but not in the contract fails here (and in mypy).
 """
 
@@ -24,8 +27,18 @@ from services.common.contracts.steps import (
     LlmUsage,
     ModelCallError,
     ToolCallRecord,
+    ToolStepError,
+    ToolStepResult,
 )
-from services.worker.spine.ledger import llm_key, llm_step_error, llm_step_result, load_steps
+from services.worker.spine.ledger import (
+    llm_key,
+    llm_step_error,
+    llm_step_result,
+    load_steps,
+    tool_key,
+    tool_step_error,
+    tool_step_result,
+)
 from tests.fixtures.builders import client_for, make_user, wait_job
 from tests.fixtures.processes import Services
 
@@ -47,7 +60,11 @@ def _problems(value: Any, hint: Any, where: str) -> list[str]:
             return found
         hints = get_type_hints(hint)
         return [p for k, v in value.items() for p in _problems(v, hints[k], f"{where}.{k}")]
+    if hint is Any:
+        return []
     origin = get_origin(hint)
+    if origin is dict:
+        return [] if isinstance(value, dict) else [f"{where}: {value!r} is not an object"]
     if origin in (Union, types.UnionType):
         options = [_problems(value, arm, where) for arm in get_args(hint)]
         return [] if any(not o for o in options) else options[0]
@@ -69,15 +86,15 @@ def _turn(client: httpx.Client, sim: Any, replies: list[dict[str, Any]]) -> str:
     return str(job["job_id"])
 
 
-def _stored(factory: sessionmaker[Session], job_id: str) -> list[Any]:
+def _stored(factory: sessionmaker[Session], job_id: str, kind: str = "llm") -> list[Any]:
     with factory() as db:
         return list(
             db.execute(
                 text(
                     "SELECT step_key, status, result, error FROM job_steps "
-                    "WHERE job_id = :id AND kind = 'llm' ORDER BY seq"
+                    "WHERE job_id = :id AND kind = :kind ORDER BY seq"
                 ),
-                {"id": uuid.UUID(job_id)},
+                {"id": uuid.UUID(job_id), "kind": kind},
             )
         )
 
@@ -90,6 +107,8 @@ def test_llm_steps_round_trip_with_exactly_the_declared_keys(
     services.worker()
     answered = _turn(client, sim, [{"tool_calls": [TODO_CALL]}, {"content": "done"}])
     refused = _turn(client, sim, [{"error": 400, "message": "bad parameter"}])
+    bad_call = {"name": "todo", "arguments": {"items": "not a list"}}
+    tool_failed = _turn(client, sim, [{"tool_calls": [bad_call]}, {"content": "ok"}])
 
     job = wait_job(client, answered, timeout_s=60)
     assert job["status"] == "succeeded", job
@@ -125,6 +144,23 @@ def test_llm_steps_round_trip_with_exactly_the_declared_keys(
         assert first == steps[0].result
         error = llm_step_error(load_steps(db, uuid.UUID(refused))[llm_key(0)])
         assert error == step.error
+
+    # Tool steps: a succeeded call's result and a failed call's error, as declared.
+    (done,) = _stored(session_factory, answered, kind="tool")
+    assert done.status == "succeeded" and done.error is None
+    assert _problems(done.result, ToolStepResult, "tool result") == []
+    assert set(done.result) == _keys(ToolStepResult) and done.result["content"]
+    assert wait_job(client, tool_failed, timeout_s=60)["status"] == "succeeded"
+    (bad,) = _stored(session_factory, tool_failed, kind="tool")
+    assert bad.status == "failed" and bad.result is None
+    assert _problems(bad.error, ToolStepError, "tool error") == []
+    assert set(bad.error) == _keys(ToolStepError) and bad.error["message"]
+    with session_factory() as db:
+        ran = load_steps(db, uuid.UUID(answered))[tool_key(0, call["id"])]
+        assert tool_step_result(ran) == done.result
+        refused_tool = load_steps(db, uuid.UUID(tool_failed))
+        (bad_step,) = [v for k, v in refused_tool.items() if k.startswith("tool:")]
+        assert tool_step_error(bad_step) == bad.error
 
 
 def test_the_checker_finds_a_missing_extra_or_mistyped_key() -> None:

@@ -8,13 +8,15 @@ a key in this file fails at each site that still spells the old one. Readers of 
 ledger get them through one accessor each (``services/worker/spine/ledger.py``) and
 read with ``.get`` where a row written before a key existed may lack it.
 
-Out of scope: a tool step's ``result`` and ``error`` (each tool returns its own shape)
-and the other step kinds (summaries, survey stages, batch tasks).
+A tool step's ``result`` and ``error`` are typed as far as every tool shares them
+(:class:`ToolStepResult`, :class:`ToolStepError`); the ``data`` and ``details`` inside
+are each tool's own shape. Out of scope: the other step kinds (summaries, survey
+stages, batch tasks).
 """
 
 # No ``from __future__ import annotations``: with string annotations ``NotRequired`` is
 # not seen at run time and ``__required_keys__`` would list every key.
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 
 class ToolCallRecord(TypedDict):
@@ -139,3 +141,33 @@ class AnswerResult(TypedDict):
     empty: NotRequired[bool]  # True, with notice, when the reply was empty
     truncated: NotRequired[bool]  # True, with notice, when the reply was cut
     notice: NotRequired[str]
+
+
+class ToolStepResult(TypedDict):
+    """A succeeded tool step's ``result``: what the model read and the tool's own data.
+
+    Written by the tool runner (``ToolStepRunner._complete``, worker/runtime/tool_exec.py)
+    from the tool's ``ToolResult``; the model reads ``content`` from the tool message, so
+    the ledger's copy is read back by memory maintenance's replay
+    (worker/memory/maintenance.py) and shown as stored by the API's
+    ``GET /v1/jobs/{id}/steps`` (the job page, ``leaflab watch``).
+    """
+
+    content: str
+    data: Any  # the tool's own structured result (each tool's shape)
+
+
+class ToolStepError(TypedDict):
+    """A failed or interrupted tool step's ``error``: the ``ToolError`` as
+    ``ToolError.to_dict`` (worker/tools/base.py) writes it.
+
+    Read through ``tool_step_error`` (worker/spine/ledger.py) by the consecutive-failure
+    rule (worker/spine/tool_failures.py), which names ``code`` and ``message`` in the
+    job's error, and shown as stored by the API's ``GET /v1/jobs/{id}/steps``.
+    """
+
+    code: str
+    category: str
+    message: str
+    retryable: bool
+    details: dict[str, Any]  # the tool's own context (each tool's shape)

@@ -22,6 +22,7 @@ from services.common.contracts.steps import (
     MemoryLlmStepResult,
     TokenCounts,
     ToolCallRecord,
+    ToolStepResult,
 )
 from services.common.models import Job
 from services.worker.context.view import render_transcript
@@ -34,7 +35,14 @@ from services.worker.spine.drain import draining
 from services.worker.spine.events import JobEvents
 from services.worker.spine.finish import finish_slice
 from services.worker.spine.lease import Lease
-from services.worker.spine.ledger import StepView, llm_key, load_steps, tool_key
+from services.worker.spine.ledger import (
+    StepView,
+    llm_key,
+    load_steps,
+    tool_key,
+    tool_step_error,
+    tool_step_result,
+)
 from services.worker.spine.model_wait import outage_of, park_for_model
 from services.worker.spine.outcome import Outcome
 from services.worker.spine.recorder import StepWrite, UsageDelta, record
@@ -252,13 +260,8 @@ class MaintenanceRunner:
         except ToolError as err:
             self._record(StepWrite(**base, status=StepStatus.FAILED, error=err.to_dict()))
             return
-        self._record(
-            StepWrite(
-                **base,
-                status=StepStatus.SUCCEEDED,
-                result={"content": result.content, "data": result.data},
-            )
-        )
+        stored: ToolStepResult = {"content": result.content, "data": result.data}
+        self._record(StepWrite(**base, status=StepStatus.SUCCEEDED, result=stored))
 
     def _context(self, call_id: str, key: str) -> ToolContext:
         return ToolContext(
@@ -321,5 +324,7 @@ def _tool_text(step: StepView | None) -> str:
     if step is None:
         return "(no result)"
     if step.status == StepStatus.SUCCEEDED:
-        return str((step.result or {}).get("content") or "")
-    return f"ERROR {(step.error or {}).get('message', 'failed')}"
+        result = tool_step_result(step)
+        return str(result["content"] if result and "content" in result else "")
+    error = tool_step_error(step)
+    return f"ERROR {error['message'] if error and 'message' in error else 'failed'}"

@@ -13,6 +13,7 @@ from opentelemetry import trace
 from pydantic import BaseModel
 
 from services.common.contracts.statuses import StepStatus
+from services.common.contracts.steps import ToolStepResult
 from services.common.failpoints import failpoint
 from services.common.metrics import STEP_DURATION
 from services.common.telemetry import tool_call_attributes
@@ -323,11 +324,12 @@ class ToolStepRunner:
     ) -> None:
         """Record the outcome and the tool message; ``fresh`` holds the step's fields
         when it was never recorded as started (written once, here)."""
+        stored: ToolStepResult | None = None
         if result is not None:
             content, stored = result.content, {"content": result.content, "data": result.data}
         else:
             assert error is not None
-            content, stored = f"ERROR [{error.code}] {error.message}", None
+            content = f"ERROR [{error.code}] {error.message}"
         model_content = None
         if len(content) > MAX_TOOL_MESSAGE_CHARS:
             model_content = content[:MAX_TOOL_MESSAGE_CHARS] + "\n…[truncated]"

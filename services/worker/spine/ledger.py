@@ -16,7 +16,12 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from services.common.contracts.statuses import STEP_DONE, StepStatus
-from services.common.contracts.steps import LlmStepError, LlmStepResult
+from services.common.contracts.steps import (
+    LlmStepError,
+    LlmStepResult,
+    ToolStepError,
+    ToolStepResult,
+)
 from services.common.one_statement import OneStatement, rows_of
 
 DONE_STATUSES = STEP_DONE  # the name its callers import
@@ -59,6 +64,17 @@ def llm_step_result(step: StepView) -> LlmStepResult | None:
 def llm_step_error(step: StepView) -> LlmStepError | None:
     """A failed llm step's ``error`` (None when it has none)."""
     return cast("LlmStepError | None", step.error)
+
+
+def tool_step_result(step: StepView) -> ToolStepResult | None:
+    """A succeeded tool step's ``result`` (None while it has none: running, failed). Not
+    for a waiting agent call: its result is the child job's id (runtime/child_jobs.py)."""
+    return cast("ToolStepResult | None", step.result)
+
+
+def tool_step_error(step: StepView) -> ToolStepError | None:
+    """A failed or interrupted tool step's ``error`` (None when it has none)."""
+    return cast("ToolStepError | None", step.error)
 
 
 STEPS_SQL = text(

@@ -8,7 +8,7 @@ opening the steps (e.g. ``web_fetch [url_refused] …; web_search [not_configure
 from __future__ import annotations
 
 from services.common.contracts.statuses import StepStatus
-from services.worker.spine.ledger import StepView
+from services.worker.spine.ledger import StepView, tool_step_error
 
 MESSAGE_CHARS = 120
 
@@ -33,9 +33,10 @@ def consecutive_failures_reason(steps: dict[str, StepView], limit: int) -> str:
 
 
 def _describe(step: StepView) -> str:
-    error = step.error or {}
-    code = error.get("code") or "error"
-    message = " ".join(str(error.get("message") or "").split())
+    error = tool_step_error(step)
+    # Subscripts, so a renamed key fails mypy here; guarded, so an odd row still reads.
+    code = (error["code"] if error and "code" in error else None) or "error"
+    message = " ".join(str(error["message"] if error and "message" in error else "").split())
     if len(message) > MESSAGE_CHARS:
         message = message[: MESSAGE_CHARS - 1] + "…"
     return f"{step.name} [{code}] {message}".rstrip()

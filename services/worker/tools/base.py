@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.steps import ToolStepError
 from services.worker.tools.ports import LibraryEndpoint, SandboxPort
 
 
@@ -52,7 +53,7 @@ class ToolError(Exception):
         self.retryable = retryable
         self.details = details or {}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ToolStepError:
         return {
             "code": self.code,
             "category": self.category,

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import redis
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.events import decode_entry, stream_key
@@ -58,7 +58,8 @@ class TestMemoryMaintenance:
     ) -> None:
         services.env["LEAFLAB_MEMORY_EVERY_TURNS"] = "2"
         sim = services.simulator()
-        client = client_for(services.api(), make_user(session_factory))
+        user = make_user(session_factory)
+        client = client_for(services.api(), user)
         services.worker()
         session_id = client.post("/v1/sessions", json={}).json()["id"]
         _put(sim.url, session_id, {"replies": [{"content": f"answer {i}"} for i in range(3)]})
@@ -81,7 +82,8 @@ class TestMemoryMaintenance:
         first = _turn(client, session_id, "I always work in SI units.")
         assert wait_job(client, first)["status"] == "succeeded"
         with session_factory() as db:  # one turn is not enough
-            assert db.scalar(select(Job.id).where(Job.kind == "memory")) is None
+            memory_jobs = select(Job.id).where(Job.kind == "memory", Job.user_id == user.id)
+            assert db.scalar(memory_jobs) is None
         second = _turn(client, session_id, "Thanks.")
         assert wait_job(client, second)["status"] == "succeeded"
         memory = _memory_job(session_factory, session_id)
@@ -99,7 +101,11 @@ class TestMemoryMaintenance:
         workspace = Path(services.env["LEAFLAB_HOME"]) / "workspaces" / session_id
         assert not (workspace / "x.txt").exists()
         with session_factory() as db:
-            docs = db.scalars(select(MemoryDocument)).all()
+            # This user's documents and whatever this job wrote (other tests' rows aside).
+            mine = or_(
+                MemoryDocument.owner_id == user.id, MemoryDocument.updated_by_job == memory.id
+            )
+            docs = db.scalars(select(MemoryDocument).where(mine)).all()
             assert [(d.scope, d.kind, d.content) for d in docs] == [
                 ("user", "profile", "Uses SI units.")
             ]
