@@ -27,7 +27,7 @@ class LibrarySettings(IntakeSettings):
     qdrant_local_engine: Literal["edge", "client"] = "edge"
     qdrant_collection: str = "leaflab_chunks"
     # Dense search on the embedded Edge store: "hnsw" = a per-collection HNSW
-    # index (hnswlib) built by a background thread as chunks arrive, so search
+    # index (int8 graphs, usearch) built by a background thread as chunks arrive, so search
     # stays fast at a million chunks without Edge's optimize(), which holds the
     # GIL for minutes; "store" = Edge's exact filtered search only.
     library_dense_index: Literal["hnsw", "store"] = "hnsw"

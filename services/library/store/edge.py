@@ -4,9 +4,11 @@ qdrant-client's local mode is pure Python and takes seconds per query past
 ~20k points; Edge answers the same queries in milliseconds (see bench).
 
 Dense search: with ``ann`` parameters (the default, ``LEAFLAB_LIBRARY_DENSE_INDEX=hnsw``)
-a per-collection HNSW index built in the background (``ann.py``) answers it and
-Edge supplies the payloads; Edge's exact filtered search answers while that
-index is still being filled after a restart. Edge's own ``optimize()`` is not
+a per-collection HNSW index over int8 vectors built in the background
+(``ann.py``) finds the candidates and Edge supplies their payloads and full
+vectors, by which they are rescored exactly (Edge holds the only float copy);
+Edge's exact filtered search answers while that index is still being filled
+after a restart. Edge's own ``optimize()`` is not
 called by the service: it holds the GIL for minutes at a million chunks.
 The dense index is saved next to the store (``<path>-dense-index``) and
 loaded at start instead of being rebuilt (``ann.py``, ``ann_files.py``).
@@ -20,10 +22,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import qdrant_edge as qe
 
 from services.library.lexical import SparseVector
-from services.library.store.ann import AnnParams, DenseAnn, Page
+from services.library.store.ann import AnnParams, DenseAnn, Page, unit_vector
+from services.library.store.ann_graph import RESCORE_MARGIN
 from services.library.store.ann_saved import SavedDenseAnn
 from services.library.store.base import (
     DENSE,
@@ -223,8 +227,12 @@ class EdgeStore(VectorStore):
         # Text is nearly every chunk: the graph's list, tables and captions dropped,
         # over-fetched by the share they could take.
         fetch = limit if kind is None else limit + limit // 4 + 10
-        scored = self.ann.search(vector, collections=indexed, limit=fetch) if indexed else []
-        hits = self._with_payloads(scored)
+        scored = (
+            self.ann.search(vector, collections=indexed, limit=fetch + RESCORE_MARGIN)
+            if indexed
+            else []
+        )
+        hits = self._rescored(vector, scored)
         if kind is not None:
             hits = [h for h in hits if h.payload.get("kind") not in SPECIAL_KINDS]
         if exact:
@@ -232,14 +240,26 @@ class EdgeStore(VectorStore):
             hits.sort(key=lambda h: h.score, reverse=True)
         return hits[:limit]
 
-    def _with_payloads(self, scored: list[tuple[str, float]]) -> list[Hit]:
+    def _rescored(self, vector: list[float], scored: list[tuple[str, float]]) -> list[Hit]:
+        """The index's candidates with their payloads, scored by exact cosine from
+        the stored vectors (the graphs' int8 scores only chose them), best first."""
         if not scored:
             return []
         with self._lock:
-            records = self.shard.retrieve([i for i, _ in scored], True, False)
-        payloads = {str(r.id): dict(r.payload or {}) for r in records}
-        # A point deleted since the index answered has no payload: dropped.
-        return [Hit(i, s, payloads[i]) for i, s in scored if i in payloads]
+            records = self.shard.retrieve([i for i, _ in scored], True, [DENSE])
+        # A point deleted since the index answered is not retrieved: dropped.
+        records = [r for r in records if r.vector]
+        if not records:
+            return []
+        matrix = np.asarray([_dense_of(r.vector) for r in records], dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1)
+        scores = (matrix @ unit_vector(vector)) / np.where(norms > 0, norms, 1.0)
+        hits = [
+            Hit(str(r.id), float(score), dict(r.payload or {}))
+            for r, score in zip(records, scores, strict=True)
+        ]
+        hits.sort(key=lambda h: h.score, reverse=True)
+        return hits
 
     def search_sparse(
         self,
