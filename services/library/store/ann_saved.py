@@ -97,6 +97,16 @@ class SavedDenseAnn(DenseAnn):
                 ann_files.mark_dirty(self.folder)
                 self._clean_on_disk = False
 
+    def add(self, items: list[tuple[str, str, list[float]]]) -> None:
+        super().add(items)
+        # A save that ran between the store's write and here (after ``will_write``)
+        # lacks these points yet may have been marked clean: make it stale again.
+        self.will_write()
+
+    def remove(self, items: list[tuple[str, str]]) -> None:
+        super().remove(items)
+        self.will_write()  # as in ``add``
+
     def _save_due(self) -> bool:
         due = time.monotonic() - self._last_save >= self.params.save_interval_s
         return due and self._generation != self._saved_generation
@@ -129,7 +139,8 @@ class SavedDenseAnn(DenseAnn):
             generation = self._generation
             unchanged = generation == self._saved_generation
             graphs = dict(self._graphs)
-        if (unchanged and not force) or (due and not self._save_due()):
+        fold = self._closing and self._delta_records > 0  # the next start replays nothing
+        if (unchanged and not force and not fold) or (due and not self._save_due()):
             return
         with self._changes_lock:
             changes, self._changes = self._changes, []
