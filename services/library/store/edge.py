@@ -37,12 +37,15 @@ from services.library.store.base import (
     StoredChunk,
     VectorStore,
 )
+from services.library.store.page_release import PageRelease
 
 BACKFILL_PAGE = 1000
 
 
 class EdgeStore(VectorStore):
-    def __init__(self, path: Path, ann: AnnParams | None = None) -> None:
+    def __init__(
+        self, path: Path, ann: AnnParams | None = None, release_pages_s: float = 0.0
+    ) -> None:
         self.path = path
         self._shard: Any = None
         self._ann_params = ann
@@ -50,6 +53,8 @@ class EdgeStore(VectorStore):
         # Edge shards are not documented as thread-safe for writes; searches and
         # writes from the consumer and request threads are serialised.
         self._lock = threading.RLock()
+        # Written file pages handed back to the page cache this often (0: never).
+        self._pages = PageRelease(path, release_pages_s, self._lock)
 
     def ensure(self, dimension: int) -> None:
         with self._lock:
@@ -72,6 +77,7 @@ class EdgeStore(VectorStore):
             if self._ann_params is not None:
                 self.ann = SavedDenseAnn(dimension, self._ann_params, self.index_folder)
                 self.ann.start(self._stored_pages if existing else None)
+            self._pages.start()
 
     @property
     def index_folder(self) -> Path:
@@ -247,16 +253,19 @@ class EdgeStore(VectorStore):
             return []
         with self._lock:
             records = self.shard.retrieve([i for i, _ in scored], True, [DENSE])
+        # ``r.vector`` converts the vector to Python on every access: read once.
         # A point deleted since the index answered is not retrieved: dropped.
-        records = [r for r in records if r.vector]
-        if not records:
+        found = [(r, v) for r in records if (v := r.vector)]
+        if not found:
             return []
-        matrix = np.asarray([_dense_of(r.vector) for r in records], dtype=np.float32)
+        matrix = np.asarray(
+            [v[DENSE] if isinstance(v, dict) else v for _, v in found], dtype=np.float32
+        )
         norms = np.linalg.norm(matrix, axis=1)
         scores = (matrix @ unit_vector(vector)) / np.where(norms > 0, norms, 1.0)
         hits = [
             Hit(str(r.id), float(score), dict(r.payload or {}))
-            for r, score in zip(records, scores, strict=True)
+            for (r, _), score in zip(found, scores, strict=True)
         ]
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits
@@ -292,6 +301,7 @@ class EdgeStore(VectorStore):
             self.shard.optimize()
 
     def close(self) -> None:
+        self._pages.stop()
         if self.ann is not None:
             self.ann.close()
         with self._lock:
