@@ -195,3 +195,17 @@ def _delta_of(path: Path) -> tuple[list[ann_delta.Change], bool]:
     folder = path.with_name("edge-dense-index")
     token = bytes.fromhex(json.loads((folder / "manifest.json").read_text())["token"])
     return ann_delta.read(folder, token, DIM)
+
+
+def test_a_save_between_the_stores_write_and_the_index_add_is_not_left_clean(
+    tmp_path: Path,
+) -> None:
+    from services.library.store.ann_saved import SavedDenseAnn
+
+    folder = tmp_path / "index"
+    ann = SavedDenseAnn(DIM, PARAMS, folder)  # no builder: the save is called by hand
+    ann.will_write()  # the store announces a write...
+    ann._save(force=False)  # ...a periodic save slips in before the index hears of it...
+    assert (folder / "clean").exists()
+    ann.add([("p1", "project:a", [1.0] * DIM)])  # ...then the points arrive
+    assert not (folder / "clean").exists()  # the save lacks them: not clean
