@@ -262,7 +262,9 @@ class EdgeStore(VectorStore):
             [v[DENSE] if isinstance(v, dict) else v for _, v in found], dtype=np.float32
         )
         norms = np.linalg.norm(matrix, axis=1)
-        scores = (matrix @ unit_vector(vector)) / np.where(norms > 0, norms, 1.0)
+        # einsum, not BLAS: a 200×384 product is microseconds, while OpenBLAS threads
+        # waiting for busy cores cost tens of milliseconds (measured under load).
+        scores = np.einsum("ij,j->i", matrix, unit_vector(vector)) / np.where(norms > 0, norms, 1.0)
         hits = [
             Hit(str(r.id), float(score), dict(r.payload or {}))
             for (r, _), score in zip(found, scores, strict=True)
