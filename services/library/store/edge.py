@@ -22,11 +22,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import qdrant_edge as qe
 
 from services.library.lexical import SparseVector
-from services.library.store.ann import AnnParams, DenseAnn, Page, unit_vector
+from services.library.store.ann import AnnParams, DenseAnn, Page
 from services.library.store.ann_graph import RESCORE_MARGIN
 from services.library.store.ann_saved import SavedDenseAnn
 from services.library.store.base import (
@@ -247,30 +246,19 @@ class EdgeStore(VectorStore):
         return hits[:limit]
 
     def _rescored(self, vector: list[float], scored: list[tuple[str, float]]) -> list[Hit]:
-        """The index's candidates with their payloads, scored by exact cosine from
-        the stored vectors (the graphs' int8 scores only chose them), best first."""
+        """The index's candidates with their payloads, scored exactly by Edge (its
+        cosine over the stored vectors, the same as its exact search), best first:
+        the graphs' int8 scores only chose them. One native call: reading the
+        vectors back into Python and scoring them here cost several ms a query."""
         if not scored:
             return []
+        flt = qe.Filter(must=[qe.HasIdCondition({i for i, _ in scored})])
+        nearest = qe.Query.Nearest(vector, using=DENSE)
+        request = qe.QueryRequest(limit=len(scored), query=nearest, filter=flt, with_payload=True)
         with self._lock:
-            records = self.shard.retrieve([i for i, _ in scored], True, [DENSE])
-        # ``r.vector`` converts the vector to Python on every access: read once.
-        # A point deleted since the index answered is not retrieved: dropped.
-        found = [(r, v) for r in records if (v := r.vector)]
-        if not found:
-            return []
-        matrix = np.asarray(
-            [v[DENSE] if isinstance(v, dict) else v for _, v in found], dtype=np.float32
-        )
-        norms = np.linalg.norm(matrix, axis=1)
-        # einsum, not BLAS: a 200×384 product is microseconds, while OpenBLAS threads
-        # waiting for busy cores cost tens of milliseconds (measured under load).
-        scores = np.einsum("ij,j->i", matrix, unit_vector(vector)) / np.where(norms > 0, norms, 1.0)
-        hits = [
-            Hit(str(r.id), float(score), dict(r.payload or {}))
-            for (r, _), score in zip(found, scores, strict=True)
-        ]
-        hits.sort(key=lambda h: h.score, reverse=True)
-        return hits
+            points = self.shard.query(request)
+        # A point deleted since the index answered is not found: dropped.
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
     def search_sparse(
         self,
