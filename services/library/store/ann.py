@@ -1,9 +1,11 @@
-"""A dense-vector HNSW index per library collection (hnswlib), built in the background.
+"""A dense-vector HNSW index per library collection, built in the background.
 
 Why not Qdrant Edge's own HNSW: ``EdgeShard.optimize()`` builds it while holding
 Python's GIL — the whole library process (HTTP, ingestion) stops for minutes at
-a million chunks (measured: 11 min). hnswlib releases the GIL while it inserts,
-so a builder thread grows the graphs while searches and ingestion go on.
+a million chunks (measured: 11 min). The graphs (``ann_graph.py``: int8
+vectors, usearch) release the GIL while they insert, so a builder thread grows
+them while searches and ingestion go on. Graph scores are approximate (int8);
+the store rescores the candidates from its full vectors.
 
 One graph per collection (``user:<id>``, ``project:<id>``): a search scoped to
 some collections walks only their graphs, with no filter, and the results are
@@ -24,8 +26,9 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-import hnswlib
 import numpy as np
+
+from services.library.store.ann_graph import QuantisedGraph
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +38,6 @@ STEP = 32
 # many, ``add`` waits for the builder (bulk loads go at the builder's pace, and a
 # search's exact part stays small). Real ingestion (embedding-bound) never gets here.
 MAX_BACKLOG = 5000
-INITIAL_CAPACITY = 1024
 
 # (point id, collection, vector) pages, read from the store after a restart.
 Page = list[tuple[str, str, list[float]]]
@@ -52,10 +54,9 @@ class AnnParams:
 
 @dataclass
 class Graph:
-    index: hnswlib.Index
+    index: QuantisedGraph
     ids: list[str] = field(default_factory=list)  # label -> point id
     labels: dict[str, int] = field(default_factory=dict)  # live point id -> label
-    ef: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -141,7 +142,8 @@ class DenseAnn:
                 with graph.lock:
                     label = graph.labels.pop(point_id, None)
                     if label is not None:
-                        graph.index.mark_deleted(label)
+                        graph.index.remove(label)
+                        self._journal(collection, point_id, None)
 
     def close(self) -> None:
         """Stop the builder; it first drains what waits and saves the graphs."""
@@ -210,20 +212,9 @@ class DenseAnn:
             if live == 0:
                 return []
             k = min(limit, live)
-            ef = max(self.params.ef_search, k)
-            if graph.ef != ef:
-                graph.index.set_ef(ef)
-                graph.ef = ef
-            try:
-                labels, distances = graph.index.knn_query(query, k=k, num_threads=1)
-            except RuntimeError:
-                # Too few reachable live points (many deletions): ask for fewer.
-                labels, distances = graph.index.knn_query(query, k=max(1, k // 2), num_threads=1)
+            found = graph.index.search(query, k, max(self.params.ef_search, k))
             ids = graph.ids
-            return [
-                (ids[int(lb)], 1.0 - float(d))
-                for lb, d in zip(labels[0], distances[0], strict=True)
-            ]
+            return [(ids[label], score) for label, score in found]
 
     # -- the builder thread ----------------------------------------------------
 
@@ -287,7 +278,7 @@ class DenseAnn:
                 graph = self._graphs.get(collection)
                 if graph is None:
                     graph = self._graphs[collection] = self._new_graph()
-            self._insert(graph, batch)
+            self._insert(collection, graph, batch)
             with self._lock:
                 waiting = self._pending.get(collection, {})
                 for point_id, vector in batch:
@@ -298,37 +289,33 @@ class DenseAnn:
                         with graph.lock:
                             label = graph.labels.pop(point_id, None)
                             if label is not None:
-                                graph.index.mark_deleted(label)
+                                graph.index.remove(label)
+                                self._journal(collection, point_id, None)
                     # else re-stored meanwhile: the next step replaces it
                 self._wake.notify_all()  # writers waiting on the backlog
 
-    def _insert(self, graph: Graph, batch: list[tuple[str, np.ndarray]]) -> None:
+    def _insert(self, collection: str, graph: Graph, batch: list[tuple[str, np.ndarray]]) -> None:
         with graph.lock:
             index = graph.index
-            needed = len(graph.ids) + len(batch)
-            if needed > index.get_max_elements():
-                index.resize_index(max(needed, 2 * index.get_max_elements()))
             labels = []
             for point_id, _ in batch:
                 old = graph.labels.get(point_id)
                 if old is not None:  # re-stored: the old vector leaves the graph
-                    index.mark_deleted(old)
+                    index.remove(old)
                 labels.append(len(graph.ids))
                 graph.labels[point_id] = len(graph.ids)
                 graph.ids.append(point_id)
             # The GIL is released inside: searches and ingestion run meanwhile.
-            index.add_items(
-                np.stack([v for _, v in batch]), np.asarray(labels), num_threads=self.params.threads
-            )
+            index.add(labels, np.stack([v for _, v in batch]), self.params.threads)
+            for point_id, label in zip((p for p, _ in batch), labels, strict=True):
+                self._journal(collection, point_id, label)
+
+    def _journal(self, collection: str, point_id: str, label: int | None) -> None:
+        """A graph change (``label`` None: the point left the graph), called under
+        the graph's lock: persistence records it for the next delta save."""
 
     def _new_graph(self) -> Graph:
-        index = hnswlib.Index(space="cosine", dim=self.dimension)
-        index.init_index(
-            max_elements=INITIAL_CAPACITY,
-            M=self.params.m,
-            ef_construction=self.params.ef_construction,
-        )
-        return Graph(index)
+        return Graph(QuantisedGraph(self.dimension, self.params.m, self.params.ef_construction))
 
 
 def unit_vector(vector: list[float]) -> np.ndarray:

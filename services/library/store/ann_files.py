@@ -1,10 +1,11 @@
-"""The dense index on disk: one hnswlib graph per collection, its label → point id
-table, and a manifest with the number of vectors and a CRC-32 of every file.
+"""The dense index on disk: one int8 graph per collection (``ann_graph.py``), its
+label → point id table, a manifest with the number of vectors and a CRC-32 of
+every file, and the delta of changes appended since (``ann_delta.py``).
 
-Why a checksum: hnswlib only checks a file's size when it loads one, and a
-graph whose bytes were damaged would answer with wrong neighbours. A file
-that does not match its manifest is never loaded: the index is rebuilt from
-the store instead.
+Why a checksum: the graph library only checks a file's structure when it loads
+one, and a graph whose bytes were damaged would answer with wrong neighbours.
+A file that does not match its manifest is never loaded: the index is rebuilt
+from the store instead. The delta's records carry their own checksums.
 
 Why a ``clean`` marker: the saved graphs match the store only while nothing has
 been written since the save. The marker is written after a save that no write
@@ -25,10 +26,12 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-import hnswlib
 import numpy as np
 
-FORMAT = 1
+from services.library.store import ann_delta
+from services.library.store.ann_graph import QuantisedGraph
+
+FORMAT = 2  # 1 was hnswlib float32 graphs: such a save is rebuilt once
 MANIFEST = "manifest.json"
 CLEAN = "clean"
 ID_WIDTH = 36  # a UUID's text form; a deleted label's id is empty
@@ -41,7 +44,7 @@ class IndexFileError(Exception):
 @dataclass
 class SavedGraph:
     collection: str
-    index: hnswlib.Index
+    index: QuantisedGraph
     ids: list[str]  # label -> point id, "" where the label was deleted
 
 
@@ -49,18 +52,24 @@ class SavedGraph:
 class LoadedIndex:
     graphs: list[SavedGraph]
     clean: bool  # nothing was written to the store after the save
-    vectors: int  # live vectors in all graphs
+    vectors: int  # live vectors in all graphs (before the delta)
+    token: bytes  # the full save's token: the delta appended to it names it
+    delta: list[ann_delta.Change]  # graph changes since, to replay in order
+    torn: bool  # a torn last delta record was dropped (a crash mid-append)
 
 
-def save(folder: Path, dimension: int, m: int, graphs: list[SavedGraph]) -> None:
-    """Write ``graphs`` to a new folder and swap it in (not yet marked clean)."""
+def save(folder: Path, dimension: int, m: int, graphs: list[SavedGraph]) -> bytes:
+    """Write ``graphs`` to a new folder with an empty delta and swap it in (not
+    yet marked clean); returns the save's token."""
     staging = folder.with_name(folder.name + ".new")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
+    token = os.urandom(ann_delta.TOKEN_BYTES)
+    ann_delta.create(staging, token)
     entries = {}
     for n, graph in enumerate(graphs):
         graph_file, ids_file = f"g{n}.hnsw", f"g{n}.ids.npy"
-        graph.index.save_index(str(staging / graph_file))
+        graph.index.save(staging / graph_file)
         np.save(staging / ids_file, np.asarray(graph.ids, dtype=f"S{ID_WIDTH}"), allow_pickle=False)
         entries[graph.collection] = {
             "graph": graph_file,
@@ -69,7 +78,13 @@ def save(folder: Path, dimension: int, m: int, graphs: list[SavedGraph]) -> None
             "vectors": sum(1 for i in graph.ids if i),
             "crc": {f: _crc(staging / f) for f in (graph_file, ids_file)},
         }
-    manifest = {"format": FORMAT, "dimension": dimension, "m": m, "collections": entries}
+    manifest = {
+        "format": FORMAT,
+        "dimension": dimension,
+        "m": m,
+        "token": token.hex(),
+        "collections": entries,
+    }
     _write_synced(staging / MANIFEST, json.dumps(manifest, indent=1).encode())
     old = folder.with_name(folder.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
@@ -77,6 +92,7 @@ def save(folder: Path, dimension: int, m: int, graphs: list[SavedGraph]) -> None
         folder.rename(old)
     staging.rename(folder)
     shutil.rmtree(old, ignore_errors=True)
+    return token
 
 
 def mark_clean(folder: Path) -> None:
@@ -89,8 +105,8 @@ def mark_dirty(folder: Path) -> None:
     _sync_dir(folder)
 
 
-def load(folder: Path, dimension: int, m: int) -> LoadedIndex:
-    """The saved graphs, every file checked against the manifest first."""
+def load(folder: Path, dimension: int, m: int, ef_construction: int) -> LoadedIndex:
+    """The saved graphs and their delta, every file checked first."""
     try:
         manifest = json.loads((folder / MANIFEST).read_bytes())
     except FileNotFoundError:
@@ -102,24 +118,35 @@ def load(folder: Path, dimension: int, m: int) -> LoadedIndex:
     if manifest.get("dimension") != dimension or manifest.get("m") != m:
         raise IndexFileError("saved for another model dimension or graph degree")
     clean = (folder / CLEAN).exists()
-    graphs = [_load_graph(folder, c, e, dimension) for c, e in manifest["collections"].items()]
+    try:
+        token = bytes.fromhex(manifest["token"])
+        delta, torn = ann_delta.read(folder, token, dimension)
+    except (KeyError, ValueError, TypeError, ann_delta.DeltaError) as exc:
+        raise IndexFileError(f"delta: {exc}") from None
+    graphs = [
+        _load_graph(folder, c, e, dimension, m, ef_construction)
+        for c, e in manifest["collections"].items()
+    ]
     vectors = sum(sum(1 for i in g.ids if i) for g in graphs)
-    return LoadedIndex(graphs, clean, vectors)
+    # A torn append means a crash mid-save: whatever the marker says, check.
+    return LoadedIndex(graphs, clean and not torn, vectors, token, delta, torn)
 
 
-def _load_graph(folder: Path, collection: str, entry: dict, dimension: int) -> SavedGraph:
+def _load_graph(
+    folder: Path, collection: str, entry: dict, dimension: int, m: int, ef_construction: int
+) -> SavedGraph:
     try:
         for name, crc in entry["crc"].items():
             if _crc(folder / name) != crc:
                 raise IndexFileError(f"{name} does not match its checksum")
         ids = [i.decode() for i in np.load(folder / entry["ids"], allow_pickle=False).tolist()]
-        index = hnswlib.Index(space="cosine", dim=dimension)
-        index.load_index(str(folder / entry["graph"]), max_elements=max(1, entry["elements"]))
+        index = QuantisedGraph.load(folder / entry["graph"], dimension, m, ef_construction)
     except IndexFileError:
         raise
     except (OSError, KeyError, ValueError, TypeError, RuntimeError) as exc:
         raise IndexFileError(f"graph of {collection}: {exc}") from None
-    if len(ids) != entry["elements"] or index.get_current_count() != len(ids):
+    # A label removed while the save ran is in ``ids`` but not in the graph.
+    if len(ids) != entry["elements"] or len(index) > len(ids):
         raise IndexFileError(f"graph of {collection} holds another number of vectors")
     return SavedGraph(collection, index, ids)
 

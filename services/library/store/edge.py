@@ -4,9 +4,11 @@ qdrant-client's local mode is pure Python and takes seconds per query past
 ~20k points; Edge answers the same queries in milliseconds (see bench).
 
 Dense search: with ``ann`` parameters (the default, ``LEAFLAB_LIBRARY_DENSE_INDEX=hnsw``)
-a per-collection HNSW index built in the background (``ann.py``) answers it and
-Edge supplies the payloads; Edge's exact filtered search answers while that
-index is still being filled after a restart. Edge's own ``optimize()`` is not
+a per-collection HNSW index over int8 vectors built in the background
+(``ann.py``) finds the candidates and Edge supplies their payloads and full
+vectors, by which they are rescored exactly (Edge holds the only float copy);
+Edge's exact filtered search answers while that index is still being filled
+after a restart. Edge's own ``optimize()`` is not
 called by the service: it holds the GIL for minutes at a million chunks.
 The dense index is saved next to the store (``<path>-dense-index``) and
 loaded at start instead of being rebuilt (``ann.py``, ``ann_files.py``).
@@ -24,6 +26,7 @@ import qdrant_edge as qe
 
 from services.library.lexical import SparseVector
 from services.library.store.ann import AnnParams, DenseAnn, Page
+from services.library.store.ann_graph import RESCORE_MARGIN
 from services.library.store.ann_saved import SavedDenseAnn
 from services.library.store.base import (
     DENSE,
@@ -33,12 +36,15 @@ from services.library.store.base import (
     StoredChunk,
     VectorStore,
 )
+from services.library.store.page_release import PageRelease
 
 BACKFILL_PAGE = 1000
 
 
 class EdgeStore(VectorStore):
-    def __init__(self, path: Path, ann: AnnParams | None = None) -> None:
+    def __init__(
+        self, path: Path, ann: AnnParams | None = None, release_pages_s: float = 0.0
+    ) -> None:
         self.path = path
         self._shard: Any = None
         self._ann_params = ann
@@ -46,6 +52,8 @@ class EdgeStore(VectorStore):
         # Edge shards are not documented as thread-safe for writes; searches and
         # writes from the consumer and request threads are serialised.
         self._lock = threading.RLock()
+        # Written file pages handed back to the page cache this often (0: never).
+        self._pages = PageRelease(path, release_pages_s, self._lock)
 
     def ensure(self, dimension: int) -> None:
         with self._lock:
@@ -68,6 +76,7 @@ class EdgeStore(VectorStore):
             if self._ann_params is not None:
                 self.ann = SavedDenseAnn(dimension, self._ann_params, self.index_folder)
                 self.ann.start(self._stored_pages if existing else None)
+            self._pages.start()
 
     @property
     def index_folder(self) -> Path:
@@ -223,8 +232,12 @@ class EdgeStore(VectorStore):
         # Text is nearly every chunk: the graph's list, tables and captions dropped,
         # over-fetched by the share they could take.
         fetch = limit if kind is None else limit + limit // 4 + 10
-        scored = self.ann.search(vector, collections=indexed, limit=fetch) if indexed else []
-        hits = self._with_payloads(scored)
+        scored = (
+            self.ann.search(vector, collections=indexed, limit=fetch + RESCORE_MARGIN)
+            if indexed
+            else []
+        )
+        hits = self._rescored(vector, scored)
         if kind is not None:
             hits = [h for h in hits if h.payload.get("kind") not in SPECIAL_KINDS]
         if exact:
@@ -232,14 +245,20 @@ class EdgeStore(VectorStore):
             hits.sort(key=lambda h: h.score, reverse=True)
         return hits[:limit]
 
-    def _with_payloads(self, scored: list[tuple[str, float]]) -> list[Hit]:
+    def _rescored(self, vector: list[float], scored: list[tuple[str, float]]) -> list[Hit]:
+        """The index's candidates with their payloads, scored exactly by Edge (its
+        cosine over the stored vectors, the same as its exact search), best first:
+        the graphs' int8 scores only chose them. One native call: reading the
+        vectors back into Python and scoring them here cost several ms a query."""
         if not scored:
             return []
+        flt = qe.Filter(must=[qe.HasIdCondition({i for i, _ in scored})])
+        nearest = qe.Query.Nearest(vector, using=DENSE)
+        request = qe.QueryRequest(limit=len(scored), query=nearest, filter=flt, with_payload=True)
         with self._lock:
-            records = self.shard.retrieve([i for i, _ in scored], True, False)
-        payloads = {str(r.id): dict(r.payload or {}) for r in records}
-        # A point deleted since the index answered has no payload: dropped.
-        return [Hit(i, s, payloads[i]) for i, s in scored if i in payloads]
+            points = self.shard.query(request)
+        # A point deleted since the index answered is not found: dropped.
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
     def search_sparse(
         self,
@@ -272,6 +291,7 @@ class EdgeStore(VectorStore):
             self.shard.optimize()
 
     def close(self) -> None:
+        self._pages.stop()
         if self.ann is not None:
             self.ann.close()
         with self._lock:

@@ -35,7 +35,9 @@ def open_store(settings: LibrarySettings, *, path: Path | None = None) -> Vector
     if settings.qdrant_local_engine == "edge":
         from services.library.store.edge import EdgeStore
 
-        return EdgeStore(local / "edge", ann_params(settings))
+        return EdgeStore(
+            local / "edge", ann_params(settings), settings.library_release_store_pages_s
+        )
     from qdrant_client import QdrantClient
 
     from services.library.store.client import ClientStore
