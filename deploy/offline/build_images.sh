@@ -144,7 +144,8 @@ build_deps() {  # prints the tag of the dependency base
     mkdir -p "$wheels"
     local started=$SECONDS
     say "collecting $(wc -l <"$list") requirements' wheels with the host's pip"
-    # `pip wheel` builds what PyPI has only as source (hnswlib), portably: no -march=native.
+    # `pip wheel` builds anything PyPI has only as source portably (no -march=native; the
+    # variable is the old hnswlib pin's switch, harmless for the rest).
     HNSWLIB_NO_NATIVE=1 $PIP wheel --quiet --wheel-dir "$wheels" -r "$list" >&2
     cp "$list" "$wheels/requirements.txt"
     mount -t proc proc "$ROOTFS/proc"
