@@ -29,9 +29,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.api.web.session_store import WebSessions
 from services.cli.client import parse_sse
+from services.common.contracts.keys import document_stream
 from services.common.db import transaction
 from services.common.documents.collections import personal_collection
-from services.common.documents.streams import document_stream_key
 from services.common.events import EventPublisher
 from services.common.models import ApiKey, Document, Project, User
 from services.common.turns import JobOrigin, create_queued_job
@@ -279,7 +279,7 @@ class TestDocumentStreams:
 
         def publish(n: int) -> None:
             api.redis.xadd(
-                document_stream_key(doc_id),
+                document_stream(doc_id),
                 {"type": "progress", "data": f'{{"document_id": "{doc_id}", "n": {n}}}'},
             )
 

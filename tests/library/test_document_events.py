@@ -18,8 +18,8 @@ import redis
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.keys import document_stream
 from services.common.documents.collections import personal_collection, project_collection
-from services.common.documents.streams import document_stream_key
 from services.common.models import Document, Project, ProjectMember
 from services.library.progress import DocumentProgress
 from tests.library import hostile_pdfs
@@ -99,7 +99,7 @@ def _publish_all(rds: redis.Redis, doc_id: str) -> list[str]:
     progress.publish("document.batch", {"done": 2, "total": 4, "embedded": 2, "reused": 0})
     progress.publish("document.batch", {"done": 4, "total": 4, "embedded": 3, "reused": 1})
     progress.publish("document.ready", {"chunks": 4, "pages": 3, "embedded": 3, "reused": 1})
-    return [e[0].decode() for e in rds.xrange(document_stream_key(doc_id))]
+    return [e[0].decode() for e in rds.xrange(document_stream(doc_id))]
 
 
 def test_replays_resumes_and_ends_with_the_document(

@@ -70,8 +70,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "rate limit per key only (no user bucket)",
         "services/api/rate_limits.py",
-        "        Bucket("
-        '"user", USER_BUCKET_KEY.format(user_id=caller.user.id), user_rate, user_burst),\n',
+        '        Bucket("user", keys.rate_limit_user(caller.user.id), user_rate, user_burst),\n',
         "",
         ("tests/api/test_rate_limits.py", "-k", "several_keys"),
     ),
