@@ -107,11 +107,15 @@ async def _ended(state: AppState, doc_id: str) -> tuple[str, dict[str, Any]] | N
         with state.session_factory() as db:
             doc = db.get(Document, uuid.UUID(doc_id))
             if doc is None:
-                return DocumentFailed(document_id=doc_id, reason="document deleted")
+                return DocumentFailed(
+                    type="document.failed", document_id=doc_id, reason="document deleted"
+                )
             if doc.status == DocumentStatus.READY:
-                return DocumentReady(document_id=doc_id, chunks=doc.chunks, pages=doc.pages)
+                return DocumentReady(
+                    type="document.ready", document_id=doc_id, chunks=doc.chunks, pages=doc.pages
+                )
             if doc.status == DocumentStatus.FAILED:
-                return DocumentFailed(document_id=doc_id, reason=doc.error)
+                return DocumentFailed(type="document.failed", document_id=doc_id, reason=doc.error)
             return None
 
     try:

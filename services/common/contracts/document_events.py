@@ -36,7 +36,7 @@ class _DocumentEvent(BaseModel):
 class DocumentParsed(_DocumentEvent):
     """The PDF is parsed and chunked; embedding starts."""
 
-    type: Literal["document.parsed"] = "document.parsed"
+    type: Literal["document.parsed"]
     pages: int
     chunks: int
 
@@ -45,7 +45,7 @@ class DocumentBatch(_DocumentEvent):
     """One more batch of chunks is stored (``done`` of ``total``; ``reused``: vectors
     found in the hash cache, not embedded again)."""
 
-    type: Literal["document.batch"] = "document.batch"
+    type: Literal["document.batch"]
     done: int
     total: int
     embedded: int
@@ -57,7 +57,7 @@ class DocumentReady(_DocumentEvent):
     field; one made from the row (the stream expired) has only chunks and pages,
     which a row may lack (None)."""
 
-    type: Literal["document.ready"] = "document.ready"
+    type: Literal["document.ready"]
     chunks: int | None
     pages: int | None
     embedded: int | None = None
@@ -70,7 +70,7 @@ class DocumentFailed(_DocumentEvent):
     """The document cannot be ingested: the stream's last event (``reason``: the row's
     error, None when it has none)."""
 
-    type: Literal["document.failed"] = "document.failed"
+    type: Literal["document.failed"]
     reason: str | None
 
 
@@ -85,9 +85,7 @@ DOCUMENT_EVENT_TYPES: tuple[str, ...] = tuple(
     sorted(DOCUMENT_EVENT.json_schema()["discriminator"]["mapping"])
 )
 # The events that end a document's stream: nothing is published after them.
-DOCUMENT_TERMINAL: frozenset[str] = frozenset(
-    str(model.model_fields["type"].default) for model in (DocumentReady, DocumentFailed)
-)
+DOCUMENT_TERMINAL: frozenset[str] = frozenset({"document.ready", "document.failed"})
 
 
 def parse_document_event(event_type: str, data: dict[str, Any]) -> DocumentEvent:
