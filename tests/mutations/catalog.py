@@ -1173,7 +1173,19 @@ MUTATIONS: tuple[Mutation, ...] = (
         "services/common/events.py",
         "            if self._strict:",
         "            if False:",
-        ("tests/common/test_contracts.py", "-k", "strict"),
+        (
+            "tests/common/test_contracts.py",
+            "tests/common/test_document_event_contract.py",
+            "-k",
+            "strict",
+        ),
+    ),
+    Mutation(
+        "document events: the SSE route relays an entry the contract refuses",
+        "services/api/library/events.py",
+        "        check=parse_document_event,\n",
+        "",
+        ("tests/library/test_document_events.py", "-k", "refuses"),
     ),
     Mutation(
         "pages: the survey report spells its own terminal statuses again",
