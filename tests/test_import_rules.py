@@ -8,6 +8,8 @@
 - no module is over 400 lines;
 - a job's terminal statuses are spelled as a set only in ``services/common/contracts/``
   (Python collections, SQL text and the pages' JS arrays; ``tests/fixtures/status_literals.py``);
+- Redis key and stream names (``leaflab:…``) are spelled only in
+  ``services/common/contracts/keys.py`` (``tests/fixtures/redis_key_literals.py``);
 - clients (the CLI, the model simulator) use a service only through the small
   operator entry points listed in ``CLIENT_ENTRY_POINTS``.
 
@@ -34,6 +36,7 @@ from tests.fixtures.import_graph import (
     oversized_modules,
     send_task_calls,
 )
+from tests.fixtures.redis_key_literals import redis_key_literals
 from tests.fixtures.status_literals import terminal_sets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,6 +115,13 @@ def test_messages_sent_only_through_contracts_senders(tree: dict[str, Module]) -
 def test_terminal_statuses_spelled_only_in_contracts() -> None:
     _fail(
         "terminal job statuses re-declared outside services/common/contracts/", terminal_sets(ROOT)
+    )
+
+
+def test_redis_keys_spelled_only_in_contracts_keys() -> None:
+    _fail(
+        "a Redis key spelled outside services/common/contracts/keys.py (add a name there)",
+        redis_key_literals(ROOT),
     )
 
 
@@ -302,4 +312,28 @@ class TestRulesCanFail:
             "services/cli/watch.py:1",
             "services/worker/sweep.py:1",
             f"{static}/job.js:1",
+        ]
+
+    def test_redis_key_literals(self, tmp_path: Path) -> None:
+        files = {
+            "services/common/contracts/keys.py": 'JOB = "leaflab:job:"\n',
+            "services/common/events.py": (
+                '"""Streams ``leaflab:job:<id>``."""\n'
+                "def key(job_id):\n"
+                '    return f"leaflab:job:{job_id}"\n'
+            ),
+            "services/worker/sweeper.py": 'LOCK = "leaflab:sweeper:lock"\n',
+            "services/api/web/session.py": 'P = "leaflab:" "web:session:"\nS = f"{P}x"\n',
+            "services/worker/spans.py": (
+                'ATTR = "leaflab.round"\nLABEL = "leaflab.mcp.server"\n'
+                'STATE = "leaflab.caller"\nNOTE = f"see leaflab:job:{1}"\n'
+            ),
+        }
+        for rel, text in files.items():
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_text(text)
+        assert redis_key_literals(tmp_path) == [
+            "services/api/web/session.py:1",
+            "services/common/events.py:3",
+            "services/worker/sweeper.py:1",
         ]

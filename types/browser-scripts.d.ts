@@ -41,3 +41,4 @@ type ApiJson = any;
 // The generated contract's types, for the page scripts' JSDoc.
 type JobEventData = import("../services/api/web/static/contracts.js").JobEventData;
 type JobStatusName = import("../services/api/web/static/contracts.js").JobStatusName;
+type DocumentEventData = import("../services/api/web/static/contracts.js").DocumentEventData;

@@ -31,12 +31,9 @@ from opentelemetry import trace
 
 from services.api.api_keys import Caller
 from services.api.settings import ApiSettings
+from services.common.contracts import keys
 
 log = logging.getLogger(__name__)
-
-BUCKET_KEY = "leaflab:ratelimit:{key_id}"  # per key (the name predates the other scopes)
-USER_BUCKET_KEY = "leaflab:ratelimit:user:{user_id}"
-PROJECT_BUCKET_KEY = "leaflab:ratelimit:project:{project_id}"
 
 # KEYS: the buckets; ARGV: rate (tokens/s) and burst (capacity) of each, in turn.
 # Returns {index of the refusing bucket (0: allowed), seconds until it has a token
@@ -130,15 +127,15 @@ def caller_buckets(settings: ApiSettings, caller: Caller) -> list[Bucket]:
     user_rate = rate if settings.rate_limit_user_per_s is None else settings.rate_limit_user_per_s
     user_burst = settings.rate_limit_user_burst or burst
     buckets = [
-        Bucket("key", BUCKET_KEY.format(key_id=caller.key_id), rate, burst),
-        Bucket("user", USER_BUCKET_KEY.format(user_id=caller.user.id), user_rate, user_burst),
+        Bucket("key", keys.rate_limit_key(caller.key_id), rate, burst),
+        Bucket("user", keys.rate_limit_user(caller.user.id), user_rate, user_burst),
     ]
     if caller.project_id is not None:
         project_rate = settings.rate_limit_project_per_s
         buckets.append(
             Bucket(
                 "project",
-                PROJECT_BUCKET_KEY.format(project_id=caller.project_id),
+                keys.rate_limit_project(caller.project_id),
                 PROJECT_FACTOR * rate if project_rate is None else project_rate,
                 settings.rate_limit_project_burst or PROJECT_FACTOR * burst,
             )
@@ -167,5 +164,5 @@ class TokenBucket:
 
     def take(self, key_id: uuid.UUID) -> Decision:
         """Take one token for ``key_id``; refused when the bucket is empty."""
-        bucket = Bucket("key", BUCKET_KEY.format(key_id=key_id), self.rate, self.burst)
+        bucket = Bucket("key", keys.rate_limit_key(key_id), self.rate, self.burst)
         return self._limiter.take([bucket])

@@ -1,5 +1,5 @@
-"""Where endpoint capabilities live in Redis, named once so that the workers that
-discover and write them and the admin API that reads them agree.
+"""Endpoint capabilities in Redis, read the same way by the workers that discover
+and write them and by the admin API (the key names: ``contracts/keys.py``).
 
 One JSON record per (profile, model, hash of the profile's config), expiring with
 the discovery's TTL; an index hash names each (profile, model)'s current record;
@@ -14,20 +14,11 @@ from typing import Any
 
 from redis import Redis
 
-CAPS_KEY_PREFIX = "leaflab:model_caps:"
-INDEX_KEY = f"{CAPS_KEY_PREFIX}index"
-REFRESH_KEY = f"{CAPS_KEY_PREFIX}refresh"
-
-
-def record_key(profile: str, model: str, config_hash: str) -> str:
-    return f"{CAPS_KEY_PREFIX}rec:{profile}|{model}|{config_hash}"
-
-
-def lock_key(config_hash: str) -> str:
-    return f"{CAPS_KEY_PREFIX}lock:{config_hash}"
+from services.common.contracts import keys
 
 
 def index_field(profile: str, model: str) -> str:
+    """A pair's field in ``keys.MODEL_CAPS_INDEX``."""
     return f"{profile}|{model}"
 
 
@@ -38,7 +29,7 @@ def _text(value: Any) -> str:
 def read_records(redis: Redis) -> list[dict[str, Any]]:
     """The current record of every (profile, model) a worker has published, sorted;
     an expired record is listed as ``{"profile", "model", "expired": True}``."""
-    index = {_text(k): _text(v) for k, v in redis.hgetall(INDEX_KEY).items()}
+    index = {_text(k): _text(v) for k, v in redis.hgetall(keys.MODEL_CAPS_INDEX).items()}
     found = []
     for field, key in sorted(index.items()):
         raw = redis.get(key)
@@ -54,7 +45,7 @@ def read_records(redis: Redis) -> list[dict[str, Any]]:
 
 
 def refresh_requested_at(redis: Redis) -> float:
-    raw = redis.get(REFRESH_KEY)
+    raw = redis.get(keys.MODEL_CAPS_REFRESH)
     try:
         return float(_text(raw)) if raw is not None else 0.0
     except ValueError:
@@ -64,5 +55,5 @@ def refresh_requested_at(redis: Redis) -> float:
 def request_refresh(redis: Redis) -> float:
     """Ask every worker to rediscover now; returns the request's time."""
     now = time.time()
-    redis.set(REFRESH_KEY, repr(now))
+    redis.set(keys.MODEL_CAPS_REFRESH, repr(now))
     return now

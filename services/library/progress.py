@@ -1,45 +1,46 @@
 """Ingestion progress on the events stream: one Redis stream per document
-(``leaflab:library:document:<id>``, the same ``{type, data}`` entries as job
-streams, so ``services.common.events.decode_entry`` reads them).
+(``keys.document_stream``, the same ``{type, data}`` entries as job streams, so
+``services.common.events.decode_entry`` reads them).
 
-Events: ``document.parsed`` {pages, chunks}, ``document.batch`` {done, total,
-embedded, reused} after each stored batch, ``document.ready`` {chunks, pages,
-embedded, reused, seconds, pages_per_s}, ``document.failed`` {reason}.
-Publishing never fails an ingestion: events are a view, the row is the record.
+The events are ``services.common.contracts.document_events``: ``document.parsed``
+{pages, chunks}, ``document.batch`` {done, total, embedded, reused} after each
+stored batch, ``document.ready`` {chunks, pages, embedded, reused, seconds,
+pages_per_s}, ``document.failed`` {reason}, each with its ``document_id``. They go
+through ``EventPublisher``, so each is checked against that union: under
+``LEAFLAB_ENV=test`` a malformed one raises where it is published. Publishing never
+fails an ingestion on a Redis error: events are a view, the row is the record.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import redis
 
-from services.common.documents.streams import document_stream_key
-from services.common.events import STREAM_MAXLEN, STREAM_TTL_S
-
-__all__ = ["DocumentProgress", "document_stream_key"]
+from services.common.contracts import keys
+from services.common.contracts.document_events import parse_document_event
+from services.common.events import EventPublisher
 
 
 class DocumentProgress:
-    def __init__(self, client: redis.Redis | None, document_id: str) -> None:
-        self._redis = client
+    """One document's publisher (no Redis configured: publishing does nothing)."""
+
+    def __init__(
+        self, client: redis.Redis | None, document_id: str, *, strict: bool | None = None
+    ) -> None:
+        self._publisher = (
+            None
+            if client is None
+            else EventPublisher(
+                client, strict=strict, stream=keys.document_stream, parse=parse_document_event
+            )
+        )
         self.document_id = document_id
 
     def publish(self, event_type: str, data: dict[str, Any]) -> None:
-        if self._redis is None:
-            return
-        key = document_stream_key(self.document_id)
-        body = {"document_id": self.document_id, **data}
-        try:
-            pipe = self._redis.pipeline(transaction=False)
-            pipe.xadd(
-                key,
-                {"type": event_type, "data": json.dumps(body, default=str)},
-                maxlen=STREAM_MAXLEN,
-                approximate=True,
+        """Append one event (``data`` without the ``document_id``, added here);
+        ``InvalidEvent`` from a strict publisher when the contract refuses it."""
+        if self._publisher is not None:
+            self._publisher.publish(
+                self.document_id, event_type, {"document_id": self.document_id, **data}
             )
-            pipe.expire(key, STREAM_TTL_S)
-            pipe.execute()
-        except redis.RedisError:
-            return

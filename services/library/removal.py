@@ -29,10 +29,10 @@ import uuid
 import redis
 from sqlalchemy import delete, func, select
 
+from services.common.contracts import keys
 from services.common.contracts.errors import ServiceError
 from services.common.db import transaction
 from services.common.documents.collections import may_remove
-from services.common.documents.streams import document_stream_key
 from services.common.models import Document
 from services.library.access import Caller
 from services.library.lease import IN_FLIGHT
@@ -89,6 +89,6 @@ def _drop_stream(runtime: LibraryRuntime, document_id: str) -> None:
     if runtime.redis is None:
         return
     try:
-        runtime.redis.delete(document_stream_key(document_id))
+        runtime.redis.delete(keys.document_stream(document_id))
     except redis.RedisError:
         log.warning("library: progress stream of deleted document %s left to expire", document_id)

@@ -15,10 +15,8 @@ from collections.abc import Callable, Iterator
 
 import redis
 
+from services.common.contracts import keys
 from services.sandbox.owners import owner_alive
-
-INFLIGHT_KEY = "leaflab:sandbox:inflight:{owner}"
-_PREFIX = INFLIGHT_KEY.format(owner="")
 
 
 class InFlight:
@@ -27,7 +25,7 @@ class InFlight:
     def __init__(self, client: redis.Redis, owner: str) -> None:
         self.redis = client
         self.owner = owner
-        self.key = INFLIGHT_KEY.format(owner=owner)
+        self.key = keys.sandbox_inflight(owner)
 
     def add(self, task_id: str, exec_key: str) -> None:
         self.redis.hset(self.key, task_id, exec_key)
@@ -40,9 +38,9 @@ class InFlight:
 
     def orphaned(self, alive: Callable[[str], bool]) -> Iterator[tuple[str, str, str]]:
         """(owner, task id, exec key) of every exec whose worker is gone."""
-        for raw in self.redis.scan_iter(match=f"{_PREFIX}*", count=200):
+        for raw in self.redis.scan_iter(match=f"{keys.SANDBOX_INFLIGHT_PREFIX}*", count=200):
             key = raw.decode() if isinstance(raw, bytes) else str(raw)
-            owner = key.removeprefix(_PREFIX)
+            owner = key.removeprefix(keys.SANDBOX_INFLIGHT_PREFIX)
             if owner == self.owner or owner_alive(owner, alive):
                 continue
             entries = self.redis.hgetall(key)
@@ -51,7 +49,7 @@ class InFlight:
 
     def claim_orphan(self, owner: str, task_id: str) -> bool:
         """Take an orphaned exec off its dead owner's list; False if another janitor did."""
-        return bool(self.redis.hdel(INFLIGHT_KEY.format(owner=owner), task_id))
+        return bool(self.redis.hdel(keys.sandbox_inflight(owner), task_id))
 
 
 def _text(value: bytes | str) -> str:

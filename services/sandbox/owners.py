@@ -11,8 +11,6 @@ import socket
 import uuid
 from collections.abc import Callable
 
-HEARTBEAT_KEY = "leaflab:sandbox:worker:{owner}"
-
 
 def new_owner() -> str:
     """Identity of this worker, used in container labels: host/pid/random."""

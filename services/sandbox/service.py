@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts import keys
 from services.common.db import autocommit, build_engine, build_sessionmaker, transaction
 from services.common.events import EventPublisher
 from services.common.models.users import Project
@@ -37,7 +38,7 @@ from services.sandbox.backends.base import (
 )
 from services.sandbox.backends.factory import build_backend
 from services.sandbox.inflight import InFlight
-from services.sandbox.owners import HEARTBEAT_KEY, new_owner
+from services.sandbox.owners import new_owner
 from services.sandbox.policy import refusal_reason
 from services.sandbox.settings import SandboxSettings
 
@@ -105,7 +106,7 @@ class SandboxRuntime:
     def close(self) -> None:
         self._janitor.stop()
         self.backend.close()
-        self.redis.delete(HEARTBEAT_KEY.format(owner=self.owner))
+        self.redis.delete(keys.sandbox_heartbeat(self.owner))
         self.inflight.clear()
         self.engine.dispose()
 
@@ -119,10 +120,10 @@ class SandboxRuntime:
             "ready": self._ready,
             "spares": self.backend.spares(),
         }
-        self.redis.set(HEARTBEAT_KEY.format(owner=self.owner), json.dumps(state), px=ttl_ms)
+        self.redis.set(keys.sandbox_heartbeat(self.owner), json.dumps(state), px=ttl_ms)
 
     def owner_alive(self, owner: str) -> bool:
-        return bool(self.redis.exists(HEARTBEAT_KEY.format(owner=owner)))
+        return bool(self.redis.exists(keys.sandbox_heartbeat(owner)))
 
     def _janitor_round(self) -> None:
         self.heartbeat()

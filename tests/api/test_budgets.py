@@ -12,7 +12,8 @@ import redis
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.common.events import decode_entry, stream_key
+from services.common.contracts.keys import job_stream
+from services.common.events import decode_entry
 from services.common.models import Budget, Job, JobStep
 from tests.conftest import Stack
 from tests.fixtures.builders import client_for, make_project, make_user, wait_job
@@ -47,7 +48,7 @@ def _steps(factory: sessionmaker[Session], job_id: str) -> int:
 
 def _events(stack: Stack, job_id: str) -> list[dict[str, Any]]:
     client = redis.Redis.from_url(stack.redis_url)
-    return [decode_entry(i, f) for i, f in client.xrange(stream_key(job_id))]
+    return [decode_entry(i, f) for i, f in client.xrange(job_stream(job_id))]
 
 
 class TestAdminRoutes:

@@ -18,7 +18,7 @@ import redis
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.cli.client import parse_sse
-from services.common.events import stream_key
+from services.common.contracts.keys import job_stream
 from tests.conftest import Stack
 from tests.fixtures.builders import client_for, make_user, wait_job
 from tests.fixtures.processes import Services, Simulator
@@ -90,7 +90,7 @@ class TestLostEvents:
         events = _events(_raw_stream(client, job_id))
         last_seen = events[1]["id"]
         # Redis restarted empty: the stream is gone.
-        slow.redis.delete(stream_key(job_id))
+        slow.redis.delete(job_stream(job_id))
         resumed = _events(_raw_stream(client, job_id, last_id=last_seen))
         assert resumed[0]["event"] == "events_lost"
         assert resumed[0]["data"]["last_event_id"] == last_seen
@@ -112,7 +112,7 @@ class TestLostEvents:
                 if event["event"] == "tool_end":
                     break
         # The store loses everything while the model thinks about its next reply.
-        slow.redis.delete(stream_key(job_id))
+        slow.redis.delete(job_stream(job_id))
         resumed = _events(_raw_stream(client, job_id, last_id=seen[-1]["id"]))
         assert resumed[0]["event"] == "events_lost"
         assert resumed[-1]["event"] == "final"

@@ -31,10 +31,10 @@ from services.api.web.session_store import WebSessions
 from services.cli.client import parse_sse
 from services.common.db import transaction
 from services.common.documents.collections import personal_collection
-from services.common.documents.streams import document_stream_key
 from services.common.events import EventPublisher
 from services.common.models import ApiKey, Document, Project, User
 from services.common.turns import JobOrigin, create_queued_job
+from services.library.progress import DocumentProgress
 from tests.conftest import Stack
 from tests.fixtures.builders import TestUser, client_for, make_project, make_user
 from tests.fixtures.processes import Services
@@ -115,19 +115,20 @@ def _follow_until_refused(
     path: str,
     publish: Callable[[int], None],
     revoke: Callable[[], None],
+    event: str = "progress",
 ) -> Reader:
-    """Open the stream, see it deliver across several checks, revoke, and keep
-    publishing until the stream ends (or ENDS_WITHIN_S passes)."""
+    """Open the stream, see it deliver ``event`` across several checks, revoke, and
+    keep publishing until the stream ends (or ENDS_WITHIN_S passes)."""
     reader = Reader().start(reader_client, path)
     n = 0
     deadline = time.monotonic() + 10
-    while reader.seen("progress") < 3 and time.monotonic() < deadline:
+    while reader.seen(event) < 3 and time.monotonic() < deadline:
         publish(n := n + 1)
         time.sleep(0.1)
     time.sleep(CHECK_S * 4)  # several re-checks pass while access holds
     publish(n := n + 1)
     assert not reader.done.is_set() and reader.status == 200, reader.events
-    assert reader.seen("progress") >= 3 and reader.seen("access_revoked") == 0
+    assert reader.seen(event) >= 3 and reader.seen("access_revoked") == 0
     revoke()
     revoked_at = time.monotonic()
     while not reader.done.is_set() and time.monotonic() - revoked_at < ENDS_WITHIN_S:
@@ -277,10 +278,11 @@ class TestDocumentStreams:
             doc_id = str(doc.id)
         key_id = _key_id(session_factory, user)
 
+        progress = DocumentProgress(api.redis, doc_id)  # the route relays contract events only
+
         def publish(n: int) -> None:
-            api.redis.xadd(
-                document_stream_key(doc_id),
-                {"type": "progress", "data": f'{{"document_id": "{doc_id}", "n": {n}}}'},
+            progress.publish(
+                "document.batch", {"done": n, "total": 999, "embedded": n, "reused": 0}
             )
 
         def revoke() -> None:
@@ -293,5 +295,6 @@ class TestDocumentStreams:
             f"/v1/library/documents/{doc_id}/events",
             publish,
             revoke,
+            event="document.batch",
         )
         _assert_refused(reader, "revoked")

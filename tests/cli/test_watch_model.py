@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.cli.client import LeaflabClient
 from services.cli.watch import watch_job
 from services.cli.watch_state import WatchState
-from services.common.events import stream_key
+from services.common.contracts.keys import job_stream
 from services.common.models import Job
 from tests.cli.conftest import HOSTILE, run_cli, visible
 from tests.conftest import Stack
@@ -74,7 +74,7 @@ def _play(stack: Stack, factory: sessionmaker[Session], job_id: str) -> None:
                 assert job is not None
                 job.status = "succeeded"
         fields = {"type": kind, "data": json.dumps(data)}
-        r.xadd(stream_key(job_id), fields, id=f"{base + i * 100}-0")  # type: ignore[arg-type]
+        r.xadd(job_stream(job_id), fields, id=f"{base + i * 100}-0")  # type: ignore[arg-type]
 
 
 def test_state_drops_the_retried_attempts_text_and_tracks_waiting() -> None:

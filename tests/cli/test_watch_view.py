@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.cli.client import LeaflabClient
 from services.cli.term.literal import literal
 from services.cli.watch import watch_job
-from services.common.events import stream_key
+from services.common.contracts.keys import job_stream
 from services.common.models import Job
 from tests.cli.conftest import HOSTILE, run_cli, visible
 from tests.conftest import Stack
@@ -153,7 +153,7 @@ def _play(
 
     def publish(second: int, kind: str, data: dict[str, Any]) -> None:
         fields = {"type": kind, "data": json.dumps(data)}
-        r.xadd(stream_key(job_id), fields, id=f"{base + second * 1000}-0")  # type: ignore[arg-type]
+        r.xadd(job_stream(job_id), fields, id=f"{base + second * 1000}-0")  # type: ignore[arg-type]
 
     for second, (kind, data) in enumerate(SURVEY_EVENTS):
         publish(second, kind, data)
@@ -233,13 +233,13 @@ class TestWatchBatch:
         ]  # fmt: skip
         for n, (kind, data) in enumerate(events):
             fields = {"type": kind, "data": json.dumps(data)}
-            r.xadd(stream_key(job_id), fields, id=f"{base + n}-0")  # type: ignore[arg-type]
+            r.xadd(job_stream(job_id), fields, id=f"{base + n}-0")  # type: ignore[arg-type]
         with session_factory() as db, db.begin():
             row = db.get(Job, uuid.UUID(job_id))
             assert row is not None
             row.status = "succeeded"
         final = {"type": "final", "data": json.dumps({"status": "succeeded"})}
-        r.xadd(stream_key(job_id), final, id=f"{base + 9}-0")  # type: ignore[arg-type]
+        r.xadd(job_stream(job_id), final, id=f"{base + 9}-0")  # type: ignore[arg-type]
         lines = run_cli(lab.url, user.key, "watch", job_id).stdout.splitlines()
         assert "[running] 3 tasks: 1 succeeded, 2 running" in lines, lines
         assert "[running] 3 tasks: 2 succeeded, 1 failed" in lines, lines

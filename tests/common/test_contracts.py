@@ -17,6 +17,7 @@ import pytest
 from redis import Redis
 
 from services.common.contracts.events import EVENT_TYPES, parse_event
+from services.common.contracts.keys import job_stream
 from services.common.contracts.statuses import (
     ACTIVE,
     DOCUMENT_IN_FLIGHT,
@@ -32,7 +33,7 @@ from services.common.contracts.statuses import (
     sql_list,
 )
 from services.common.contracts.write_js import rendered
-from services.common.events import EventPublisher, InvalidEvent, decode_entry, stream_key
+from services.common.events import EventPublisher, InvalidEvent, decode_entry
 from services.common.job_states import JOB_STATUSES, JobStatusName
 from tests.conftest import RedisDbs
 
@@ -138,7 +139,7 @@ class TestGeneratedJs:
         assert not stale, f"{stale} stale: run python -m services.common.contracts.write_js"
 
     def test_the_schema_is_the_union_on_type(self) -> None:
-        (schema,) = [json.loads(t) for p, t in rendered().items() if p.suffix == ".json"]
+        (schema,) = [json.loads(t) for p, t in rendered().items() if p.name == "events.schema.json"]
         assert set(schema["discriminator"]["mapping"]) == set(EVENT_TYPES)
 
 
@@ -151,7 +152,7 @@ def redis(redis_dbs: RedisDbs) -> Iterator[Redis]:
 
 class TestPublisher:
     def _stream(self, redis: Redis, job_id: str) -> list[str]:
-        return [decode_entry(i, f)["type"] for i, f in redis.xrange(stream_key(job_id))]
+        return [decode_entry(i, f)["type"] for i, f in redis.xrange(job_stream(job_id))]
 
     def test_strict_refuses_a_malformed_event_and_publishes_nothing(self, redis: Redis) -> None:
         job_id = str(uuid.uuid4())
@@ -169,7 +170,7 @@ class TestPublisher:
             EventPublisher(redis, strict=False).publish(job_id, "stauts", {"status": "running"})
         assert self._stream(redis, job_id) == ["stauts"]
         assert "breaks its contract" in caplog.text
-        redis.delete(stream_key(job_id))
+        redis.delete(job_stream(job_id))
 
     def test_strict_is_the_default_under_the_test_environment(
         self, redis: Redis, monkeypatch: pytest.MonkeyPatch
@@ -180,4 +181,4 @@ class TestPublisher:
         monkeypatch.setenv("LEAFLAB_ENV", "prod")
         job_id = str(uuid.uuid4())
         assert EventPublisher(redis).publish(job_id, "token", {"text": 3}) is not None
-        redis.delete(stream_key(job_id))
+        redis.delete(job_stream(job_id))

@@ -18,8 +18,8 @@ import redis
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.keys import document_stream
 from services.common.documents.collections import personal_collection, project_collection
-from services.common.documents.streams import document_stream_key
 from services.common.models import Document, Project, ProjectMember
 from services.library.progress import DocumentProgress
 from tests.library import hostile_pdfs
@@ -99,7 +99,7 @@ def _publish_all(rds: redis.Redis, doc_id: str) -> list[str]:
     progress.publish("document.batch", {"done": 2, "total": 4, "embedded": 2, "reused": 0})
     progress.publish("document.batch", {"done": 4, "total": 4, "embedded": 3, "reused": 1})
     progress.publish("document.ready", {"chunks": 4, "pages": 3, "embedded": 3, "reused": 1})
-    return [e[0].decode() for e in rds.xrange(document_stream_key(doc_id))]
+    return [e[0].decode() for e in rds.xrange(document_stream(doc_id))]
 
 
 def test_replays_resumes_and_ends_with_the_document(
@@ -264,3 +264,45 @@ def test_follows_a_real_upload_to_ready(
     assert kinds[0] == "document.parsed" and kinds[-1] == "document.ready", kinds
     assert "document.batch" in kinds and all("id" in f for f in got)
     assert got[-1]["data"]["chunks"] == detail["chunks"] and detail["status"] == "ready"
+
+
+def test_an_entry_the_contract_refuses_is_skipped_and_the_stream_still_ends(
+    client: TestClient,
+    people: dict[str, Any],
+    session_factory: sessionmaker[Session],
+    rds: redis.Redis,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    owner = bearer(people["keys"]["owner"])
+    collection = personal_collection(people["owner"])
+    doc_id = _document(session_factory, people["owner"], collection, "ready", chunks=4, pages=3)
+    progress = DocumentProgress(rds, doc_id)
+    progress.publish("document.parsed", {"pages": 3, "chunks": 4})
+    # Written by hand, as a broken or older emitter would: never relayed.
+    refused = [
+        ("document.parse", {"document_id": doc_id, "pages": 3}),  # unknown type
+        ("document.batch", {"document_id": doc_id, "done": "2", "total": 4, "embedded": 2}),
+        ("document.ready", {"document_id": doc_id, "chunks": "four", "pages": 3}),
+    ]
+    for kind, data in refused:
+        rds.xadd(document_stream(doc_id), {"type": kind, "data": json.dumps(data)})
+    rds.xadd(document_stream(doc_id), {"type": "document.batch", "data": "{not json"})
+    progress.publish("document.batch", {"done": 4, "total": 4, "embedded": 4, "reused": 0})
+    progress.publish("document.ready", {"chunks": 4, "pages": 3, "embedded": 4, "reused": 0})
+    with caplog.at_level("WARNING", logger="services.api.events.stream_follow"):
+        got = frames(client.get(f"/v1/library/documents/{doc_id}/events", headers=owner).text)
+    assert [f["event"] for f in got] == ["document.parsed", "document.batch", "document.ready"]
+    assert got[1]["data"]["done"] == 4 and got[2]["data"]["embedded"] == 4
+    assert caplog.text.count("not relaying entry") == 4
+
+    # A refused terminal event does not end the stream: the row's ends it.
+    other = _document(session_factory, people["owner"], collection, "ready", chunks=9, pages=2)
+    DocumentProgress(rds, other).publish("document.parsed", {"pages": 2, "chunks": 9})
+    bad_ready = {"document_id": other, "chunks": "nine", "pages": 2}
+    rds.xadd(document_stream(other), {"type": "document.ready", "data": json.dumps(bad_ready)})
+    got = frames(client.get(f"/v1/library/documents/{other}/events", headers=owner).text)
+    assert [(f["event"], "id" in f) for f in got] == [
+        ("document.parsed", True),
+        ("document.ready", False),  # made from the row
+    ]
+    assert got[-1]["data"] == {"document_id": other, "chunks": 9, "pages": 2}

@@ -18,12 +18,12 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.cli.ingest_progress import Upload, follow, local_pages
+from services.common.contracts.keys import document_stream
 from services.common.documents.admission import register_document
 from services.common.documents.blobs import BlobStore
 from services.common.events import decode_entry
 from services.common.models import Document, EmbeddingCacheEntry
 from services.library.embedding import Embedder, HashCachedEmbedder
-from services.library.progress import document_stream_key
 from tests.library import hostile_pdfs
 from tests.library.api_app import api_client, bearer, new_email, user_with_key
 from tests.library.conftest import (
@@ -141,7 +141,7 @@ def _stored_document(
 
 
 def _events(redis_url: str, doc_id: uuid.UUID) -> list[dict[str, object]]:
-    raw = redis.Redis.from_url(redis_url).xrange(document_stream_key(str(doc_id)))
+    raw = redis.Redis.from_url(redis_url).xrange(document_stream(str(doc_id)))
     return [decode_entry(entry_id, fields) for entry_id, fields in raw]
 
 

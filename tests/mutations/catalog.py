@@ -70,8 +70,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "rate limit per key only (no user bucket)",
         "services/api/rate_limits.py",
-        "        Bucket("
-        '"user", USER_BUCKET_KEY.format(user_id=caller.user.id), user_rate, user_burst),\n',
+        '        Bucket("user", keys.rate_limit_user(caller.user.id), user_rate, user_burst),\n',
         "",
         ("tests/api/test_rate_limits.py", "-k", "several_keys"),
     ),
@@ -1174,7 +1173,19 @@ MUTATIONS: tuple[Mutation, ...] = (
         "services/common/events.py",
         "            if self._strict:",
         "            if False:",
-        ("tests/common/test_contracts.py", "-k", "strict"),
+        (
+            "tests/common/test_contracts.py",
+            "tests/common/test_document_event_contract.py",
+            "-k",
+            "strict",
+        ),
+    ),
+    Mutation(
+        "document events: the SSE route relays an entry the contract refuses",
+        "services/api/library/events.py",
+        "        check=parse_document_event,\n",
+        "",
+        ("tests/library/test_document_events.py", "-k", "refuses"),
     ),
     Mutation(
         "pages: the survey report spells its own terminal statuses again",

@@ -12,7 +12,8 @@ from celery import Celery
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.common.events import decode_entry, stream_key
+from services.common.contracts.keys import job_stream
+from services.common.events import decode_entry
 from services.common.models import Artifact
 from services.sandbox.settings import SandboxSettings
 from services.worker.tools.base import ToolError
@@ -82,7 +83,7 @@ class TestAgentSimulation:
 
         types = [e["type"] for e in result.data["events"]]
         assert types[0] == "sandbox_start" and "sandbox_end" in types
-        raw = redis.Redis.from_url(stack.redis_url).xrange(stream_key(refs.job_id))
+        raw = redis.Redis.from_url(stack.redis_url).xrange(job_stream(refs.job_id))
         streamed = [decode_entry(i, f)["type"] for i, f in raw]
         assert "sandbox_start" in streamed and "sandbox_end" in streamed
 

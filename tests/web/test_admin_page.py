@@ -11,7 +11,7 @@ import redis
 from playwright.sync_api import BrowserContext, Page, expect
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.common.circuits import breaker_key
+from services.common.contracts.keys import breaker
 from tests.conftest import Stack
 from tests.fixtures.builders import TestUser, client_for, make_user, wait_job
 from tests.fixtures.processes import RunningStack
@@ -219,7 +219,7 @@ class TestOpsAndEscaping:
     ) -> None:
         admin = make_user(session_factory, admin=True)
         client_for(running.url, admin).post("/v1/admin/users", json={"email": XSS_EMAIL})
-        circuit = breaker_key("http://model.test/v1", XSS_IMG)
+        circuit = breaker("http://model.test/v1", XSS_IMG)
         store = redis.Redis.from_url(stack.redis_url)
         store.hset(circuit, mapping={"state": "open", "failures": 3, "opened_at": 0})
         try:

@@ -22,7 +22,7 @@ import redis
 from playwright.sync_api import BrowserContext, expect
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.common.events import stream_key
+from services.common.contracts.keys import job_stream
 from services.common.models import Job
 from tests.conftest import Stack
 from tests.fixtures.builders import TestUser, client_for, make_user
@@ -115,7 +115,7 @@ def test_a_retried_call_drops_its_partial_text_and_waiting_is_shown(
     r = redis.Redis.from_url(stack.redis_url)
 
     def publish(kind: str, data: dict[str, object]) -> None:
-        r.xadd(stream_key(job_id), {"type": kind, "data": json.dumps(data)})
+        r.xadd(job_stream(job_id), {"type": kind, "data": json.dumps(data)})
 
     publish("status", {"status": "running"})
     publish("token", {"text": "Half an answ"})

@@ -29,9 +29,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.api.admin.service import add_member, remove_member
 from services.cli.main import cli
 from services.common.celery_app import build_celery
+from services.common.contracts.keys import job_stream
 from services.common.contracts.tasks import send_advance
 from services.common.db import transaction
-from services.common.events import decode_entry, stream_key
+from services.common.events import decode_entry
 from services.common.models import Job, JobStep, MemoryDocument, MemoryProposal, Project, User
 from services.common.settings import get_settings
 from services.common.turns import JobOrigin, create_queued_job
@@ -268,7 +269,7 @@ class TestAccessEndsAJobAtItsNextStep:
                 is None
             )
         assert _project_notes(session_factory, team.project_id) is None
-        events = redis.Redis.from_url(lab.stack.redis_url).xrange(stream_key(job))
+        events = redis.Redis.from_url(lab.stack.redis_url).xrange(job_stream(job))
         kinds = [decode_entry(i, f)["type"] for i, f in events]
         assert "access_revoked" in kinds and kinds[-1] == "final", kinds
 

@@ -20,8 +20,9 @@ import redis
 from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.keys import job_stream
 from services.common.db import build_engine
-from services.common.events import EventPublisher, stream_key
+from services.common.events import EventPublisher
 from services.common.models import ChatSession, Job, User
 from services.worker.spine.events import JobEvents
 from services.worker.spine.finish import commit_finish
@@ -155,22 +156,22 @@ class TestEventStreamExpiry:
         events = JobEvents(EventPublisher(client), job_id, flush_s=0.0)
         try:
             events.emit("status", {"status": "running"})
-            client.persist(stream_key(job_id))  # as if the slice began long ago
+            client.persist(job_stream(job_id))  # as if the slice began long ago
             events.emit("tool_start", {"name": "glob"})
             events.token("do")
             events.token("ne")
             events.flush_tokens()
-            assert client.ttl(stream_key(job_id)) == -1  # mid-slice events leave it alone
+            assert client.ttl(job_stream(job_id)) == -1  # mid-slice events leave it alone
             events.emit("final", {"status": "succeeded"})
 
-            assert client.ttl(stream_key(job_id)) > 0
-            types = [f[b"type"].decode() for _, f in client.xrange(stream_key(job_id))]
+            assert client.ttl(job_stream(job_id)) > 0
+            types = [f[b"type"].decode() for _, f in client.xrange(job_stream(job_id))]
             assert types[0] == "status" and types[1] == "tool_start"
             assert types[-1] == "final" and "token" in types
 
             # A new slice (a new JobEvents) renews the expiry with its first event.
-            client.persist(stream_key(job_id))
+            client.persist(job_stream(job_id))
             JobEvents(EventPublisher(client), job_id, flush_s=0.0).emit("tool_end", {})
-            assert client.ttl(stream_key(job_id)) > 0
+            assert client.ttl(job_stream(job_id)) > 0
         finally:
-            client.delete(stream_key(job_id))
+            client.delete(job_stream(job_id))

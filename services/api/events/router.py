@@ -24,7 +24,7 @@ from services.api.errors import error_responses
 from services.api.events.stream_access import stream_access
 from services.api.events.stream_follow import Finished, FollowedStream, ResumeFrom, follow
 from services.api.state import AppState
-from services.common.events import stream_key
+from services.common.contracts import keys
 from services.common.models import TERMINAL_STATUSES, Job
 
 router = APIRouter(prefix="/v1/jobs", tags=["events"], responses=error_responses(401, 404, 422))
@@ -66,7 +66,7 @@ def _job_stream(request: Request, state: AppState, job_id: str, start: str) -> F
         return Finished() if await _job_finished(state, job_id) else None
 
     return FollowedStream(
-        key=stream_key(job_id),
+        key=keys.job_stream(job_id),
         start=start,
         terminal=frozenset({"final"}),
         reload_hint=f"the job: GET /v1/jobs/{job_id}",

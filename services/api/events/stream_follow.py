@@ -16,12 +16,19 @@ terminal event, the terminal event the caller made from the row.
 Access is re-checked while the stream runs (``stream_access.py``): at least every
 ``sse_access_check_s``, busy or quiet, before anything more is sent; a refusal
 ends the stream with an ``access_revoked`` event.
+
+A stream given a contract (``FollowedStream.check``: the document route's) relays
+only the entries it accepts: one it refuses is logged and skipped, never sent, and
+a refused terminal type does not end the stream (the row's ``finished`` does). The
+job route gives none: its publishers outside tests publish a malformed event on
+purpose rather than hide progress, and the pages read what they know of it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -37,6 +44,8 @@ from services.api.state import AppState
 from services.common.contracts.errors import ServiceError
 from services.common.events import decode_entry
 from services.common.redis_client import max_block_ms
+
+log = logging.getLogger(__name__)
 
 # 19 digits: every such number fits Redis's unsigned 64-bit id parts.
 STREAM_ID_PATTERN = r"^\s*\d{1,19}-\d{1,19}\s*$"
@@ -90,6 +99,9 @@ class FollowedStream:
     finished: Callable[[], Awaitable[Finished | None]]
     # None while the caller may still read the subject, else the reason (stream_access).
     still_allowed: Callable[[], Awaitable[str | None]]
+    # The stream's contract, ``(type, data)`` -> raises ValueError for an entry it
+    # refuses (skipped); None relays every entry.
+    check: Callable[[str, dict[str, Any]], object] | None = None
 
 
 def frame(event_id: str | None, event_type: str, data: Any) -> str:
@@ -131,8 +143,10 @@ async def follow(request: Request, state: AppState, stream: FollowedStream) -> A
             await asyncio.sleep(min(RECONNECT_PAUSE_S, ping_s))
         if batch:
             for entry_id, fields in batch[0][1]:
-                event = decode_entry(entry_id, fields)
-                last = event["id"]
+                event = _relayed(stream, entry_id, fields)
+                last = _text(entry_id)
+                if event is None:
+                    continue
                 yield frame(event["id"], event["type"], event["data"])
                 if event["type"] in stream.terminal:
                     return
@@ -158,12 +172,34 @@ async def _closing(
     except RedisError:
         batch = None
     for entry_id, fields in batch[0][1] if batch else []:
-        event = decode_entry(entry_id, fields)
+        event = _relayed(stream, entry_id, fields)
+        if event is None:
+            continue
         yield frame(event["id"], event["type"], event["data"])
         if event["type"] in stream.terminal:
             return
     if ended.fallback is not None:
         yield frame(None, *ended.fallback)
+
+
+def _relayed(stream: FollowedStream, entry_id: Any, fields: Any) -> dict[str, Any] | None:
+    """The entry as ``{id, type, data}``, or None when the stream's contract refuses it
+    (its data not even JSON, an unknown type, a field of the wrong type)."""
+    if stream.check is None:
+        return decode_entry(entry_id, fields)
+    try:
+        event = decode_entry(entry_id, fields)
+        stream.check(event["type"], event["data"])
+    # JSONDecodeError and pydantic's ValidationError are ValueErrors; data that is not
+    # an object (a bare number) is a TypeError to the contract.
+    except (ValueError, TypeError) as exc:
+        log.warning("not relaying entry %s of %s: %s", _text(entry_id), stream.key, exc)
+        return None
+    return event
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _lost(reload_hint: str, last: str) -> dict[str, str]:

@@ -1,11 +1,13 @@
 """Server-Sent Events of one library document's ingestion progress.
 
 The library service writes each document's progress to its own Redis stream
-(``services/common/documents/streams.py``: ``document.parsed``,
-``document.batch``, ``document.ready`` / ``document.failed``); this route
-replays and follows it the way the job events route does — resumable with
-``Last-Event-ID``, ``: ping`` comments while quiet, an ``events_lost`` event when
-the id a client resumes from is gone — and ends after the terminal event.
+(``keys.document_stream``; the events are ``contracts/document_events.py``:
+``document.parsed``, ``document.batch``, ``document.ready`` / ``document.failed``);
+this route replays and follows it the way the job events route does — resumable
+with ``Last-Event-ID``, ``: ping`` comments while quiet, an ``events_lost`` event
+when the id a client resumes from is gone — and ends after the terminal event.
+Each entry is parsed with ``DocumentEvent`` before it is relayed: one the union
+refuses is logged and skipped, so a client only ever reads the contract's events.
 
 The stream is a view; the document row is the record. When the row is ready
 or failed but the stream holds no terminal event (it expired, or Redis
@@ -30,8 +32,15 @@ from services.api.events.stream_access import stream_access
 from services.api.events.stream_follow import Finished, FollowedStream, ResumeFrom, follow
 from services.api.library.access import AccessDep, library_access, visible_document
 from services.api.state import AppState
+from services.common.contracts import keys
+from services.common.contracts.document_events import (
+    DOCUMENT_TERMINAL,
+    DocumentEvent,
+    DocumentFailed,
+    DocumentReady,
+    parse_document_event,
+)
 from services.common.contracts.statuses import DocumentStatus
-from services.common.documents.streams import TERMINAL_EVENTS, document_stream_key
 from services.common.models import Document
 
 router = APIRouter(
@@ -80,12 +89,13 @@ def _document_stream(request: Request, state: AppState, doc_id: str, start: str)
         return None if ended is None else Finished(fallback=ended)
 
     return FollowedStream(
-        key=document_stream_key(doc_id),
+        key=keys.document_stream(doc_id),
         start=start,
-        terminal=TERMINAL_EVENTS,
+        terminal=DOCUMENT_TERMINAL,
         reload_hint=f"the document: GET /v1/library/documents/{doc_id}",
         finished=finished,
         still_allowed=stream_access(request, state, readable_by),
+        check=parse_document_event,
     )
 
 
@@ -93,22 +103,23 @@ async def _ended(state: AppState, doc_id: str) -> tuple[str, dict[str, Any]] | N
     """``(event type, data)`` made from the row once the document is ready or
     failed (or gone), else None."""
 
-    def _check() -> tuple[str, dict[str, Any]] | None:
+    def _check() -> DocumentEvent | None:
         with state.session_factory() as db:
             doc = db.get(Document, uuid.UUID(doc_id))
             if doc is None:
-                return "document.failed", {"document_id": doc_id, "reason": "document deleted"}
+                return DocumentFailed(
+                    type="document.failed", document_id=doc_id, reason="document deleted"
+                )
             if doc.status == DocumentStatus.READY:
-                return "document.ready", {
-                    "document_id": doc_id,
-                    "chunks": doc.chunks,
-                    "pages": doc.pages,
-                }
+                return DocumentReady(
+                    type="document.ready", document_id=doc_id, chunks=doc.chunks, pages=doc.pages
+                )
             if doc.status == DocumentStatus.FAILED:
-                return "document.failed", {"document_id": doc_id, "reason": doc.error}
+                return DocumentFailed(type="document.failed", document_id=doc_id, reason=doc.error)
             return None
 
     try:
-        return await asyncio.to_thread(_check)
+        event = await asyncio.to_thread(_check)
     except Exception:  # database briefly unreachable: keep streaming, ask again later
         return None
+    return None if event is None else (event.type, event.data())

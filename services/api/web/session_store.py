@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import redis
 
-SESSION_PREFIX = "leaflab:web:session:"
+from services.common.contracts import keys
+
 TOKEN_BYTES = 32
 
 
@@ -25,7 +26,7 @@ class WebSession:
 
 
 def _redis_key(token: str) -> str:
-    return SESSION_PREFIX + hashlib.sha256(token.encode()).hexdigest()
+    return keys.web_session(hashlib.sha256(token.encode()).hexdigest())
 
 
 class WebSessions:

@@ -6,6 +6,8 @@
   ``ServiceError``;
 - ``events``: the job events workers publish, a discriminated union of pydantic
   models, parsed by the CLI and written out for the browser (``write_js``);
+- ``document_events``: a library document's ingestion events, the same way;
+- ``keys``: every Redis key and stream name (stdlib only, like ``statuses``);
 - ``sandbox``: ``SandboxResult``, the answer of one ``sandbox.exec`` to the agent worker.
 
 Importing this package imports neither: ``statuses`` is stdlib-only so the CLI's

@@ -1,8 +1,10 @@
-"""Writes the contracts the browser reads: static/contracts.js and events.schema.json.
+"""Writes the contracts the browser reads: static/contracts.js, events.schema.json
+and document_events.schema.json.
 
-``python -m services.common.contracts.write_js`` after changing ``statuses`` or
-``events``; ``tests/common/test_contracts_js.py`` renders them again in memory and
-fails while the committed files differ, so the pages never read stale names.
+``python -m services.common.contracts.write_js`` after changing ``statuses``,
+``events`` or ``document_events``; ``tests/common/test_contracts.py`` renders them
+again in memory and fails while the committed files differ, so the pages never read
+stale names.
 """
 
 from __future__ import annotations
@@ -11,6 +13,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
+from services.common.contracts.document_events import (
+    DOCUMENT_EVENT,
+    DOCUMENT_EVENT_TYPES,
+    DOCUMENT_TERMINAL,
+)
 from services.common.contracts.events import EVENT_TYPES, JOB_EVENT
 from services.common.contracts.statuses import ACTIVE, PARKED, TERMINAL, JobStatus
 
@@ -60,21 +69,34 @@ def _js_object(schema: dict[str, Any], defs: dict[str, Any], *, skip: tuple[str,
     return "{" + ", ".join(fields) + "}"
 
 
-def event_data_typedef() -> str:
-    """``JobEventData``: each event type's data (every field but ``type``), as the pages
-    receive it from the stream, for JSDoc (``import("./contracts.js").JobEventData``)."""
-    schema = JOB_EVENT.json_schema()
+def _data_typedef(adapter: TypeAdapter[Any], name: str, what: str, source: str) -> str:
+    """A JSDoc typedef ``name``: each type of the union's data (every field but ``type``)."""
+    schema = adapter.json_schema()
     defs = schema.get("$defs", {})
     lines = []
-    for name in EVENT_TYPES:
-        model = defs[schema["discriminator"]["mapping"][name].rsplit("/", 1)[-1]]
-        lines.append(f" *   {json.dumps(name)}: {_js_object(model, defs, skip=('type',))},")
-    statuses = " | ".join(json.dumps(str(s)) for s in JobStatus)
+    for kind in sorted(schema["discriminator"]["mapping"]):
+        model = defs[schema["discriminator"]["mapping"][kind].rsplit("/", 1)[-1]]
+        lines.append(f" *   {json.dumps(kind)}: {_js_object(model, defs, skip=('type',))},")
     return (
         "/**\n"
-        " * The data of each job event type (every field but `type`), from contracts/events.py.\n"
-        " * @typedef {{\n" + "\n".join(lines) + "\n * }} JobEventData\n */\n"
-        f"/** @typedef {{{statuses}}} JobStatusName */\n"
+        f" * The data of each {what} (every field but `type`), from {source}.\n"
+        " * @typedef {{\n" + "\n".join(lines) + f"\n * }}}} {name}\n */\n"
+    )
+
+
+def event_data_typedef() -> str:
+    """``JobEventData`` and ``DocumentEventData``: each event type's data, as the pages
+    receive it from the stream, for JSDoc (``import("./contracts.js").JobEventData``)."""
+    statuses = " | ".join(json.dumps(str(s)) for s in JobStatus)
+    return (
+        _data_typedef(JOB_EVENT, "JobEventData", "job event type", "contracts/events.py")
+        + f"/** @typedef {{{statuses}}} JobStatusName */\n"
+        + _data_typedef(
+            DOCUMENT_EVENT,
+            "DocumentEventData",
+            "library document event type",
+            "contracts/document_events.py",
+        )
     )
 
 
@@ -88,31 +110,39 @@ def contracts_js() -> str:
         "ACTIVE_STATUSES": [str(s) for s in order if s in ACTIVE],
         "PARKED_STATUSES": [str(s) for s in order if s in PARKED],
         "EVENT_TYPES": list(EVENT_TYPES),
+        "DOCUMENT_EVENT_TYPES": list(DOCUMENT_EVENT_TYPES),
+        "DOCUMENT_TERMINAL_EVENTS": sorted(DOCUMENT_TERMINAL),
     }
     body = "\n".join(f"  {name}: {_list(values)}," for name, values in fields.items())
     return (
         f"{HEADER}\n"
-        "// A job's statuses and the job events' type names, from services/common/contracts/.\n"
+        "// A job's statuses, the job and document events' type names, from"
+        " services/common/contracts/.\n"
         '"use strict";\n'
         f"{event_data_typedef()}"
         "/** @type {{JOB_STATUSES: readonly string[], TERMINAL_STATUSES: readonly string[], "
         "ACTIVE_STATUSES: readonly string[], PARKED_STATUSES: readonly string[], "
-        "EVENT_TYPES: readonly string[]}} */\n"
+        "EVENT_TYPES: readonly string[], DOCUMENT_EVENT_TYPES: readonly string[], "
+        "DOCUMENT_TERMINAL_EVENTS: readonly string[]}} */\n"
         f"const LeaflabContracts = Object.freeze({{\n{body}\n}});\n"
         'if (typeof module !== "undefined") module.exports = LeaflabContracts;\n'
     )
 
 
-def events_schema() -> str:
-    """The JSON Schema of one job event (the union, discriminated on ``type``)."""
-    schema = JOB_EVENT.json_schema()
-    schema["title"] = "JobEvent"
+def events_schema(adapter: TypeAdapter[Any] = JOB_EVENT, title: str = "JobEvent") -> str:
+    """The JSON Schema of one event (the union, discriminated on ``type``)."""
+    schema = adapter.json_schema()
+    schema["title"] = title
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 
 
 def rendered() -> dict[Path, str]:
     """Every generated file and its content."""
-    return {STATIC / "contracts.js": contracts_js(), STATIC / "events.schema.json": events_schema()}
+    return {
+        STATIC / "contracts.js": contracts_js(),
+        STATIC / "events.schema.json": events_schema(),
+        STATIC / "document_events.schema.json": events_schema(DOCUMENT_EVENT, "DocumentEvent"),
+    }
 
 
 def main() -> None:

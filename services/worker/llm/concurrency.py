@@ -27,11 +27,11 @@ from typing import Any
 
 from redis import Redis
 
+from services.common.contracts import keys
 from services.common.periodic import Periodic
 from services.worker.llm.errors import ModelError
 from services.worker.llm.types import ModelResponse
 
-KEY_PREFIX = "leaflab:llm_slots:"
 _POLL_S = (0.02, 0.25)  # the first and the longest pause between two tries
 
 # KEYS[1] holders (token -> lease end ms), KEYS[2] queue (token -> arrival),
@@ -99,11 +99,6 @@ class EndpointLimiter:
             "slots", self.lease_s / 3, self._renew_held, failure="slot renewal failed", join_s=0
         )
 
-    @staticmethod
-    def _keys(endpoint: str) -> list[str]:
-        base = f"{KEY_PREFIX}{endpoint}"
-        return [f"{base}:holders", f"{base}:queue", f"{base}:seen", f"{base}:seq"]
-
     @contextlib.contextmanager
     def slot(self, endpoint: str, limit: int | None) -> Iterator[None]:
         """Hold one of ``limit`` slots of ``endpoint`` (None: no limit) for the block."""
@@ -117,18 +112,18 @@ class EndpointLimiter:
         finally:
             with self._lock:
                 self._held.pop(token, None)
-            self.redis.zrem(self._keys(endpoint)[0], token)
+            self.redis.zrem(keys.llm_slots(endpoint)[0], token)
 
     def _wait_for(self, endpoint: str, token: str, limit: int) -> None:
-        keys = self._keys(endpoint)
+        slot_keys = keys.llm_slots(endpoint)
         lease_ms = int(self.lease_s * 1000)
         started = time.monotonic()
         pause = _POLL_S[0]
-        while not self._acquire(keys=keys, args=[token, max(1, limit), lease_ms]):
+        while not self._acquire(keys=slot_keys, args=[token, max(1, limit), lease_ms]):
             waited = time.monotonic() - started
             if waited >= self.timeout_s:
-                self.redis.zrem(keys[1], token)
-                self.redis.zrem(keys[2], token)
+                self.redis.zrem(slot_keys[1], token)
+                self.redis.zrem(slot_keys[2], token)
                 raise overloaded(endpoint, waited, limit)
             time.sleep(pause)
             pause = min(_POLL_S[1], pause * 1.5)
@@ -144,12 +139,12 @@ class EndpointLimiter:
                 by_endpoint.setdefault(endpoint, []).append(token)
         for endpoint, tokens in by_endpoint.items():
             with contextlib.suppress(Exception):  # Redis away: the next round retries
-                self._renew(keys=self._keys(endpoint)[:1], args=[lease_ms, *tokens])
+                self._renew(keys=keys.llm_slots(endpoint)[:1], args=[lease_ms, *tokens])
 
     def holders(self, endpoint: str) -> int:
         """Slots of ``endpoint`` held now (leases not yet run out)."""
         now_ms = int(time.time() * 1000)
-        return int(self.redis.zcount(self._keys(endpoint)[0], now_ms, "+inf"))
+        return int(self.redis.zcount(keys.llm_slots(endpoint)[0], now_ms, "+inf"))
 
 
 class LimitedClient:

@@ -29,13 +29,13 @@ from celery import Celery
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts import keys
 from services.common.contracts.tasks import send_advance
 from services.common.db import autocommit
 from services.common.events import EventPublisher
 from services.common.periodic import ClusterLock, Periodic
 
 log = logging.getLogger(__name__)
-LOCK_KEY = "leaflab:model_wait:lock"
 DOWN_STATUSES = frozenset({408, 429})
 Probe = Callable[[str, float], bool]
 
@@ -142,7 +142,7 @@ class ModelWaitWatcher:
             interval_s,
             self._tick,
             failure="model-wait check failed",
-            cluster_lock=ClusterLock(client, LOCK_KEY),
+            cluster_lock=ClusterLock(client, keys.MODEL_WAIT_LOCK),
             join_s=0,
         )
 

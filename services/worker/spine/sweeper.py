@@ -17,6 +17,7 @@ from celery import Celery
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts import keys
 from services.common.contracts.statuses import TERMINAL, sql_list
 from services.common.contracts.tasks import send_advance
 from services.common.db import autocommit
@@ -83,10 +84,6 @@ MARK_SENT_SQL = text(
     RETURNING id
     """
 )
-LOCK_KEY = "leaflab:sweeper:lock"
-# Completed sweeps, cluster-wide: a liveness signal (an operator sees it advance, a
-# test that waits for "nothing happens" proves sweeps really ran meanwhile).
-SWEEPS_KEY = "leaflab:sweeper:sweeps"
 
 
 def sweep_once(
@@ -140,7 +137,7 @@ class Sweeper:
             interval_s,
             self._tick,
             failure="sweep failed",
-            cluster_lock=ClusterLock(client, LOCK_KEY),
+            cluster_lock=ClusterLock(client, keys.SWEEPER_LOCK),
             join_s=0,
         )
 
@@ -157,4 +154,4 @@ class Sweeper:
             requeue_after_s=self._requeue_after,
             per_user_cap=self._per_user_cap,
         )
-        self._redis.incr(SWEEPS_KEY)
+        self._redis.incr(keys.SWEEPER_SWEEPS)  # a liveness signal

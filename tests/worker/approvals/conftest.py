@@ -12,7 +12,7 @@ import httpx
 import redis
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.common.events import stream_key
+from services.common.contracts.keys import job_stream
 from services.common.models import Job
 from tests.fixtures.builders import wait_job
 
@@ -67,7 +67,7 @@ def workspace(home: str, session_id: str) -> Path:
 def events_of(redis_url: str, job_id: str) -> list[tuple[str, dict[str, Any]]]:
     client = redis.Redis.from_url(redis_url)
     out = []
-    for _, fields in client.xrange(stream_key(job_id)):
+    for _, fields in client.xrange(job_stream(job_id)):
         out.append((fields[b"type"].decode(), json.loads(fields[b"data"])))
     return out
 

@@ -11,7 +11,8 @@ import httpx
 import redis
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.common.events import decode_entry, stream_key
+from services.common.contracts.keys import job_stream
+from services.common.events import decode_entry
 from tests.conftest import Stack
 from tests.fixtures.builders import client_for, make_user, wait_job
 from tests.fixtures.processes import Services
@@ -38,7 +39,7 @@ def _run_session(
 
 
 def _events(stack: Stack, job_id: str) -> list[dict[str, Any]]:
-    raw = redis.Redis.from_url(stack.redis_url).xrange(stream_key(job_id))
+    raw = redis.Redis.from_url(stack.redis_url).xrange(job_stream(job_id))
     return [decode_entry(i, f) for i, f in raw]
 
 

@@ -13,7 +13,8 @@ import redis
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.common.events import decode_entry, stream_key
+from services.common.contracts.keys import job_stream
+from services.common.events import decode_entry
 from services.common.models import Job, MemoryDocument
 from tests.conftest import Stack
 from tests.fixtures.builders import client_for, make_user, wait_job
@@ -172,10 +173,10 @@ class TestSkillsAndPromptSwitch:
         assert wait_job(client, second)["status"] == "succeeded"
         request = received(sim.url, session_id)[1]
         assert request[0]["content"] == "You are now a terse reviewer."
-        events = redis.Redis.from_url(stack.redis_url).xrange(stream_key(second))
+        events = redis.Redis.from_url(stack.redis_url).xrange(job_stream(second))
         switches = [decode_entry(i, f) for i, f in events]
         assert [e["data"] for e in switches if e["type"] == "prompt_switch"] == [{"to": "text"}]
-        first_events = redis.Redis.from_url(stack.redis_url).xrange(stream_key(first))
+        first_events = redis.Redis.from_url(stack.redis_url).xrange(job_stream(first))
         first_types = [decode_entry(i, f)["type"] for i, f in first_events]
         # The first turn's stream is there (it ended with "final"), and held no switch.
         assert "final" in first_types and "prompt_switch" not in first_types
@@ -190,7 +191,7 @@ class TestSkillsAndPromptSwitch:
         request = received(sim.url, session_id)[2]
         assert request[1]["content"].endswith("We spoke of miles.")
         assert request[-1] == {"role": "user", "content": "/compact"}
-        events = redis.Redis.from_url(stack.redis_url).xrange(stream_key(third))
+        events = redis.Redis.from_url(stack.redis_url).xrange(job_stream(third))
         layers = [
             decode_entry(i, f)["data"]["layer"]
             for i, f in events

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from redis import Redis
 
-from services.common.events import EventPublisher, decode_entry, stream_key
+from services.common.contracts.keys import job_stream
+from services.common.events import EventPublisher, decode_entry
 from services.worker.llm.types import RetryNotice
 from services.worker.spine.events import JobEvents
 from services.worker.spine.model_call import retry_events
@@ -53,7 +54,7 @@ def test_a_fallback_after_streamed_text_is_announced_between_the_attempts(
     )
     events.flush_tokens()
     assert routed.response.content == "answered by B"
-    entries: list[Any] = redis.xrange(stream_key(job_id))  # type: ignore[assignment]
+    entries: list[Any] = redis.xrange(job_stream(job_id))  # type: ignore[assignment]
     seen = [decode_entry(i, f) for i, f in entries]
     assert [e["type"] for e in seen] == ["token", "model_retry", "token"]
     assert A_TEXT.startswith(seen[0]["data"]["text"])  # the dropped attempt's partial text

@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from services.api.admin.ops.schemas import CircuitState, QueueDepth, TopJob, WorkerState
-from services.common.circuits import BREAKER_KEY_PREFIX, split_breaker_key
+from services.common.contracts import keys
 from services.common.contracts.tasks import AGENT_QUEUE, LIBRARY_QUEUE, SANDBOX_QUEUE
 from services.common.models import Job, SpendRecord, User
 
@@ -65,13 +65,13 @@ def workers(celery: Celery) -> tuple[list[WorkerState], str | None]:
 def breakers(redis: Redis) -> list[CircuitState]:
     """Every circuit the router has touched recently (closed and clean ones are deleted)."""
     found = []
-    for raw in redis.scan_iter(match=f"{BREAKER_KEY_PREFIX}*", count=200):
+    for raw in redis.scan_iter(match=f"{keys.BREAKER_PREFIX}*", count=200):
         key = raw.decode() if isinstance(raw, bytes) else str(raw)
         fields = {
             (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
             for k, v in redis.hgetall(key).items()
         }
-        endpoint, model = split_breaker_key(key)
+        endpoint, model = keys.split_breaker(key)
         found.append(
             CircuitState(
                 endpoint=endpoint,

@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass
 
 import redis
 
-PENDING_PREFIX = "leaflab:web:oidc:pending:"
+from services.common.contracts import keys
+
 PENDING_TTL_S = 600
 MAX_STATE_CHARS = 128
 
@@ -27,7 +28,7 @@ class PendingSignIn:
 
 
 def _redis_key(state: str) -> str:
-    return PENDING_PREFIX + hashlib.sha256(state.encode()).hexdigest()
+    return keys.oidc_pending(hashlib.sha256(state.encode()).hexdigest())
 
 
 class PendingSignIns:

@@ -17,6 +17,7 @@
   // this wait their turn, so the page's own API calls never queue behind them.
   const MAX_STREAMS = 3;
   const DONE = new Set(["ready", "failed", "metadata_only"]);
+  /** @typedef {DocumentEventData & Pick<JobEventData, "events_lost">} DocumentStreamData */
   /** @type {Map<string, ApiJson>} */
   const docs = new Map();    // id -> the document row, merged with its live progress
   /** @type {Map<string, EventSource>} */
@@ -195,8 +196,13 @@
       Object.assign(d, change(d));
       render();
     };
-    // An event's data is the ingestion worker's JSON: untyped here.
-    /** @param {string} type @param {(data: ApiJson, d: ApiJson) => object} fn */
+    // An event's data as the ingestion publishes it, typed by the generated contract
+    // (contracts.js: DocumentEventData; events_lost is the API's, from JobEventData), so
+    // a renamed event type or field fails the type check.
+    /**
+     * @template {keyof DocumentStreamData} K
+     * @param {K} type @param {(data: DocumentStreamData[K], d: ApiJson) => object} fn
+     */
     const on = (type, fn) => source.addEventListener(type, (e) => update((d) => fn(JSON.parse(/** @type {MessageEvent} */ (e).data), d)));
     const end = () => { source.close(); streams.delete(id); followWaiting(); };
     on("document.parsed", (x, d) => ({ status: d.status === "queued" || d.status === "parsing" ? "embedding" : d.status,

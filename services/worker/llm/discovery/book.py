@@ -24,7 +24,8 @@ from typing import Any
 
 from redis import Redis
 
-from services.common import model_caps as keys
+from services.common import model_caps
+from services.common.contracts import keys
 from services.common.periodic import Periodic
 from services.worker.llm.capabilities import Capabilities
 from services.worker.llm.discovery.configured import Source, configured_values, effective
@@ -63,7 +64,7 @@ class _Entry:
 
     @property
     def key(self) -> str:
-        return keys.record_key(self.profile.name, self.model, self.hash)
+        return keys.model_caps_record(self.profile.name, self.model, self.hash)
 
 
 class CapabilityBook:
@@ -138,7 +139,7 @@ class CapabilityBook:
         if record is not None:
             self._apply(entry, record)
             return
-        lock = keys.lock_key(entry.hash)
+        lock = keys.model_caps_lock(entry.hash)
         hold_s = int(self.config.discovery.timeout_s + 10)
         if self.redis.set(lock, socket.gethostname(), nx=True, ex=hold_s):
             try:
@@ -174,7 +175,7 @@ class CapabilityBook:
         if raw is None:
             return None
         caps = Capabilities.from_dict(json.loads(raw)["discovered"])
-        if keys.refresh_requested_at(self.redis) > caps.discovered_at:
+        if model_caps.refresh_requested_at(self.redis) > caps.discovered_at:
             return None
         return caps
 
@@ -195,7 +196,11 @@ class CapabilityBook:
         ttl = self.config.ttl_s if caps.reachable else self.config.retry_s
         pipe = self.redis.pipeline()
         pipe.set(entry.key, json.dumps(record), ex=max(1, int(ttl)))
-        pipe.hset(keys.INDEX_KEY, keys.index_field(entry.profile.name, entry.model), entry.key)
+        pipe.hset(
+            keys.MODEL_CAPS_INDEX,
+            model_caps.index_field(entry.profile.name, entry.model),
+            entry.key,
+        )
         pipe.execute()
 
     def _apply(self, entry: _Entry, caps: Capabilities) -> None:

@@ -24,13 +24,12 @@ from typing import Literal, Protocol
 
 from redis import Redis
 
-from services.common.circuits import BREAKER_KEY_PREFIX
+from services.common.contracts import keys
 from services.common.metrics import MODEL_BREAKER_STATE
 
 State = Literal["closed", "half_open", "open"]
 Decision = Literal["allow", "probe", "skip"]
 STATE_VALUES: dict[str, int] = {"closed": 0, "half_open": 1, "open": 2}
-KEY_PREFIX = BREAKER_KEY_PREFIX  # the admin dashboard reads these keys too
 # Circuits nobody touched for a day are forgotten (closed).
 KEY_TTL_S = 86_400
 
@@ -129,15 +128,11 @@ class RedisBreaker:
         # there changes nothing, so it costs no Redis round trip.
         self._clean = threading.local()
 
-    @staticmethod
-    def key(endpoint: str, model: str) -> str:
-        return f"{KEY_PREFIX}{endpoint}|{model}"
-
     def acquire(self, endpoint: str, model: str) -> Decision:
         """May a call go to this candidate now: ``allow``, ``probe`` (the one half-open
         trial; report its result with ``probe=True``) or ``skip``."""
         cfg = self.config
-        key = self.key(endpoint, model)
+        key = keys.breaker(endpoint, model)
         decision, state = self._acquire(
             keys=[key],
             args=[int(cfg.cooldown_s * 1000), int(cfg.probe_timeout_s * 1000), KEY_TTL_S],
@@ -153,17 +148,17 @@ class RedisBreaker:
         return _text(decision)  # type: ignore[return-value]
 
     def _clean_keys(self) -> set[str]:
-        keys: set[str] | None = getattr(self._clean, "keys", None)
-        if keys is None:
-            keys = self._clean.keys = set()
-        return keys
+        clean: set[str] | None = getattr(self._clean, "keys", None)
+        if clean is None:
+            clean = self._clean.keys = set()
+        return clean
 
     def failure(self, endpoint: str, model: str, *, probe: bool) -> State:
         """A retryable failure (429, 5xx, timeout, disconnect) of a call."""
-        self._clean_keys().discard(self.key(endpoint, model))
+        self._clean_keys().discard(keys.breaker(endpoint, model))
         state = _text(
             self._failure(
-                keys=[self.key(endpoint, model)],
+                keys=[keys.breaker(endpoint, model)],
                 args=[
                     self.config.threshold,
                     "1" if probe else "0",
@@ -177,14 +172,16 @@ class RedisBreaker:
 
     def success(self, endpoint: str, model: str, *, probe: bool) -> State:
         """The endpoint answered (a reply, or a request error that is not its fault)."""
-        if not probe and self.key(endpoint, model) in self._clean_keys():
+        if not probe and keys.breaker(endpoint, model) in self._clean_keys():
             return "closed"
-        state = _text(self._success(keys=[self.key(endpoint, model)], args=["1" if probe else "0"]))
+        state = _text(
+            self._success(keys=[keys.breaker(endpoint, model)], args=["1" if probe else "0"])
+        )
         self._export(endpoint, model, state)
         return state  # type: ignore[return-value]
 
     def state(self, endpoint: str, model: str) -> State:
-        raw = self._redis.hget(self.key(endpoint, model), "state")
+        raw = self._redis.hget(keys.breaker(endpoint, model), "state")
         return _text(raw) if raw else "closed"  # type: ignore[return-value]
 
     @staticmethod

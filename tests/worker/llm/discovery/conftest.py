@@ -8,7 +8,7 @@ import httpx
 import pytest
 from redis import Redis
 
-from services.common import model_caps
+from services.common.contracts import keys
 from services.model_sim.server import SimServerHandle, serve_in_thread
 from tests.conftest import RedisDbs
 
@@ -37,7 +37,7 @@ def vllm_sim() -> Iterator[SimServerHandle]:
 @pytest.fixture
 def redis(redis_dbs: RedisDbs) -> Iterator[Redis]:
     client = Redis.from_url(redis_dbs.main)
-    for key in client.scan_iter(match=f"{model_caps.CAPS_KEY_PREFIX}*"):
+    for key in client.scan_iter(match=f"{keys.MODEL_CAPS_PREFIX}*"):
         client.delete(key)
     yield client
     client.close()

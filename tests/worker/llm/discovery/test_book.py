@@ -9,6 +9,7 @@ import threading
 from redis import Redis
 
 from services.common import model_caps
+from services.common.contracts import keys
 from services.model_sim.server import SimServerHandle, serve_in_thread
 from services.worker.llm.discovery import BookConfig, CapabilityBook, DiscoveryConfig
 from services.worker.llm.settings import ProfileConfig
@@ -54,7 +55,7 @@ def test_a_refresh_request_rediscovers_and_a_changed_profile_has_its_own_record(
     seen = probes_seen(llama_sim)
     _book(redis, _profile(llama_sim, structured_output="prompt"))
     assert probes_seen(llama_sim) > seen
-    assert len(list(redis.scan_iter(match=model_caps.record_key("local", MODEL, "*")))) == 2
+    assert len(list(redis.scan_iter(match=keys.model_caps_record("local", MODEL, "*")))) == 2
 
 
 def test_configured_values_win_and_say_so(llama_sim: SimServerHandle, redis: Redis) -> None:
@@ -103,7 +104,7 @@ def test_an_unreachable_endpoint_is_retried_soon(redis: Redis) -> None:
     config = BookConfig(retry_s=2, discovery=DiscoveryConfig(timeout_s=3))
     book = _book(redis, profile, config)
     assert book.caps("local").reachable is False
-    key = model_caps.record_key("local", MODEL, "*")
+    key = keys.model_caps_record("local", MODEL, "*")
     ttl = redis.ttl(next(iter(redis.scan_iter(match=key))))
     assert 0 < ttl <= 2
 

@@ -16,9 +16,10 @@ import httpx
 import pytest
 from redis import Redis
 
+from services.common.contracts.keys import LLM_SLOTS_PREFIX
 from services.model_sim.server import SimServerHandle, serve_in_thread
 from services.worker.llm.client import ModelClient
-from services.worker.llm.concurrency import KEY_PREFIX, EndpointLimiter, LimitedClient
+from services.worker.llm.concurrency import EndpointLimiter, LimitedClient
 from services.worker.llm.errors import ModelError
 from tests.conftest import RedisDbs
 
@@ -71,7 +72,7 @@ def test_no_limit_sends_everything_at_once_and_touches_no_redis(
     client = LimitedClient(inner, limiter, lambda: None)
     assert all(_calls(client, 6))
     assert httpx.get(f"{slow_sim.url}/_sim/stats").json()["max_in_flight"] == 6
-    assert not list(redis.scan_iter(match=f"{KEY_PREFIX}{inner.provider}*"))
+    assert not list(redis.scan_iter(match=f"{LLM_SLOTS_PREFIX}{inner.provider}*"))
 
 
 def test_waiters_are_served_in_arrival_order(redis: Redis) -> None:
