@@ -31,7 +31,7 @@ class Caller:
     def narrowed(self, wanted: list[str]) -> list[str]:
         """Only the wanted collections the caller may read (all of them if none wanted)."""
         if not wanted:
-            return self.collections
+            return list[str](self.collections)
         return [c for c in self.collections if c in set(wanted)]
 
 
