@@ -337,3 +337,23 @@ class TestRulesCanFail:
             "services/common/events.py:3",
             "services/worker/sweeper.py:1",
         ]
+
+
+def test_collections_are_spelled_only_in_their_contract() -> None:
+    from tests.fixtures.collection_literals import collection_literals
+
+    assert collection_literals(ROOT) == []
+
+
+def test_the_collection_rule_catches_a_hand_spelled_collection(tmp_path: Path) -> None:
+    from tests.fixtures.collection_literals import collection_literals
+
+    (tmp_path / "services" / "common" / "contracts").mkdir(parents=True)
+    (tmp_path / "services" / "common" / "contracts" / "collections.py").write_text(
+        'def personal(u):\n    return f"user:{u}"\n'
+    )
+    clean = tmp_path / "services" / "api.py"
+    clean.write_text('HELP = "user: about this user"\nLAB = "lab"\n')
+    assert collection_literals(tmp_path) == []
+    clean.write_text('def key(p):\n    return f"project:{p}"\nBAD = "user:"\n')
+    assert collection_literals(tmp_path) == ["services/api.py:2", "services/api.py:3"]

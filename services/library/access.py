@@ -16,6 +16,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from services.common.contracts.collections import Collection
 from services.common.contracts.errors import ServiceError
 from services.common.db import transaction
 from services.common.documents.collections import readable_collections
@@ -25,12 +26,12 @@ from services.library.runtime import LibraryRuntime
 @dataclass(frozen=True)
 class Caller:
     user_id: uuid.UUID
-    collections: list[str]
+    collections: list[Collection]
 
     def narrowed(self, wanted: list[str]) -> list[str]:
         """Only the wanted collections the caller may read (all of them if none wanted)."""
         if not wanted:
-            return self.collections
+            return list[str](self.collections)
         return [c for c in self.collections if c in set(wanted)]
 
 

@@ -29,8 +29,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.api.web.session_store import WebSessions
 from services.cli.client import parse_sse
+from services.common.contracts.collections import Collection
 from services.common.db import transaction
-from services.common.documents.collections import personal_collection
 from services.common.events import EventPublisher
 from services.common.models import ApiKey, Document, Project, User
 from services.common.turns import JobOrigin, create_queued_job
@@ -268,7 +268,7 @@ class TestDocumentStreams:
         user = make_user(session_factory)
         with transaction(session_factory) as db:
             doc = Document(
-                collection=personal_collection(user.id),
+                collection=Collection.personal(user.id),
                 owner_id=user.id,
                 content_hash=uuid.uuid4().hex * 2,
                 filename="paper.pdf",

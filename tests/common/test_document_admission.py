@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.collections import Collection
 from services.common.contracts.statuses import DocumentStatus
 from services.common.documents.admission import AdmissionFailed, Admitted, admit_document
-from services.common.documents.collections import personal_collection, project_collection
 from services.common.models import Document
 from tests.fixtures.builders import make_project, make_user
 
@@ -25,7 +25,7 @@ def test_the_row_is_committed_before_its_ingest_is_sent_and_a_second_admission_i
     session_factory: sessionmaker[Session],
 ) -> None:
     user = make_user(session_factory)
-    collection, key = personal_collection(user.id), _hash()
+    collection, key = Collection.personal(user.id), _hash()
     seen: list[tuple[str, DocumentStatus | None]] = []
 
     def queue(document_id: str) -> None:
@@ -60,7 +60,7 @@ def test_a_failed_document_admitted_again_is_queued_again_from_zero_attempts(
     session_factory: sessionmaker[Session],
 ) -> None:
     user = make_user(session_factory)
-    collection, key = personal_collection(user.id), _hash()
+    collection, key = Collection.personal(user.id), _hash()
     sent: list[str] = []
     first = admit_document(
         session_factory,
@@ -107,7 +107,7 @@ def test_a_collection_whose_project_is_gone_is_refused_and_nothing_is_sent(
             sent.append,
             content_hash=_hash(),
             filename="a.pdf",
-            collection=project_collection(uuid.uuid4()),
+            collection=Collection.project(uuid.uuid4()),
             owner_id=user.id,
         )
 
@@ -122,7 +122,7 @@ def test_the_same_file_added_at_the_same_moment_is_a_conflict_then_the_same_docu
     unique index entry. It gets ``conflict`` (a 409 the caller may retry), nothing is
     sent for it, and its retry finds the winner's document."""
     user = make_user(session_factory)
-    collection, key = personal_collection(user.id), _hash()
+    collection, key = Collection.personal(user.id), _hash()
     sent: list[str] = []
     outcome: list[Admitted | AdmissionFailed] = []
 

@@ -18,8 +18,8 @@ import redis
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.collections import Collection
 from services.common.contracts.keys import document_stream
-from services.common.documents.collections import personal_collection, project_collection
 from services.common.models import Document, Project, ProjectMember
 from services.library.progress import DocumentProgress
 from tests.library import hostile_pdfs
@@ -110,7 +110,7 @@ def test_replays_resumes_and_ends_with_the_document(
 ) -> None:
     owner = bearer(people["keys"]["owner"])
     doc_id = _document(
-        session_factory, people["owner"], personal_collection(people["owner"]), "ready"
+        session_factory, people["owner"], Collection.personal(people["owner"]), "ready"
     )
     ids = _publish_all(rds, doc_id)
     resp = client.get(f"/v1/library/documents/{doc_id}/events", headers=owner)
@@ -154,7 +154,7 @@ def test_follows_a_running_ingestion_live(
     rds: redis.Redis,
 ) -> None:
     doc_id = _document(
-        session_factory, people["owner"], project_collection(people["project"]), "embedding"
+        session_factory, people["owner"], Collection.project(people["project"]), "embedding"
     )
     progress = DocumentProgress(rds, doc_id)
     progress.publish("document.parsed", {"pages": 10, "chunks": 40})
@@ -185,7 +185,7 @@ def test_a_finished_document_without_a_stream_ends_from_its_row(
     client: TestClient, people: dict[str, Any], session_factory: sessionmaker[Session]
 ) -> None:
     owner = bearer(people["keys"]["owner"])
-    collection = personal_collection(people["owner"])
+    collection = Collection.personal(people["owner"])
     failed = _document(session_factory, people["owner"], collection, "failed", error="no text")
     got = frames(client.get(f"/v1/library/documents/{failed}/events", headers=owner).text)
     assert got == [
@@ -204,10 +204,10 @@ def test_who_may_not_read_it_gets_404_and_hostile_input_4xx(
 ) -> None:
     keys = people["keys"]
     personal = _document(
-        session_factory, people["owner"], personal_collection(people["owner"]), "ready"
+        session_factory, people["owner"], Collection.personal(people["owner"]), "ready"
     )
     in_project = _document(
-        session_factory, people["owner"], project_collection(people["project"]), "ready"
+        session_factory, people["owner"], Collection.project(people["project"]), "ready"
     )
     _publish_all(rds, personal)
     _publish_all(rds, in_project)
@@ -274,7 +274,7 @@ def test_an_entry_the_contract_refuses_is_skipped_and_the_stream_still_ends(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     owner = bearer(people["keys"]["owner"])
-    collection = personal_collection(people["owner"])
+    collection = Collection.personal(people["owner"])
     doc_id = _document(session_factory, people["owner"], collection, "ready", chunks=4, pages=3)
     progress = DocumentProgress(rds, doc_id)
     progress.publish("document.parsed", {"pages": 3, "chunks": 4})

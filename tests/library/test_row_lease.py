@@ -10,10 +10,10 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.collections import Collection
 from services.common.contracts.statuses import DocumentStatus
 from services.common.db import transaction
 from services.common.documents.admission import admit_document
-from services.common.documents.collections import personal_collection
 from services.common.models import Document, LibraryImport
 from services.common.models.library_imports import IMPORT_QUEUED, IMPORT_RUNNING
 from services.library.imports.lease import IMPORTS, claim_import, renew
@@ -28,7 +28,7 @@ def _document(factory: sessionmaker[Session]) -> uuid.UUID:
         None,
         content_hash=uuid.uuid4().hex * 2,
         filename="a.pdf",
-        collection=personal_collection(user.id),
+        collection=Collection.personal(user.id),
         owner_id=user.id,
     )
     return uuid.UUID(admitted.id)
@@ -85,7 +85,7 @@ def test_an_import_renewed_by_a_lost_holder_rolls_its_transaction_back(
     with transaction(session_factory) as db:
         row = LibraryImport(
             owner_id=user.id,
-            collection=personal_collection(user.id),
+            collection=Collection.personal(user.id),
             format="bibtex",
             status=IMPORT_QUEUED,
             total=1,

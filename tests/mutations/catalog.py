@@ -410,8 +410,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "the lab library is read by its uploader only",
         "services/common/documents/collections.py",
-        "    return [personal_collection(user_id), *projects, LAB_COLLECTION]",
-        "    return [personal_collection(user_id), *projects]",
+        "    return [Collection.personal(user_id), *projects, LAB_COLLECTION]",
+        "    return [Collection.personal(user_id), *projects]",
         ("tests/web/test_library_page.py", "-k", "read_by_every_member"),
     ),
     Mutation(

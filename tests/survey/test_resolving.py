@@ -10,8 +10,8 @@ import uuid
 from sqlalchemy import delete
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.collections import Collection
 from services.common.db import transaction
-from services.common.documents.collections import personal_collection
 from services.common.models import Document, User
 from services.worker.survey.citations import resolving
 from services.worker.survey.verify import _claims_prompt, source_passages
@@ -19,7 +19,7 @@ from services.worker.survey.verify import _claims_prompt, source_passages
 
 def _document(db: Session, owner: uuid.UUID) -> uuid.UUID:
     doc = Document(
-        collection=personal_collection(owner),
+        collection=Collection.personal(owner),
         owner_id=owner,
         content_hash=uuid.uuid4().hex * 2,
         filename="paper.pdf",

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.api.schedules.firing import fire_one
 from services.api.settings import ApiSettings
 from services.common.celery_app import build_celery
-from services.common.documents.collections import personal_collection
+from services.common.contracts.collections import Collection
 from services.common.models import Document, Job
 from services.worker.survey.context import SurveyJob
 from services.worker.survey.gather import _library_papers
@@ -50,7 +50,7 @@ def fire(stack: object, isolated_redis_url: str) -> Iterator[Any]:
 def add_document(factory: sessionmaker[Session], owner: uuid.UUID, title: str, at: datetime) -> str:
     with factory() as db, db.begin():
         doc = Document(
-            collection=personal_collection(owner),
+            collection=Collection.personal(owner),
             owner_id=owner,
             content_hash=uuid.uuid4().hex * 2,
             filename=f"{title}.pdf",

@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import delete
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.collections import Collection
 from services.common.db import transaction
-from services.common.documents.collections import personal_collection
 from services.common.models import Document, User
 from services.worker.survey.markdown import render_markdown
 from services.worker.survey.structured import Ask, Spent
@@ -44,7 +44,7 @@ class AlwaysSupported:
 
 def _document(db: Session, owner: uuid.UUID) -> uuid.UUID:
     doc = Document(
-        collection=personal_collection(owner),
+        collection=Collection.personal(owner),
         owner_id=owner,
         content_hash=uuid.uuid4().hex * 2,
         filename="paper.pdf",

@@ -20,13 +20,12 @@ from sqlalchemy.orm import Session
 
 from services.api.access import key_scope
 from services.api.deps import CurrentUser, DbSession, StateDep
+from services.common.contracts.collections import Collection
 from services.common.contracts.errors import ServiceError
 from services.common.documents.collections import (
     LAB_COLLECTION,
     may_remove,
     member_projects,
-    personal_collection,
-    project_collection,
 )
 from services.common.models import Document
 
@@ -52,40 +51,40 @@ class LibraryAccess:
         self.projects = projects  # name and id (as text) -> project id
         self.token = token
 
-    def scoped_collections(self) -> list[str] | None:
+    def scoped_collections(self) -> list[Collection] | None:
         """The collections a scoped key is limited to (None: no limit)."""
-        return None if self.scope is None else [project_collection(self.scope)]
+        return None if self.scope is None else [Collection.project(self.scope)]
 
-    def readable(self) -> set[str]:
+    def readable(self) -> set[Collection]:
         """The collections the caller may read: a scoped key sees only its project."""
         scoped = self.scoped_collections()
         if scoped is not None:
             return set(scoped)
-        projects = {project_collection(pid) for pid in self.projects.values()}
-        return {personal_collection(self.user_id), *projects, LAB_COLLECTION}
+        projects = {Collection.project(pid) for pid in self.projects.values()}
+        return {Collection.personal(self.user_id), *projects, LAB_COLLECTION}
 
     def collection_name(self, collection: str) -> str:
         """How a page names a readable collection: "personal", "lab" or the project's name."""
         if collection == LAB_COLLECTION:
             return "lab"
-        if collection == personal_collection(self.user_id):
+        if collection == Collection.personal(self.user_id):
             return "personal"
-        names = {project_collection(pid): ref for ref, pid in self.projects.items()}
+        names: dict[str, str] = {Collection.project(pid): ref for ref, pid in self.projects.items()}
         return "project " + names.get(collection, "?")
 
     def headers(self) -> dict[str, str]:
         # No collections: the library derives them from the user, never from us.
         return {"X-Leaflab-Internal": self.token, "X-Leaflab-User": str(self.user_id)}
 
-    def collection_for(self, project: Any, collection: Any = None) -> str:
+    def collection_for(self, project: Any, collection: Any = None) -> Collection:
         """Where an upload goes: ``collection="lab"`` for the lab's, else the named
         project's, else the key's project, else the uploader's own."""
         if collection not in (None, ""):
             return self._lab_target(project, collection)
         if (project is None or project == "") and self.scope is not None:
-            return project_collection(self.scope)
+            return Collection.project(self.scope)
         if project is None or project == "":
-            return personal_collection(self.user_id)
+            return Collection.personal(self.user_id)
         if not isinstance(project, str):
             raise ServiceError(400, "invalid_request", "project must be a string")
         pid = self.projects.get(project)
@@ -98,9 +97,9 @@ class LibraryAccess:
                 f"project {project!r} not found, or you are not a member of it "
                 "(a project owner or an admin can add you)",
             )
-        return project_collection(pid)
+        return Collection.project(pid)
 
-    def _lab_target(self, project: Any, collection: Any) -> str:
+    def _lab_target(self, project: Any, collection: Any) -> Collection:
         if collection != LAB_COLLECTION:
             raise ServiceError(400, "invalid_request", 'collection must be "lab" (or left out)')
         if project not in (None, ""):

@@ -16,11 +16,10 @@ from decimal import Decimal
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from services.common.contracts.collections import Collection
 from services.common.contracts.statuses import DocumentStatus
 from services.common.documents.collections import (
     LAB_COLLECTION,
-    personal_collection,
-    project_collection,
 )
 from services.common.models import Document, SpendRecord
 from services.common.surveys import CHUNK_CHARS, CHUNKS_PER_PAPER, shape_for
@@ -39,9 +38,9 @@ class Calls:
 
 
 def library_papers(db: Session, *, user_id: uuid.UUID, project_id: uuid.UUID | None) -> int:
-    collections = [personal_collection(user_id), LAB_COLLECTION]
+    collections = [Collection.personal(user_id), LAB_COLLECTION]
     if project_id is not None:
-        collections.append(project_collection(project_id))
+        collections.append(Collection.project(project_id))
     return int(
         db.scalar(
             select(func.count())

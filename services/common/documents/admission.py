@@ -19,6 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.collections import Collection
 from services.common.contracts.statuses import DocumentStatus
 from services.common.db import transaction
 from services.common.models import Document
@@ -132,6 +133,5 @@ def register_document(
 
 
 def project_of(collection: str) -> uuid.UUID | None:
-    """``project:<id>`` → the id; a personal ``user:<id>`` collection → None."""
-    kind, _, ident = collection.partition(":")
-    return uuid.UUID(ident) if kind == "project" else None
+    """``project:<id>`` → the id; a personal or the lab collection → None."""
+    return Collection.parse(collection).project_id

@@ -11,19 +11,12 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.common.contracts.collections import Collection
 from services.common.models import Document, Project, ProjectMember, User
 
 # The lab-wide collection: every active user reads it and may add to it; only an
 # uploader or an admin removes from it (``may_remove``: it belongs to no project).
-LAB_COLLECTION = "lab"
-
-
-def personal_collection(user_id: uuid.UUID) -> str:
-    return f"user:{user_id}"
-
-
-def project_collection(project_id: uuid.UUID) -> str:
-    return f"project:{project_id}"
+LAB_COLLECTION = Collection.LAB
 
 
 def member_projects(db: Session, user_id: uuid.UUID) -> dict[str, uuid.UUID]:
@@ -40,13 +33,13 @@ def member_projects(db: Session, user_id: uuid.UUID) -> dict[str, uuid.UUID]:
     return projects
 
 
-def readable_collections(db: Session, user_id: uuid.UUID) -> list[str] | None:
+def readable_collections(db: Session, user_id: uuid.UUID) -> list[Collection] | None:
     """The user's collections, or None when no active user has this id."""
     user = db.get(User, user_id)
     if user is None or user.disabled:
         return None
-    projects = sorted({project_collection(p) for p in member_projects(db, user_id).values()})
-    return [personal_collection(user_id), *projects, LAB_COLLECTION]
+    projects = sorted({Collection.project(p) for p in member_projects(db, user_id).values()})
+    return [Collection.personal(user_id), *projects, LAB_COLLECTION]
 
 
 def may_remove(db: Session, *, user_id: uuid.UUID, doc: Document) -> bool:

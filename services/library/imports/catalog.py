@@ -14,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.common.bibliography import Entry, normalise_title
+from services.common.contracts.collections import Collection
 from services.common.contracts.statuses import DocumentStatus
 from services.common.models import Document
 
@@ -49,7 +50,7 @@ class Catalog:
         return self.by_title.get(entry.norm_title())
 
 
-def load_catalog(db: Session, *, collections: list[str], target: str) -> Catalog:
+def load_catalog(db: Session, *, collections: list[Collection], target: str) -> Catalog:
     """Every usable document of ``collections``; the target's own win ties, then the oldest."""
     rows = db.execute(
         select(Document.id, Document.collection, Document.doi, Document.arxiv_id, Document.title)

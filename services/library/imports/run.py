@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.bibliography import Entry
+from services.common.contracts.collections import Collection
 from services.common.contracts.tasks import send_ingest
 from services.common.db import transaction
 from services.common.documents.collections import readable_collections
@@ -72,7 +73,7 @@ def _catalog(factory: sessionmaker[Session], lease: ImportClaim) -> Catalog | No
         if collections is None:
             return None
         if lease.collection not in collections:
-            collections.append(lease.collection)
+            collections.append(Collection.parse(lease.collection))
         return load_catalog(db, collections=collections, target=lease.collection)
 
 

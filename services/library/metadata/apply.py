@@ -20,12 +20,11 @@ from typing import Any, Protocol
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from services.common.contracts.collections import Collection
 from services.common.contracts.statuses import DocumentStatus
 from services.common.documents.collections import (
     LAB_COLLECTION,
     member_projects,
-    personal_collection,
-    project_collection,
 )
 from services.common.models import Document
 from services.library.metadata.identifiers import arxiv_from_filename, arxiv_year
@@ -71,8 +70,8 @@ def merged_fields(
 def readable_collections(db: Session, user_id: uuid.UUID) -> list[str]:
     projects = member_projects(db, user_id).values()
     return [
-        personal_collection(user_id),
-        *{project_collection(p) for p in projects},
+        Collection.personal(user_id),
+        *{Collection.project(p) for p in projects},
         LAB_COLLECTION,
     ]
 

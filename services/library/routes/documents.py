@@ -11,11 +11,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy import select
 
+from services.common.contracts.collections import Collection
 from services.common.contracts.errors import ServiceError
 from services.common.contracts.tasks import send_ingest
 from services.common.db import transaction
 from services.common.documents.admission import AdmissionFailed, admit_document
-from services.common.documents.collections import personal_collection
 from services.common.documents.intake import (
     read_json_body,
     receive_pdf,
@@ -64,14 +64,14 @@ def document_view(doc: Document) -> dict[str, Any]:
     }
 
 
-def _writable(who: Caller, collection: Any) -> str:
+def _writable(who: Caller, collection: Any) -> Collection:
     if collection is None or collection == "":
-        return personal_collection(who.user_id)
+        return Collection.personal(who.user_id)
     if not isinstance(collection, str):
         raise ServiceError(400, "invalid_request", "collection must be a string")
     if collection not in who.collections:
         raise ServiceError(403, "forbidden", f"no write access to collection {collection}")
-    return collection
+    return Collection.parse(collection)
 
 
 @router.post("", status_code=202, response_model=DocumentAccepted)

@@ -15,10 +15,10 @@ import uuid
 
 from celery import Celery
 
+from services.common.contracts.collections import Collection
 from services.common.contracts.tasks import send_ingest
 from services.common.documents.admission import AdmissionFailed, Admitted, admit_document
 from services.common.documents.blobs import BlobStore
-from services.common.documents.collections import personal_collection, project_collection
 from services.worker.tools.base import ToolContext, ToolError
 from services.worker.tools.ports import IngestQueue
 
@@ -46,9 +46,9 @@ def add_pdf_to_library(
     if ctx.db is None:
         raise ToolError("library_unconfigured", "this worker has no database for the library")
     if ctx.project_id:
-        collection = project_collection(uuid.UUID(ctx.project_id))
+        collection = Collection.project(uuid.UUID(ctx.project_id))
     else:
-        collection = personal_collection(uuid.UUID(ctx.user_id))
+        collection = Collection.personal(uuid.UUID(ctx.user_id))
     key = store.put(data)
     try:
         return admit_document(

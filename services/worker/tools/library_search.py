@@ -8,10 +8,9 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, Field
 
+from services.common.contracts.collections import Collection
 from services.common.documents.collections import (
     LAB_COLLECTION,
-    personal_collection,
-    project_collection,
 )
 from services.common.telemetry import inject_carrier
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
@@ -69,15 +68,15 @@ def search_library(
     # and project only narrow that set. The trace context makes the
     # library's spans part of this job's trace.
     base, token = ctx.library.url, ctx.library.internal_token
-    collections = [personal_collection(uuid.UUID(ctx.user_id)), LAB_COLLECTION]
+    collections = [Collection.personal(uuid.UUID(ctx.user_id)), LAB_COLLECTION]
     if ctx.project_id:
-        collections.append(project_collection(uuid.UUID(ctx.project_id)))
+        collections.append(Collection.project(uuid.UUID(ctx.project_id)))
     headers = {
         "X-Leaflab-Internal": str(token),
         "X-Leaflab-User": ctx.user_id,
         **inject_carrier(),
     }
-    params: dict[str, str | int | list[str]] = {
+    params: dict[str, str | int | list[str] | list[Collection]] = {
         "q": query,
         "mode": mode,
         "k": k,
