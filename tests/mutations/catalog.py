@@ -198,15 +198,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "a ledger write reads no access verdict for the next step",
         "services/worker/spine/recorder.py",
-        '                  {access_verdict(user="jobs.user_id", project="jobs.project_id")} AS access',
-        "                  'ok' AS access",
+        '{access_verdict(user="jobs.user_id", project="jobs.project_id")} AS access',
+        "'ok' AS access",
         ("tests/worker/test_project_memory.py", "-k", "running_job and removed"),
     ),
     Mutation(
         "the lease reads no access verdict: a slice starts for a removed member",
         "services/worker/spine/lease.py",
-        '              {access_verdict(user="jobs.user_id", project="jobs.project_id")} AS access',
-        "              'ok' AS access",
+        '{access_verdict(user="jobs.user_id", project="jobs.project_id")} AS access',
+        "'ok' AS access",
         ("tests/worker/test_project_memory.py", "-k", "queued_job_of_a_removed_member"),
     ),
     Mutation(

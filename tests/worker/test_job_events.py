@@ -8,6 +8,7 @@ that follows it, and nothing twice. Against a real Redis stream.
 from __future__ import annotations
 
 import uuid
+from typing import cast
 
 import redis
 
@@ -17,7 +18,8 @@ from tests.conftest import Stack
 
 
 def _stream(client: redis.Redis, job_id: str) -> list[tuple[str, dict[str, object]]]:
-    entries = [decode_entry(i, f) for i, f in client.xrange(stream_key(job_id))]
+    raw = cast("list[tuple[bytes, dict[bytes, bytes]]]", client.xrange(stream_key(job_id)))
+    entries = [decode_entry(i, f) for i, f in raw]
     return [(e["type"], e["data"]) for e in entries]
 
 
