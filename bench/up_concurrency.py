@@ -24,25 +24,54 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
-from bench.stack_cpu import leaflab_cpu_s, stack_ledger
+from bench.stack_cpu import leaflab_cpu_s, role_of, stack_ledger
 from tests.cli.up_harness import kill_group, new_home, remove, start_up, stop
 from tests.fixtures.processes import free_port
 
 CORES = len(os.sched_getaffinity(0))
+WORKER_ROLE = "agent workers"
 
 
 def script(calls: int, latency_ms: int) -> dict[str, Any]:
     todo = {"name": "todo", "arguments": {"items": [{"content": "read", "status": "completed"}]}}
     rounds: list[dict[str, Any]] = [{"tool_calls": [todo]} for _ in range(calls - 1)]
     return {"latency_ms": latency_ms, "replies": [*rounds, {"content": "done"}]}
+
+
+def _profile_workers(root: int, out: str) -> list[subprocess.Popen[bytes]]:
+    """py-spy (``--gil``: the samples where a thread holds the GIL, raw collapsed stacks)
+    on every agent worker process under the stack, until :func:`_stop_profiles`."""
+    py_spy = str(Path(sys.executable).parent / "py-spy")
+    workers = [
+        p.pid
+        for p in psutil.Process(root).children(recursive=True)
+        if role_of(p.cmdline()) == WORKER_ROLE
+    ]
+    procs = []
+    for n, pid in enumerate(workers):
+        argv = [py_spy, "record", "--pid", str(pid), "--rate", "250", "--gil",
+                "--format", "raw", "-o", f"{out}.{n}" if n else out]  # fmt: skip
+        procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return procs
+
+
+def _stop_profiles(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        proc.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+    for proc in procs:
+        proc.wait(timeout=60)
 
 
 def _wait(client: httpx.Client, job_id: str, timeout_s: float) -> dict[str, Any]:
@@ -127,6 +156,7 @@ def run_once(
             first = client.post("/v1/jobs", json={"kind": "turn", "input": {"content": "w"}})
             _wait(client, str(first.json()["id"]), 300)
             ledger = stack_ledger(stack.proc.pid)
+            profiles = _profile_workers(stack.proc.pid, args.profile) if args.profile else []
             ledger.start()
             started = time.monotonic()
 
@@ -142,6 +172,7 @@ def run_once(
                     done = _wait_all(client, ids, 1800)
             took = time.monotonic() - started
             cpu = ledger.stop()
+            _stop_profiles(profiles)
         failed = [j["status"] for j in done if j["status"] != "succeeded"]
         if failed:
             raise RuntimeError(f"{len(failed)} jobs did not succeed: {failed[:5]}")
@@ -200,6 +231,12 @@ def main(argv: list[str] | None = None) -> None:
         "(e.g. '--workers 1', the shape before the defaults were derived)",
     )
     parser.add_argument("--timeline", help="write the capped run's jobs (times) to this file")
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="py-spy --gil on the agent worker(s) during each batch, raw collapsed stacks "
+        "to FILE (FILE.1 … for more workers; the last run's are kept)",
+    )
     args = parser.parse_args(argv)
     import tempfile
 

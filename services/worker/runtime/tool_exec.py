@@ -84,7 +84,7 @@ class ToolStepRunner:
     def _begin(self, **fields: Any) -> None:
         step = StepWrite(status=StepStatus.RUNNING, **fields)
         done = record(self.deps.writer, self.lease, session_id=self.who.session_id, step=step)
-        self.state.cancel_requested |= done.cancel_requested
+        self.state.saw(done)
         self.state.started(**fields)
 
     def run(self, round_no: int, call: ToolCallSpec, existing: StepView | None) -> None:
@@ -357,7 +357,7 @@ class ToolStepRunner:
         done = record(
             self.deps.writer, self.lease, session_id=self.who.session_id, step=step, message=message
         )
-        self.state.cancel_requested |= done.cancel_requested
+        self.state.saw(done)
         if fresh is not None:
             self.state.started(**fresh, **outcome)
         else:

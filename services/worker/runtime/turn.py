@@ -116,7 +116,9 @@ class TurnRunner:
         cancel = bool(job.cancel_requested)
         self.prompt = job_prompt(db, self.deps.settings, job, history, steps)
         self.system_prompt = self.prompt.system.text
-        return TurnState(steps=steps, history=history, cancel_requested=cancel)
+        return TurnState(
+            steps=steps, history=history, cancel_requested=cancel, access=self.lease.access
+        )
 
     def run(self, deadline: float) -> Outcome:
         first = True
@@ -128,8 +130,12 @@ class TurnRunner:
             first = False
             if self.state.cancel_requested:
                 return self._finish(JobStatus.CANCELLED, error="cancelled by user")
-            if (stop := stop_if_revoked(self.deps, self.lease, self.events, self.who)) is not None:
-                return stop  # before each step: removed from the project, or disabled
+            # Before each step: removed from the project, or disabled. The verdict was
+            # read by the statement that ended the last step (or took the lease).
+            verdict = self.state.take_access()
+            stop = stop_if_revoked(self.deps, self.lease, self.events, self.who, verdict=verdict)
+            if stop is not None:
+                return stop
             steps = self.state.steps
             plan = self._plan(steps)
             if plan.action == "fail":
@@ -340,7 +346,7 @@ class TurnRunner:
             settle=settle,
         )
         failpoint("model.after_record")
-        self.state.cancel_requested |= done.cancel_requested
+        self.state.saw(done)
         self.state.started(
             key,
             kind="llm",

@@ -129,7 +129,7 @@ def _run_slice(deps: RuntimeDeps, lease: Lease, runners: JobRunners) -> Outcome:
         # Which worker ran this slice: a job hops between workers and hosts.
         span.set_attribute("leaflab.worker.id", deps.settings.worker_id)
         # Before anything reads project state (a turn's prompt reads project memory).
-        stopped = stop_if_revoked(deps, lease, events, job)
+        stopped = stop_if_revoked(deps, lease, events, job, verdict=lease.access)
         runner = runners.get(job.kind)
         if stopped is not None:
             outcome = stopped

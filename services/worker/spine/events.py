@@ -26,19 +26,28 @@ class JobEvents:
         self._ttl_renewed = False
 
     def emit(self, event_type: str, data: dict[str, Any]) -> None:
-        self.flush_tokens()
-        self._publish(event_type, data, renew=event_type == "final")
+        # Tokens still buffered go first, in the same round trip (a model reply's
+        # last tokens and the ``model`` event after it: one XADD pipeline, not two).
+        self._publish([*self._take_tokens(), (event_type, data)], renew=event_type == "final")
 
     def emit_final(self, events: list[tuple[str, dict[str, Any]]]) -> None:
         """The slice's last events, in one round trip, renewing the stream's expiry."""
-        self.flush_tokens()
-        if self._publisher.publish_many(self._job_id, events, refresh_ttl=True):
+        self._publish([*self._take_tokens(), *events], renew=True)
+
+    def _publish(self, events: list[tuple[str, dict[str, Any]]], *, renew: bool = False) -> None:
+        renew = renew or not self._ttl_renewed
+        if self._publisher.publish_many(self._job_id, events, refresh_ttl=renew) and renew:
             self._ttl_renewed = True
 
-    def _publish(self, event_type: str, data: dict[str, Any], *, renew: bool = False) -> None:
-        renew = renew or not self._ttl_renewed
-        if self._publisher.publish(self._job_id, event_type, data, refresh_ttl=renew) and renew:
-            self._ttl_renewed = True
+    def _take_tokens(self) -> list[tuple[str, dict[str, Any]]]:
+        """The buffered token deltas as one ``token`` event (none when empty)."""
+        with self._lock:
+            if not self._buffer:
+                return []
+            text = "".join(self._buffer)
+            self._buffer.clear()
+            self._last_flush = time.monotonic()
+        return [("token", {"text": text})]
 
     def token(self, delta: str) -> None:
         with self._lock:
@@ -48,10 +57,5 @@ class JobEvents:
             self.flush_tokens()
 
     def flush_tokens(self) -> None:
-        with self._lock:
-            if not self._buffer:
-                return
-            text = "".join(self._buffer)
-            self._buffer.clear()
-            self._last_flush = time.monotonic()
-        self._publish("token", {"text": text})
+        if tokens := self._take_tokens():
+            self._publish(tokens)

@@ -23,6 +23,7 @@ from services.common.models import Job
 from services.common.one_statement import OneStatement, transaction
 from services.common.periodic import Periodic
 from services.worker.spine.admission import ADMISSIBLE, EARLIER_IN_SESSION, admit, mark_waiting
+from services.worker.spine.membership import access_verdict
 
 
 class LeaseLost(Exception):
@@ -50,6 +51,9 @@ class Lease:
     # The job row as the lease's UPDATE left it (detached): the slice starts from
     # it instead of reading the row again.
     job: Job | None = field(default=None, repr=False, compare=False)
+    # Whether the job's user may act in its project, read by the lease's UPDATE
+    # (``membership.access_verdict``); None: not read (a lease made by hand).
+    access: str | None = None
 
 
 ACQUIRE_SQL = text(
@@ -70,7 +74,9 @@ ACQUIRE_SQL = text(
        AND status IN ('queued', 'running')
        AND (lease_until IS NULL OR lease_until < now())
        AND {ADMISSIBLE}
-    RETURNING jobs.*, {EARLIER_IN_SESSION.format(j="jobs")} AS behind_earlier
+    RETURNING jobs.*, {EARLIER_IN_SESSION.format(j="jobs")} AS behind_earlier,
+              -- The slice's first access check, in this statement (dispatch.py).
+              {access_verdict(user="jobs.user_id", project="jobs.project_id")} AS access
     """
 )
 _ACQUIRE = OneStatement(ACQUIRE_SQL)
@@ -99,6 +105,7 @@ def acquire(
         return None
     columns = row._asdict()
     behind = bool(columns.pop("behind_earlier"))
+    access = str(columns.pop("access"))
     return Lease(
         job_id=job_id,
         fence=int(row.fence),
@@ -107,6 +114,7 @@ def acquire(
         lost_slices=int(row.lost_slices),
         behind_earlier=behind,
         job=Job(**columns),
+        access=access,
     )
 
 

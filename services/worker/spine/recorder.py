@@ -1,11 +1,12 @@
 """The only writer of ledger steps: one write = one SQL statement = one round trip.
 
-A step's record, the message it adds to the session, the job's usage and the
-fence check all go into one statement of data-modifying CTEs, run in
-autocommit: Postgres executes a single statement atomically, so there is no
-BEGIN/COMMIT round trip and no window between checking the fence and writing.
-If the fence is stale the ``jobs`` CTE matches no row and nothing else is
-written (every other CTE depends on it).
+A step's record, the message it adds to the session, the job's usage, the
+fence check and the next step's access check (``membership.access_verdict``) all
+go into one statement of data-modifying CTEs, run in autocommit: Postgres
+executes a single statement atomically, so there is no BEGIN/COMMIT round trip
+and no window between checking the fence and writing. If the fence is stale the
+``jobs`` CTE matches no row and nothing else is written (every other CTE depends
+on it).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from services.worker.spine.budget.reservation import (
     count_overrun,
 )
 from services.worker.spine.lease import Lease, LeaseLost
+from services.worker.spine.membership import access_verdict
 
 RECORD_SQL = text(
     f"""
@@ -50,7 +52,9 @@ RECORD_SQL = text(
                    SELECT 1 FROM job_steps WHERE job_id = :job_id AND step_key = :key
                ) THEN 0 ELSE 1 END
          WHERE id = :job_id AND fence = :fence
-        RETURNING cancel_requested, step_seq
+        RETURNING cancel_requested, step_seq,
+                  -- The next step's access check, read at this step boundary (turn.py).
+                  {access_verdict(user="jobs.user_id", project="jobs.project_id")} AS access
     ), st AS (
         INSERT INTO job_steps (id, job_id, seq, step_key, kind, name, round, tool_call_id,
                                status, arguments, intent, result, error, executions, fence,
@@ -88,6 +92,7 @@ RECORD_SQL = text(
         RETURNING seq
     ), {SETTLE_CTES}
     SELECT (SELECT cancel_requested FROM j) AS cancel,
+           (SELECT access FROM j) AS access,
            (SELECT seq FROM m) AS seq,
            (SELECT count(*) FROM st) AS steps,
            (SELECT fence FROM jobs WHERE id = :job_id) AS current_fence,
@@ -146,6 +151,9 @@ class UsageDelta:
 class Recorded:
     cancel_requested: bool
     message: Message | None
+    # Whether the job's user may still act in its project, as this write read it
+    # (``membership.access_verdict``).
+    access: str | None = None
 
 
 def _json(value: Any) -> str | None:
@@ -233,7 +241,7 @@ def record(
             tool_call_id=msg.tool_call_id,
             name=msg.name,
         )
-    return Recorded(cancel_requested=bool(row.cancel), message=stored)
+    return Recorded(cancel_requested=bool(row.cancel), message=stored, access=str(row.access))
 
 
 def record_failed_llm(

@@ -16,7 +16,7 @@ from services.worker.spine.deps import RuntimeDeps
 from services.worker.spine.events import JobEvents
 from services.worker.spine.finish import finish_slice
 from services.worker.spine.lease import Lease
-from services.worker.spine.membership import access_now
+from services.worker.spine.membership import access_now, revoked_reason
 from services.worker.spine.outcome import Outcome
 
 REVOKED_EVENT = "access_revoked"
@@ -34,10 +34,17 @@ class Actor(Protocol):
 
 
 def stop_if_revoked(
-    deps: RuntimeDeps, lease: Lease, events: JobEvents, who: Actor
+    deps: RuntimeDeps, lease: Lease, events: JobEvents, who: Actor, *, verdict: str | None = None
 ) -> Outcome | None:
-    """End the job if its user may no longer act in its project; None when it may."""
-    reason = access_now(deps.writer, user_id=who.user_id, project_id=who.project_id).revoked
+    """End the job if its user may no longer act in its project; None when it may.
+
+    ``verdict``: the answer a statement at this step boundary already read
+    (``membership.access_verdict``: the lease, the last ledger write); None asks
+    Postgres now, in a statement of its own."""
+    if verdict is None:
+        reason = access_now(deps.writer, user_id=who.user_id, project_id=who.project_id).revoked
+    else:
+        reason = revoked_reason(verdict)
     if reason is None:
         return None
     events.emit(REVOKED_EVENT, {"reason": reason})

@@ -14,6 +14,7 @@ from typing import Any
 from services.common.contracts.statuses import StepStatus
 from services.common.models import Message
 from services.worker.spine.ledger import StepView
+from services.worker.spine.recorder import Recorded
 
 
 @dataclass
@@ -21,6 +22,20 @@ class TurnState:
     steps: dict[str, StepView]
     history: list[Message]
     cancel_requested: bool = False
+    # Whether the job's user may still act in its project, as the latest statement
+    # at a step boundary read it (the lease, then each ledger write); taken by the
+    # check before the next step, so a check never reuses an older answer.
+    access: str | None = None
+
+    def saw(self, done: Recorded) -> None:
+        """Note what a ledger write read back: a cancel request, the access verdict."""
+        self.cancel_requested |= done.cancel_requested
+        self.access = done.access
+
+    def take_access(self) -> str | None:
+        """The access verdict read since the last check, once (None: none since)."""
+        verdict, self.access = self.access, None
+        return verdict
 
     def started(self, key: str, **fields: Any) -> None:
         previous = self.steps.get(key)

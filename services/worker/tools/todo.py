@@ -8,15 +8,15 @@ event after it is committed.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import Counter
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from sqlalchemy.orm import Session
+from sqlalchemy import Engine, text
 
-from services.common.db import transaction
-from services.common.models.conversations import ChatSession
+from services.common.one_statement import OneStatement
 from services.worker.tools.base import Tool, ToolContext, ToolEffect, ToolError, ToolResult
 
 MAX_TODO_ITEMS = 20
@@ -25,6 +25,21 @@ REMINDER_AFTER_ROUNDS = 3
 STATUS_ORDER = ("completed", "in_progress", "pending")
 
 TodoStatus = Literal["pending", "in_progress", "completed"]
+
+# One autocommitted statement (was a transaction of a locking read and an update:
+# four round trips and the ORM's unit of work per call). The UPDATE takes the row
+# lock itself, so two concurrent todo calls on one session still serialize and the
+# last full list wins, as replacement semantics promise; only the session's owner,
+# and only while it is not deleted, matches a row.
+_SAVE = OneStatement(
+    text(
+        """
+        UPDATE sessions SET todos = CAST(:items AS jsonb)
+         WHERE id = :session_id AND user_id = :user_id AND deleted_at IS NULL
+        RETURNING id
+        """
+    )
+)
 
 
 class TodoItem(BaseModel):
@@ -133,9 +148,15 @@ class TodoTool(Tool[TodoArgs]):
             )
         session_id = _as_uuid(ctx.session_id, "session")
         user_id = _as_uuid(ctx.user_id, "user")
-        with transaction(factory) as db:
-            row = _owned_session(db, session_id, user_id)
-            row.todos = items
+        engine = factory.kw.get("bind")
+        assert isinstance(engine, Engine), "the worker's session factory is bound to its engine"
+        params = {"items": json.dumps(items), "session_id": session_id, "user_id": user_id}
+        if _SAVE.one(engine, params) is None:
+            raise ToolError(
+                "session_not_found",
+                f"session {session_id} was not found for this user; the todo list was not saved",
+                category="internal",
+            )
 
 
 def _as_uuid(value: str | None, what: str) -> uuid.UUID:
@@ -147,19 +168,6 @@ def _as_uuid(value: str | None, what: str) -> uuid.UUID:
             f"the job's {what} id {value!r} is not valid",
             category="internal",
         ) from None
-
-
-def _owned_session(db: Session, session_id: uuid.UUID, user_id: uuid.UUID) -> ChatSession:
-    # Row lock: two concurrent todo calls on one session serialize instead of
-    # interleaving; the last full list wins, as replacement semantics promise.
-    row = db.get(ChatSession, session_id, with_for_update=True)
-    if row is None or row.user_id != user_id or row.deleted_at is not None:
-        raise ToolError(
-            "session_not_found",
-            f"session {session_id} was not found for this user; the todo list was not saved",
-            category="internal",
-        )
-    return row
 
 
 def todo_tool() -> TodoTool:

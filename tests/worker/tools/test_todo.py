@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -120,6 +121,20 @@ class TestTodoPersisted:
             call(hostile, PLAN)
         assert err.value.code == "session_not_found"
         assert stored_todos(session_factory, other_session) == []
+
+    def test_a_deleted_session_is_refused(
+        self, session_ctx: ToolContext, session_factory: sessionmaker[Session]
+    ) -> None:
+        call(session_ctx, PLAN)
+        assert session_ctx.session_id is not None
+        with transaction(session_factory) as db:
+            row = db.get(ChatSession, uuid.UUID(session_ctx.session_id))
+            assert row is not None
+            row.deleted_at = datetime.now(UTC)
+        with pytest.raises(ToolError) as err:
+            call(session_ctx, [])
+        assert err.value.code == "session_not_found"
+        assert stored_todos(session_factory, session_ctx.session_id) == PLAN
 
     def test_missing_factory_is_a_clear_error(self, session_ctx: ToolContext) -> None:
         with pytest.raises(ToolError) as err:
