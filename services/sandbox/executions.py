@@ -29,8 +29,9 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.contracts.statuses import EXECUTION_DONE, ExecutionStatus
-from services.common.db import autocommit, transaction
+from services.common.db import transaction
 from services.common.models.sandbox import SandboxExecution
+from services.sandbox.statement import autocommit_connection
 
 POLL_S = 0.2
 
@@ -93,8 +94,8 @@ def claim(
     # durable before anything runs, without the BEGIN and COMMIT round trips of a
     # transaction around it. A read that fails
     # takes the claim with it: nothing is claimed, nothing runs.
-    with autocommit(factory) as s:
-        row = s.execute(select(select(claimed.c.exec_key).scalar_subquery(), *reads)).one()
+    with autocommit_connection(factory) as conn:
+        row = conn.execute(select(select(claimed.c.exec_key).scalar_subquery(), *reads)).one()
     if row[0] is not None:
         return Claim(fresh=True, reads=tuple(row[1:]))
     return Claim(fresh=False, result=_await_existing(factory, key), reads=tuple(row[1:]))
@@ -152,8 +153,8 @@ def interrupt(factory: sessionmaker[Session], *, key: str, owner: str) -> dict[s
 
 def finish(factory: sessionmaker[Session], *, key: str, result: dict[str, Any]) -> None:
     """Store the result; committed asynchronously (see the module docstring)."""
-    with autocommit(factory) as s:  # one statement: it commits on its own
-        s.execute(
+    with autocommit_connection(factory) as conn:  # one statement: it commits on its own
+        conn.execute(
             update(SandboxExecution)
             .where(SandboxExecution.exec_key == key, _ASYNC_COMMIT)
             .values(status=ExecutionStatus.FINISHED, result=result, finished_at=datetime.now(UTC))

@@ -37,6 +37,7 @@ from services.common.db import autocommit
 from services.common.models import ChatSession, Job
 from services.common.workspace_usage import MB, directory_bytes, session_workspace
 from services.sandbox.settings import SandboxSettings
+from services.sandbox.statement import autocommit_connection
 
 QUOTA_KILL = "workspace_quota"
 
@@ -160,8 +161,8 @@ def user_sessions(factory: sessionmaker[Session], user_id: uuid.UUID | None) -> 
     """The user's session ids, read now (the after-check's view)."""
     if user_id is None:
         return []
-    with autocommit(factory) as s:  # a plain read: no BEGIN/ROLLBACK around it
-        return list(s.scalars(select(ChatSession.id).where(ChatSession.user_id == user_id)))
+    with autocommit_connection(factory) as conn:  # a plain read: no BEGIN/ROLLBACK around it
+        return list(conn.scalars(select(ChatSession.id).where(ChatSession.user_id == user_id)))
 
 
 def allowance(
