@@ -92,8 +92,8 @@ def claim(
     )
     # One statement that commits itself (and waits for the disk flush): the claim is
     # durable before anything runs, without the BEGIN and COMMIT round trips of a
-    # transaction around it. A read that fails
-    # takes the claim with it: nothing is claimed, nothing runs.
+    # transaction around it. A read that fails takes the claim with it: nothing is
+    # claimed, nothing runs.
     with autocommit_connection(factory) as conn:
         row = conn.execute(select(select(claimed.c.exec_key).scalar_subquery(), *reads)).one()
     if row[0] is not None:
@@ -162,9 +162,10 @@ def finish(factory: sessionmaker[Session], *, key: str, result: dict[str, Any]) 
 
 
 # Turns off the wait for the disk flush for the statement's own (implicit) transaction:
-# a flush costs 3-4 ms on these disks, a quarter of a warm exec. A condition on the
-# UPDATE because a self-committing statement has no transaction to SET LOCAL in, and a
-# session-wide SET would outlive it on the pooled connection (the claim needs the flush).
+# a flush costs 1-4 ms on these disks (more the busier the disk), a warm exec ~16.
+# A condition on the UPDATE because a self-committing statement has no transaction to
+# SET LOCAL in, and a session-wide SET would outlive it on the pooled connection (the
+# claim needs the flush).
 _ASYNC_COMMIT = func.set_config("synchronous_commit", "off", True).is_not(None)
 
 
