@@ -14,6 +14,11 @@ Needs PostgreSQL, Redis and Docker (scripts/ensure_docker.sh) and the image
 both unique to the run (bench/scratch_stack.py).
 
     .venv/bin/python bench/sandbox_latency.py [--n 40] [--concurrency 4]
+    .venv/bin/python bench/sandbox_latency.py --ab TREE,TREE[,...] [--n 100]
+
+``--ab`` compares code versions instead: one sandbox worker per source tree (a
+checkout or a ``git archive`` of a commit), each on its own queue, all at once;
+warm python and bash execs alternate between them, so load hits every tree alike.
 """
 
 from __future__ import annotations
@@ -90,25 +95,32 @@ def new_session(user_id: uuid.UUID) -> str:
 
 
 def start_worker(
-    spares: int, concurrency: int, *, runner: bool = True, janitor_s: float | None = None
+    spares: int,
+    concurrency: int,
+    *,
+    runner: bool = True,
+    janitor_s: float | None = None,
+    tree: Path = REPO,
+    queue: str = "sandbox",
 ) -> subprocess.Popen[bytes]:
     """A sandbox worker; ``janitor_s`` shortens the janitor's period (the spare case needs
     its spares refilled between execs), else the deployment's default holds."""
     env = {
         **os.environ,
         **({"LEAFLAB_SANDBOX_JANITOR_INTERVAL_S": str(janitor_s)} if janitor_s else {}),
+        "PYTHONPATH": str(tree),
         "LEAFLAB_SANDBOX_POOL_SPARES": str(spares),
         "LEAFLAB_SANDBOX_RUNNER": "true" if runner else "false",
     }
     proc = subprocess.Popen(
         celery_worker_argv(
             "services.sandbox.worker:app",
-            "sandbox",
+            queue,
             concurrency=concurrency,
             loglevel="WARNING",
             quiet_cluster=True,
         ),
-        cwd=REPO,
+        cwd=tree,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -150,11 +162,66 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=40)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--ab", default="", help="source trees to compare, comma-separated")
     args = parser.parse_args()
     home = Path(f"/tmp/leaflab-bench-sandbox-{os.getpid()}")
     with scratch_stack("sandbox") as scratch:
         prepare_env(home, scratch)
-        run(args)
+        if args.ab:
+            run_ab([Path(t).resolve() for t in args.ab.split(",")], args.n)
+        else:
+            run(args)
+
+
+def run_ab(trees: list[Path], n: int) -> None:
+    """Warm execs alternated between one worker per tree; p50 per tree and language."""
+    from services.common.celery_app import build_celery
+    from services.sandbox.settings import get_sandbox_settings
+
+    app = build_celery(get_sandbox_settings())
+    job_id, user_id = make_job()
+    workers = []
+    try:
+        sides = []
+        for i, tree in enumerate(trees):
+            queue = f"sandbox-ab-{i}"
+            workers.append(start_worker(1, 4, tree=tree, queue=queue))
+            sides.append((tree, queue, new_session(user_id)))
+        for _ in range(10):  # more sessions of the user: the disk check measures them
+            new_session(user_id)
+
+        def once(queue: str, session: str, language: str) -> float:
+            t0 = time.perf_counter()
+            r = app.send_task(
+                "sandbox.exec",
+                queue=queue,
+                kwargs={
+                    "tool_call_id": uuid.uuid4().hex,
+                    "job_id": job_id,
+                    "session_id": session,
+                    "language": language,
+                    "code": "print(1)" if language == "python" else "echo 1",
+                },
+            ).get(timeout=60)
+            assert r["stdout"] == "1\n", r
+            return (time.perf_counter() - t0) * 1000
+
+        for _tree, queue, session in sides:
+            for _ in range(3):
+                once(queue, session, "python")
+        samples: dict[tuple[Path, str], list[float]] = {}
+        print("load before", " ".join(open("/proc/loadavg").read().split()[:3]))
+        for i in range(n):
+            order = sides if i % 2 == 0 else sides[::-1]
+            for language in ("python", "bash"):
+                for tree, queue, session in order:
+                    samples.setdefault((tree, language), []).append(once(queue, session, language))
+        print("load after", " ".join(open("/proc/loadavg").read().split()[:3]))
+        for (tree, language), values in samples.items():
+            print(f"{str(tree):40s} {language:6s} {percentiles(values)}")
+    finally:
+        for worker in workers:
+            stop(worker)
 
 
 def run(args: argparse.Namespace) -> None:

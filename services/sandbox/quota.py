@@ -1,6 +1,7 @@
 """Absolute disk caps on workspaces: per workspace and per user, before, during, after an exec.
 
-Before an exec the workspace and its user's total are measured; one at its cap
+Before an exec the workspace and its user's total are measured (the user's
+sessions read in the exec's claim statement, see :func:`sessions_read`); one at its cap
 refuses the exec (``workspace_full`` / ``user_disk_full``, with the numbers).
 During it the backend's watchdog kills the run once the workspace passes
 :attr:`DiskAllowance.limit` (docker polls every second). After it, whatever
@@ -24,17 +25,19 @@ import stat
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import ARRAY, ColumnElement, Uuid, false, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.db import autocommit
 from services.common.models import ChatSession, Job
-from services.common.workspace_usage import MB, directory_bytes, user_workspaces_bytes
+from services.common.workspace_usage import MB, directory_bytes, session_workspace
 from services.sandbox.settings import SandboxSettings
+from services.sandbox.statement import autocommit_connection
 
 QUOTA_KILL = "workspace_quota"
 
@@ -145,23 +148,39 @@ def _uuid(raw: str | None) -> uuid.UUID | None:
         return None
 
 
+def sessions_read(user_id: uuid.UUID | None) -> ColumnElement[list[uuid.UUID]]:
+    """The user's session ids as one SQL value, for the exec's claim to read
+    (``executions.claim``'s ``reads``): no round trip of its own."""
+    ids = select(ChatSession.id).where(ChatSession.user_id == user_id)
+    if user_id is None:
+        ids = ids.where(false())
+    return func.array(ids.scalar_subquery(), type_=ARRAY(Uuid()))
+
+
+def user_sessions(factory: sessionmaker[Session], user_id: uuid.UUID | None) -> list[uuid.UUID]:
+    """The user's session ids, read now (the after-check's view)."""
+    if user_id is None:
+        return []
+    with autocommit_connection(factory) as conn:  # a plain read: no BEGIN/ROLLBACK around it
+        return list(conn.scalars(select(ChatSession.id).where(ChatSession.user_id == user_id)))
+
+
 def allowance(
-    factory: sessionmaker[Session],
-    settings: SandboxSettings,
-    workspace: Path,
-    user_id: uuid.UUID | None,
+    settings: SandboxSettings, workspace: Path, sessions: Iterable[uuid.UUID]
 ) -> DiskAllowance:
+    """Measure the workspace and the user's others (``sessions``: all of the user's)."""
     here = directory_bytes(workspace)
-    total = here
-    if user_id is not None:
-        with autocommit(factory) as s:
-            sizes = user_workspaces_bytes(s, settings.workspaces_dir, user_id)
-        # This workspace counts once, measured now (it may not be a session's).
-        total = here + sum(v for k, v in sizes.items() if str(k) != workspace.name)
+    # This workspace counts once, measured now (it may not be a session's); a session
+    # with no directory adds nothing.
+    others = sum(
+        directory_bytes(session_workspace(settings.workspaces_dir, sid))
+        for sid in sessions
+        if str(sid) != workspace.name
+    )
     return DiskAllowance(
         workspace_bytes=here,
         workspace_cap=settings.sandbox_workspace_max_mb * MB,
-        user_bytes=total,
+        user_bytes=here + others,
         user_cap=settings.sandbox_user_disk_max_mb * MB,
     )
 

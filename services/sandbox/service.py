@@ -20,11 +20,11 @@ from typing import Any, Literal
 
 import redis
 from pydantic import BaseModel, Field, ValidationError
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, false, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.common.contracts import keys
-from services.common.db import autocommit, build_engine, build_sessionmaker, transaction
+from services.common.db import build_engine, build_sessionmaker, transaction
 from services.common.events import EventPublisher
 from services.common.models.users import Project
 from services.common.periodic import Periodic
@@ -196,6 +196,8 @@ class SandboxRuntime:
                 self.inflight.remove(task_id)
 
     def _claim_and_run(self, payload: ExecPayload, key: str, timeout: float) -> dict[str, Any]:
+        owner = self.owners.of(payload.session_id, payload.job_id)
+        # What the exec needs from Postgres is read in the claim's statement: one round trip.
         claim = executions.claim(
             self.sessions,
             key=key,
@@ -203,21 +205,29 @@ class SandboxRuntime:
             tool_call_id=payload.tool_call_id,
             owner=self.owner,
             run_for_s=timeout + CLAIM_GRACE_S,
+            reads=(quota.sessions_read(owner), network_read(payload.project_id)),
         )
         if not claim.fresh:
             return {**(claim.result or {}), "replayed": True}
+        sessions, allow_network = claim.reads
         try:
-            result = self._execute(payload, timeout)
+            result = self._execute(payload, timeout, owner, sessions, bool(allow_network))
         except SandboxUnavailable as exc:
             executions.release(self.sessions, key=key)
             return error_result(exc.code, str(exc))
         executions.finish(self.sessions, key=key, result=result)
         return result
 
-    def _execute(self, payload: ExecPayload, timeout: float) -> dict[str, Any]:
+    def _execute(
+        self,
+        payload: ExecPayload,
+        timeout: float,
+        owner: uuid.UUID | None,
+        sessions: list[uuid.UUID],
+        allow_network: bool,
+    ) -> dict[str, Any]:
         workspace = self.workspace_for(payload)
-        owner = self.owners.of(payload.session_id, payload.job_id)
-        allowed = quota.allowance(self.sessions, self.settings, workspace, owner)
+        allowed = quota.allowance(self.settings, workspace, sessions)
         refused = allowed.refusal()
         if refused is not None:
             return refused
@@ -239,7 +249,7 @@ class SandboxRuntime:
             workspace=workspace,
             timeout_s=timeout,
             session_key=workspace.name,
-            allow_network=self.network_allowed(payload.project_id),
+            allow_network=allow_network,
             disk_limit_bytes=allowed.limit,
         )
         before = artifacts.snapshot(workspace) if workspace.exists() else {}
@@ -247,7 +257,7 @@ class SandboxRuntime:
         outcome = self.backend.execute(request, on_event)
         # Measured again: the user's other workspaces may have grown meanwhile (their
         # own execs ran beside this one), and the total holds whichever finished last.
-        now = quota.allowance(self.sessions, self.settings, workspace, owner)
+        now = quota.allowance(self.settings, workspace, quota.user_sessions(self.sessions, owner))
         disk, over = quota.enforce_after(workspace, sizes_before, now, outcome.killed_reason)
         if over and outcome.killed_reason is None:
             # Finished between two polls, but past the limit: killed for disk all the same.
@@ -294,14 +304,18 @@ class SandboxRuntime:
             name = f"scratch-{uuid.uuid4().hex}"
         return self.settings.workspaces_dir / name
 
-    def network_allowed(self, project_id: str | None) -> bool:
-        """Network is opt-in per project, read from Postgres (never from the caller)."""
-        if not project_id:
-            return False
-        try:
-            pid = uuid.UUID(project_id)
-        except ValueError:
-            return False
-        with autocommit(self.sessions) as s:
-            allow = s.scalar(select(Project.allow_network).where(Project.id == pid))
-            return bool(allow)
+
+def network_read(project_id: str | None) -> ColumnElement[bool]:
+    """Whether the project allows network, as one SQL value for the claim to read.
+
+    Network is opt-in per project, read from Postgres at each exec (never from the
+    caller, never cached): a project's change holds from its next exec on.
+    """
+    try:
+        pid = uuid.UUID(project_id) if project_id else None
+    except ValueError:
+        pid = None
+    if pid is None:
+        return false()
+    allowed = select(Project.allow_network).where(Project.id == pid).scalar_subquery()
+    return func.coalesce(allowed, false())

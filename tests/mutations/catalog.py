@@ -314,6 +314,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/sandbox/test_abuse.py", "-k", "no_network_egress"),
     ),
     Mutation(
+        "sandbox: the claim's statement reads none of the user's sessions",
+        "services/sandbox/quota.py",
+        "    if user_id is None:\n        ids = ids.where(false())",
+        "    if True:\n        ids = ids.where(false())",
+        ("tests/sandbox/test_disk_caps.py", "-k", "users_total"),
+    ),
+    Mutation(
+        "sandbox: the claim's statement reads no project's network policy",
+        "services/sandbox/service.py",
+        "    return func.coalesce(allowed, false())",
+        "    return false()",
+        ("tests/sandbox/test_claim_reads.py", "-k", "network"),
+    ),
+    Mutation(
         "exactly-once edits: an edit applied before a crash is applied again",
         "services/worker/tools/files/editing.py",
         '    return sha256_file(target) == intent["sha256"]',
