@@ -33,6 +33,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -158,6 +159,22 @@ def timed(fn: Callable[[], object], n: int, pause: float = 0.0) -> list[float]:
     return out
 
 
+def exec_print_one(app: Any, queue: str, job_id: str, session: str, language: str) -> None:
+    """One ``print(1)`` (or ``echo 1``) through the Celery hop, as an agent worker sends it."""
+    r = app.send_task(
+        "sandbox.exec",
+        queue=queue,
+        kwargs={
+            "tool_call_id": uuid.uuid4().hex,
+            "job_id": job_id,
+            "session_id": session,
+            "language": language,
+            "code": "print(1)" if language == "python" else "echo 1",
+        },
+    ).get(timeout=60)
+    assert r["stdout"] == "1\n", r
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=40)
@@ -192,18 +209,7 @@ def run_ab(trees: list[Path], n: int) -> None:
 
         def once(queue: str, session: str, language: str) -> float:
             t0 = time.perf_counter()
-            r = app.send_task(
-                "sandbox.exec",
-                queue=queue,
-                kwargs={
-                    "tool_call_id": uuid.uuid4().hex,
-                    "job_id": job_id,
-                    "session_id": session,
-                    "language": language,
-                    "code": "print(1)" if language == "python" else "echo 1",
-                },
-            ).get(timeout=60)
-            assert r["stdout"] == "1\n", r
+            exec_print_one(app, queue, job_id, session, language)
             return (time.perf_counter() - t0) * 1000
 
         for _tree, queue, session in sides:
@@ -236,18 +242,7 @@ def run(args: argparse.Namespace) -> None:
     job_id, user_id = make_job()
 
     def exec_once(session: str, language: str = "python") -> None:
-        r = app.send_task(
-            "sandbox.exec",
-            queue="sandbox",
-            kwargs={
-                "tool_call_id": uuid.uuid4().hex,
-                "job_id": job_id,
-                "session_id": session,
-                "language": language,
-                "code": "print(1)" if language == "python" else "echo 1",
-            },
-        ).get(timeout=60)
-        assert r["stdout"] == "1\n", r
+        exec_print_one(app, "sandbox", job_id, session, language)
 
     bare_flags = [
         "--network",

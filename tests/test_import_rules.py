@@ -37,6 +37,7 @@ from tests.fixtures.import_graph import (
     send_task_calls,
 )
 from tests.fixtures.redis_key_literals import redis_key_literals
+from tests.fixtures.source_tree import write_sources
 from tests.fixtures.status_literals import terminal_sets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -305,9 +306,7 @@ class TestRulesCanFail:
             f"{static}/contracts.js": f"const T = [{words}];\n",
             f"{static}/ok.js": 'const H = { failed: "failed", cancelled: "x" };\n',
         }
-        for rel, text in files.items():
-            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / rel).write_text(text)
+        write_sources(tmp_path, files)
         assert terminal_sets(tmp_path) == [
             "services/cli/watch.py:1",
             "services/worker/sweep.py:1",
@@ -329,9 +328,7 @@ class TestRulesCanFail:
                 'STATE = "leaflab.caller"\nNOTE = f"see leaflab:job:{1}"\n'
             ),
         }
-        for rel, text in files.items():
-            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / rel).write_text(text)
+        write_sources(tmp_path, files)
         assert redis_key_literals(tmp_path) == [
             "services/api/web/session.py:1",
             "services/common/events.py:3",

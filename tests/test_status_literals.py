@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.source_tree import write_sources
 from tests.fixtures.status_positions import status_literals
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,9 +54,7 @@ def test_the_checker_sees_a_literal(tmp_path: Path) -> None:
         ),
         "services/common/contracts/statuses.py": 'READY = f(status="ready")\n',
     }
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
+    write_sources(tmp_path, files)
     assert status_literals(tmp_path) == [
         "services/api/docs.py:1: 'ready'",
         "services/api/docs.py:2: 'metadata_only'",

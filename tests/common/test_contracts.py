@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Iterator
 from typing import Any, get_args
 
 import pytest
@@ -35,7 +34,6 @@ from services.common.contracts.statuses import (
 from services.common.contracts.write_js import rendered
 from services.common.events import EventPublisher, InvalidEvent, decode_entry
 from services.common.job_states import JOB_STATUSES, JobStatusName
-from tests.conftest import RedisDbs
 
 # What every emitter sends today (one of each), as workers and the API publish them.
 PUBLISHED: list[tuple[str, dict[str, Any]]] = [
@@ -141,13 +139,6 @@ class TestGeneratedJs:
     def test_the_schema_is_the_union_on_type(self) -> None:
         (schema,) = [json.loads(t) for p, t in rendered().items() if p.name == "events.schema.json"]
         assert set(schema["discriminator"]["mapping"]) == set(EVENT_TYPES)
-
-
-@pytest.fixture
-def redis(redis_dbs: RedisDbs) -> Iterator[Redis]:
-    client = Redis.from_url(redis_dbs.main)
-    yield client
-    client.close()
 
 
 class TestPublisher:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,7 +27,6 @@ from services.common.contracts.keys import document_stream
 from services.common.contracts.write_js import rendered
 from services.common.events import InvalidEvent, decode_entry
 from services.library.progress import DocumentProgress
-from tests.conftest import RedisDbs
 
 DOC = "9b2c1e9e-0000-4000-8000-000000000001"
 # What services/library/ingest.py sends (one of each), document_id added by the publisher.
@@ -100,13 +98,6 @@ class TestContract:
         (script,) = [t for p, t in rendered().items() if p.name == "contracts.js"]
         assert f"DOCUMENT_EVENT_TYPES: Object.freeze({json.dumps(DOCUMENT_EVENT_TYPES)})" in script
         assert '"document.parsed": {document_id: string, pages: number, chunks: number}' in script
-
-
-@pytest.fixture
-def redis(redis_dbs: RedisDbs) -> Iterator[Redis]:
-    client = Redis.from_url(redis_dbs.main)
-    yield client
-    client.close()
 
 
 class TestPublisher:
