@@ -12,13 +12,14 @@ from typing import cast
 
 import redis
 
-from services.common.events import EventPublisher, decode_entry, stream_key
+from services.common.contracts.keys import job_stream
+from services.common.events import EventPublisher, decode_entry
 from services.worker.spine.events import JobEvents
 from tests.conftest import Stack
 
 
 def _stream(client: redis.Redis, job_id: str) -> list[tuple[str, dict[str, object]]]:
-    raw = cast("list[tuple[bytes, dict[bytes, bytes]]]", client.xrange(stream_key(job_id)))
+    raw = cast("list[tuple[bytes, dict[bytes, bytes]]]", client.xrange(job_stream(job_id)))
     entries = [decode_entry(i, f) for i, f in raw]
     return [(e["type"], e["data"]) for e in entries]
 
@@ -39,7 +40,7 @@ class TestBufferedTokensGoFirst:
             ("token", {"text": "late"}),
             ("final", {"status": "succeeded"}),
         ]
-        assert client.ttl(stream_key(job_id)) > 0
+        assert client.ttl(job_stream(job_id)) > 0
 
     def test_no_tokens_no_token_event(self, stack: Stack) -> None:
         client = redis.Redis.from_url(stack.redis_url)
