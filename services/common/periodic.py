@@ -2,12 +2,12 @@
 
 Every background loop of Leaflab's processes (the job and document sweepers, both
 lease keepers, the sandbox janitor, the outage probe, the notification dispatchers,
-the capability recheck, the schedule loop) is a :class:`Periodic`, so each behaves
-the same way: the first tick comes one period after :meth:`Periodic.start`; a tick
-that raises is logged with what failed and the next one runs (a database or Redis
-blip never ends a loop); :meth:`Periodic.stop` ends the wait at once; and whether a
-tick runs once per cluster or once per process is decided where the loop is built
-(``cluster_lock``), not inside its body.
+the capability recheck, the schedule loop, the library store's page release) is a
+:class:`Periodic`, so each behaves the same way: the first tick comes one period
+after :meth:`Periodic.start`; a tick that raises is logged with what failed and the
+next one runs (a database or Redis blip never ends a loop); :meth:`Periodic.stop`
+ends the wait at once; and whether a tick runs once per cluster or once per process
+is decided where the loop is built (``cluster_lock``), not inside its body.
 """
 
 from __future__ import annotations

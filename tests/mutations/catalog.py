@@ -1230,6 +1230,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/library/test_document_events.py", "-k", "refuses"),
     ),
     Mutation(
+        "job events: the SSE route relays an entry the contract refuses",
+        "services/api/events/router.py",
+        "        check=parse_event,\n",
+        "",
+        ("tests/api/test_job_stream_contract.py",),
+    ),
+    Mutation(
         "pages: the survey report spells its own terminal statuses again",
         "services/api/web/static/surveys.report.js",
         "  const TERMINAL = LeaflabContracts.TERMINAL_STATUSES;",

@@ -9,6 +9,9 @@ event a client resumes from is no longer there — Redis restarted empty, or
 the stream was trimmed — the client gets an ``events_lost`` event telling it
 to reload the job, instead of a silent gap, and then whatever comes next.
 The follow loop is shared with the library's document events (``stream_follow.py``).
+Only entries the job event union accepts are relayed (``contracts/events.py``):
+a worker outside the test suite publishes an event that breaks the contract
+(logged there), and a reader skips it here rather than fold a shape it does not know.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from services.api.events.stream_access import stream_access
 from services.api.events.stream_follow import Finished, FollowedStream, ResumeFrom, follow
 from services.api.state import AppState
 from services.common.contracts import keys
+from services.common.contracts.events import JOB_TERMINAL, parse_event
 from services.common.models import TERMINAL_STATUSES, Job
 
 router = APIRouter(prefix="/v1/jobs", tags=["events"], responses=error_responses(401, 404, 422))
@@ -68,12 +72,13 @@ def _job_stream(request: Request, state: AppState, job_id: str, start: str) -> F
     return FollowedStream(
         key=keys.job_stream(job_id),
         start=start,
-        terminal=frozenset({"final"}),
+        terminal=JOB_TERMINAL,
         reload_hint=f"the job: GET /v1/jobs/{job_id}",
         finished=finished,
         still_allowed=stream_access(
             request, state, lambda db, caller: visible_job(db, caller.user, job_id)
         ),
+        check=parse_event,
     )
 
 

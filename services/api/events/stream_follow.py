@@ -17,7 +17,7 @@ Access is re-checked while the stream runs (``stream_access.py``): at least ever
 ``sse_access_check_s``, busy or quiet, before anything more is sent; a refusal
 ends the stream with an ``access_revoked`` event.
 
-A stream given a contract (``FollowedStream.check``: the document route's) relays
+A stream given a contract (``FollowedStream.check``: both routes give one) relays
 only the entries it accepts: one it refuses is logged and skipped, never sent, and
 a refused terminal type does not end the stream (the row's ``finished`` does). The
 job route gives none: its publishers outside tests publish a malformed event on

@@ -220,6 +220,9 @@ JobEvent = Annotated[
 ]
 JOB_EVENT: TypeAdapter[JobEvent] = TypeAdapter(JobEvent)
 
+# The event a job's stream ends with: a reader that got it has everything.
+JOB_TERMINAL: frozenset[str] = frozenset({"final"})
+
 # Every type name, sorted (the browser subscribes to these).
 EVENT_TYPES: tuple[str, ...] = tuple(sorted(JOB_EVENT.json_schema()["discriminator"]["mapping"]))
 

@@ -20,6 +20,8 @@ import sys
 import threading
 from pathlib import Path
 
+from services.common.periodic import STOP, Periodic
+
 log = logging.getLogger(__name__)
 
 MADV_DONTNEED = 4
@@ -48,32 +50,32 @@ def release(root: Path) -> int:
 
 
 class PageRelease:
-    """A daemon thread that calls :func:`release` every ``interval_s``, holding
+    """A :class:`Periodic` that calls :func:`release` every ``interval_s``, holding
     ``lock`` (the store's): a mapping read from ``/proc/self/maps`` must not be
     unmapped and its range reused before the ``madvise`` — Edge maps and unmaps
-    its files inside its calls, which that lock serialises."""
+    its files inside its calls, which that lock serialises. Once per process (each
+    process has its own mappings); ``interval_s`` 0 turns it off."""
 
     def __init__(self, root: Path, interval_s: float, lock: threading.RLock) -> None:
         self.root = root
         self.interval_s = interval_s
         self._lock = lock
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="library-pages", daemon=True)
+        self._loop = Periodic(
+            "library-pages", interval_s, self._tick, failure="library: store pages not released"
+        )
 
     def start(self) -> None:
         if self.interval_s > 0:
-            self._thread.start()
+            self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)
+        self._loop.stop()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                with self._lock:
-                    release(self.root)
-            except OSError:  # /proc unreadable (a sandbox): resident pages stay, nothing else
-                log.warning("library: store pages not released", exc_info=True)
-                return
+    def _tick(self) -> bool | None:
+        try:
+            with self._lock:
+                release(self.root)
+        except OSError:  # /proc unreadable (a sandbox): resident pages stay, nothing else
+            log.warning("library: store pages not released", exc_info=True)
+            return STOP
+        return None
