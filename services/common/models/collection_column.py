@@ -1,0 +1,44 @@
+"""The column type of every ``collection`` column: text in SQL, a ``Collection`` in Python.
+
+Guarantee: a row's collection is checked before the statement is sent (an INSERT,
+an UPDATE or a filter's parameter), and a value ``Collection.parse`` refuses
+raises ``ValueError`` naming the column, so a malformed collection never becomes
+a row that no reader can match; every value read back is a ``Collection``.
+
+Why a ``TypeDecorator`` rather than a ``@validates`` hook: it also checks the
+parameters of ``where(Document.collection == ...)`` and ``.in_(...)`` and the
+values of Core ``insert()``/``update()`` statements, which skip ORM attribute
+events; and the SQL type is unchanged (``VARCHAR(100)``), so no migration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Dialect, String
+from sqlalchemy.types import TypeDecorator
+
+from services.common.contracts.collections import Collection
+
+
+class CollectionText(TypeDecorator[Collection]):
+    """``VARCHAR(100)`` holding a collection's storage text; ``column`` names it in errors."""
+
+    impl = String(100)
+    cache_ok = True
+
+    def __init__(self, column: str) -> None:
+        super().__init__()
+        # Part of the statement cache key (cache_ok): a plain hashable string.
+        self.column = column
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        if value is None:
+            return None
+        try:
+            return Collection.parse(value).key
+        except ValueError as exc:
+            raise ValueError(f"{self.column}: {exc}") from None
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Collection | None:
+        return None if value is None else Collection.parse(value)
