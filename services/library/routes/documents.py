@@ -104,7 +104,12 @@ async def add_document(request: Request, who: CallerDep, runtime: RuntimeDep) ->
 
 
 def _register_and_queue(
-    runtime: LibraryRuntime, who: Caller, key: str, name: str, collection: str, url: str | None
+    runtime: LibraryRuntime,
+    who: Caller,
+    key: str,
+    name: str,
+    collection: Collection,
+    url: str | None,
 ) -> DocumentAccepted:
     try:
         admitted = admit_document(
