@@ -1333,6 +1333,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            return str(value)\n",
         ("tests/common/test_collection_column.py", "-k", "malformed"),
     ),
+    Mutation(
+        "library uploads: a malformed collection is a 403 (no reason given), not a 422",
+        "services/library/routes/documents.py",
+        '        raise ServiceError(422, "invalid_request", str(exc)) from None',
+        '        raise ServiceError(403, "forbidden", "no write access") from None',
+        ("tests/library/test_collection_input.py", "-k", "upload"),
+    ),
 )
 
 
