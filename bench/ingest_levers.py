@@ -29,6 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from services.common.contracts.collections import Collection
 from services.library.chunking import Chunk, chunk_blocks
 from services.library.embedding import embedder_from_settings
 from services.library.indexing import index_chunks
@@ -85,7 +86,7 @@ def run_variant(name: str, pdfs: list[Path]) -> dict[str, Any]:
                 chunks += index_chunks(
                     doc_chunks,
                     document_id=pdf.stem,
-                    collection="bench",
+                    collection=Collection.LAB,  # a throw-away store: any valid one
                     title=title,
                     filename=pdf.name,
                     embedder=embedder,

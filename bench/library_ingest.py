@@ -18,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from services.common.contracts.collections import Collection
 from services.library.chunking import chunk_blocks
 from services.library.embedding import embedder_from_settings
 from services.library.indexing import index_chunks
@@ -53,7 +54,7 @@ def main() -> None:
             chunks += index_chunks(
                 doc_chunks,
                 document_id=pdf.stem,
-                collection="bench",
+                collection=Collection.LAB,  # a throw-away store: any valid one
                 title=title,
                 filename=pdf.name,
                 embedder=embedder,

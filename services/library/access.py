@@ -28,7 +28,7 @@ class Caller:
     user_id: uuid.UUID
     collections: list[Collection]
 
-    def narrowed(self, wanted: list[str]) -> list[str]:
+    def narrowed(self, wanted: list[Collection]) -> list[str]:
         """Only the wanted collections the caller may read (all of them if none wanted)."""
         if not wanted:
             return list[str](self.collections)

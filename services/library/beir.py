@@ -8,12 +8,14 @@ import json
 import math
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from services.common.contracts.collections import Collection
 from services.library.chunking import Chunk, chunk_blocks
 from services.library.embedding import CachedEmbedder, Embedder, embedder_from_settings
 from services.library.indexing import embed_text, index_chunks
@@ -23,7 +25,10 @@ from services.library.settings import LibrarySettings
 from services.library.store.base import Hit, VectorStore
 from services.library.store.factory import open_store
 
-SCRATCH = "eval:scratch"
+# The throw-away store's one collection: a valid one (the nil UUID's personal
+# library, which no member has), so the evaluation indexes and filters exactly as
+# ingestion does, through the same ``Collection``-typed path.
+SCRATCH = Collection.personal(uuid.UUID(int=0))
 
 
 @dataclass

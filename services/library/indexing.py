@@ -16,6 +16,7 @@ from typing import cast
 
 import numpy as np
 
+from services.common.contracts.collections import Collection
 from services.library.chunking import Chunk
 from services.library.embedding import Embedder
 from services.library.lexical import Bm25Encoder
@@ -46,7 +47,7 @@ def _points(
     vectors: np.ndarray,
     *,
     document_id: str,
-    collection: str,
+    collection: Collection,
     title: str,
     filename: str | None,
     encoder: Bm25Encoder,
@@ -84,7 +85,7 @@ def index_chunks(
     chunks: list[Chunk],
     *,
     document_id: str,
-    collection: str,
+    collection: Collection,
     title: str,
     filename: str | None,
     embedder: Embedder,

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.collections import Collection
 from services.common.contracts.statuses import (
     DOCUMENT_IN_FLIGHT,
     DOCUMENT_INGESTED,
@@ -38,7 +39,7 @@ DOCUMENTS = RowLease(Document, in_flight=IN_FLIGHT, what="document")
 class Claim:
     owner: str
     document_id: uuid.UUID
-    collection: str
+    collection: Collection
     content_hash: str
     filename: str | None
     source_url: str | None

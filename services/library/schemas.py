@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from services.common.contracts.collections import Collection
+
 
 class DocumentAccepted(BaseModel):
     id: str
@@ -20,7 +22,7 @@ class DocumentView(BaseModel):
     status: str
     error: str | None
     pages: int | None
-    collection: str
+    collection: Collection
     chunks: int | None
     source_url: str | None
     attempts: int

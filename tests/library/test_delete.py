@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.collections import Collection
 from services.common.models import Document, Project, ProjectMember
 from tests.library import hostile_pdfs
 from tests.library.api_app import api_client, bearer, new_email, user_with_key
@@ -169,7 +170,7 @@ class TestRefusals:
         with session_factory() as db, db.begin():
             user, key = user_with_key(db, new_email("refused"))
             busy = Document(
-                collection=f"user:{user.id}",
+                collection=Collection.personal(user.id),
                 owner_id=user.id,
                 content_hash=uuid.uuid4().hex,
                 filename="busy.pdf",

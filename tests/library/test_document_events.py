@@ -64,7 +64,7 @@ def people(session_factory: sessionmaker[Session]) -> dict[str, Any]:
 
 
 def _document(
-    factory: sessionmaker[Session], owner: uuid.UUID, collection: str, status: str, **kw: Any
+    factory: sessionmaker[Session], owner: uuid.UUID, collection: Collection, status: str, **kw: Any
 ) -> str:
     with factory() as db, db.begin():
         doc = Document(

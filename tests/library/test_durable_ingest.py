@@ -13,6 +13,7 @@ import pytest
 import redis
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.collections import Collection
 from services.common.documents.admission import register_document
 from services.common.documents.blobs import BlobStore
 from services.common.models import Document
@@ -85,7 +86,7 @@ def _stored_document(
             db,
             content_hash=key,
             filename=pdf.name,
-            collection=f"user:{owner}",
+            collection=Collection.personal(owner),
             owner_id=owner,
             project_id=None,
         )

@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.cli.ingest_progress import Upload, follow, local_pages
+from services.common.contracts.collections import Collection
 from services.common.contracts.keys import document_stream
 from services.common.documents.admission import register_document
 from services.common.documents.blobs import BlobStore
@@ -132,7 +133,7 @@ def _stored_document(
             db,
             content_hash=key,
             filename=pdf.name,
-            collection=f"user:{owner}",
+            collection=Collection.personal(owner),
             owner_id=owner,
             project_id=None,
         )

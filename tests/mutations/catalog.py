@@ -1333,6 +1333,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "                and_(m.lease_owner.is_not(None), m.lease_until > func.now()),",
         ("tests/library/test_row_lease.py", "-k", "stale"),
     ),
+    Mutation(
+        "collection columns: a malformed collection is written as it came (no reader matches it)",
+        "services/common/models/collection_column.py",
+        "            return Collection.parse(value).key\n",
+        "            return str(value)\n",
+        ("tests/common/test_collection_column.py", "-k", "malformed"),
+    ),
+    Mutation(
+        "library uploads: a malformed collection is a 403 (no reason given), not a 422",
+        "services/library/routes/documents.py",
+        '        raise ServiceError(422, "invalid_request", str(exc)) from None',
+        '        raise ServiceError(403, "forbidden", "no write access") from None',
+        ("tests/library/test_collection_input.py", "-k", "upload"),
+    ),
 )
 
 

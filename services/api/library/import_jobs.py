@@ -25,6 +25,7 @@ from services.api.library.schemas import (
     LibraryImportSummary,
 )
 from services.common.bibliography import Entry, ParsedBibliography
+from services.common.contracts.collections import Collection
 from services.common.contracts.errors import ServiceError
 from services.common.documents.admission import project_of
 from services.common.models import LibraryImport, LibraryImportEntry
@@ -42,7 +43,7 @@ def create_import(
     access: LibraryAccess,
     parsed: ParsedBibliography,
     filename: str,
-    collection: str,
+    collection: Collection,
     error: str | None = None,
 ) -> LibraryImport:
     """The import and its entries (flush only); ``done`` at once when nothing is pending

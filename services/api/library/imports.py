@@ -38,6 +38,7 @@ from services.api.state import AppState
 from services.common.bibliography import NotABibliography, ParsedBibliography, read_bibliography
 from services.common.bibliography.keys import make_key
 from services.common.bibliography.writer import render_bib
+from services.common.contracts.collections import Collection
 from services.common.contracts.errors import ServiceError
 from services.common.contracts.statuses import DocumentStatus
 from services.common.contracts.tasks import send_import
@@ -113,7 +114,7 @@ def _create_and_queue(
     access: LibraryAccess,
     parsed: ParsedBibliography,
     filename: str,
-    collection: str,
+    collection: Collection,
     error: str | None = None,
 ) -> LibraryImport:
     with state.session_factory() as db:

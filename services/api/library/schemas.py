@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from services.common.contracts.collections import Collection
+
 
 class LibraryDocumentAccepted(BaseModel):
     id: str
@@ -20,7 +22,7 @@ class LibraryDocument(BaseModel):
     status: str
     error: str | None = None
     pages: int | None = None
-    collection: str
+    collection: Collection
     # "personal", "lab" or "project <name>": filled in by the API for the caller.
     collection_name: str | None = None
     chunks: int | None = None
@@ -113,7 +115,7 @@ class LibraryImport(BaseModel):
     status: str
     format: str
     filename: str | None = None
-    collection: str
+    collection: Collection
     collection_name: str | None = None
     total: int
     done: int

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from services.api.library.access import LibraryAccess
 from services.api.library.schemas import LibraryDocumentAccepted
 from services.api.state import AppState
+from services.common.contracts.collections import Collection
 from services.common.contracts.errors import ServiceError
 from services.common.contracts.tasks import send_ingest
 from services.common.documents.admission import AdmissionFailed, admit_document
@@ -56,7 +57,7 @@ class Submitted:
 
     key: str
     name: str
-    collection: str
+    collection: Collection
     url: str | None
 
 

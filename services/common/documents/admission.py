@@ -34,7 +34,7 @@ _UNIQUE_VIOLATION = "23505"
 class Admitted:
     id: str
     status: DocumentStatus
-    collection: str
+    collection: Collection
     duplicate: bool  # the collection had this file already; nothing new was queued
 
 
@@ -57,7 +57,7 @@ def admit_document(
     *,
     content_hash: str,
     filename: str | None,
-    collection: str,
+    collection: Collection,
     owner_id: uuid.UUID,
     source_url: str | None = None,
 ) -> Admitted:
@@ -94,7 +94,7 @@ def register_document(
     *,
     content_hash: str,
     filename: str | None,
-    collection: str,
+    collection: Collection,
     owner_id: uuid.UUID,
     project_id: uuid.UUID | None,
     source_url: str | None = None,
@@ -132,6 +132,6 @@ def register_document(
     return doc, True
 
 
-def project_of(collection: str) -> uuid.UUID | None:
+def project_of(collection: Collection) -> uuid.UUID | None:
     """``project:<id>`` → the id; a personal or the lab collection → None."""
-    return Collection.parse(collection).project_id
+    return collection.project_id

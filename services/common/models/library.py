@@ -21,8 +21,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
+from services.common.contracts.collections import Collection
 from services.common.contracts.statuses import DOCUMENT_SETTLED, DocumentStatus, sql_list
 from services.common.models.base import Base, Timestamped, new_id
+from services.common.models.collection_column import CollectionText
 
 # metadata_only: a bibliography entry kept without a PDF (no passages, never
 # ingested); like ready and failed it is settled, out of the sweeper's sight.
@@ -43,8 +45,10 @@ class Document(Timestamped, Base):
     )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
-    # "project:<uuid>" or "user:<uuid>" (a member's personal library).
-    collection: Mapped[str] = mapped_column(String(100), index=True, nullable=False)
+    # A project's, a member's personal library or the lab's (contracts/collections.py).
+    collection: Mapped[Collection] = mapped_column(
+        CollectionText("documents.collection"), index=True, nullable=False
+    )
     project_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("projects.id", ondelete="CASCADE"), index=True
     )
@@ -107,7 +111,9 @@ class DocumentReference(Base):
         ForeignKey("documents.id", ondelete="CASCADE"), nullable=False
     )
     # The citing document's collection: links never cross collections.
-    collection: Mapped[str] = mapped_column(String(100), nullable=False)
+    collection: Mapped[Collection] = mapped_column(
+        CollectionText("document_references.collection"), nullable=False
+    )
     ordinal: Mapped[int] = mapped_column(Integer, nullable=False)
     text: Mapped[str] = mapped_column(Text, nullable=False)
     # Lower-case letters and digits, single spaces: what titles are matched in.

@@ -16,7 +16,9 @@ from sqlalchemy import DateTime, ForeignKey, Index, Integer, String, Text, Uniqu
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
+from services.common.contracts.collections import Collection
 from services.common.models.base import Base, Timestamped, new_id
+from services.common.models.collection_column import CollectionText
 
 IMPORT_QUEUED, IMPORT_RUNNING, IMPORT_DONE = "queued", "running", "done"
 IMPORT_STATUSES = (IMPORT_QUEUED, IMPORT_RUNNING, IMPORT_DONE)
@@ -43,7 +45,9 @@ class LibraryImport(Timestamped, Base):
         ForeignKey("users.id", ondelete="CASCADE"), index=True, nullable=False
     )
     # Where its documents go: "user:<id>", "project:<id>" or "lab".
-    collection: Mapped[str] = mapped_column(String(100), nullable=False)
+    collection: Mapped[Collection] = mapped_column(
+        CollectionText("library_imports.collection"), nullable=False
+    )
     project_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("projects.id", ondelete="CASCADE"), index=True
     )

@@ -24,7 +24,7 @@ MIN_TITLE_CHARS = 15
 
 @dataclass
 class Catalog:
-    target: str
+    target: Collection
     by_doi: dict[str, uuid.UUID] = field(default_factory=dict)
     by_arxiv: dict[str, uuid.UUID] = field(default_factory=dict)
     by_title: dict[str, uuid.UUID] = field(default_factory=dict)
@@ -50,7 +50,7 @@ class Catalog:
         return self.by_title.get(entry.norm_title())
 
 
-def load_catalog(db: Session, *, collections: list[Collection], target: str) -> Catalog:
+def load_catalog(db: Session, *, collections: list[Collection], target: Collection) -> Catalog:
     """Every usable document of ``collections``; the target's own win ties, then the oldest."""
     rows = db.execute(
         select(Document.id, Document.collection, Document.doi, Document.arxiv_id, Document.title)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.common.contracts.collections import Collection
 from services.common.db import transaction
 from services.common.models import LibraryImport
 from services.common.models.library_imports import IMPORT_IN_FLIGHT, IMPORT_RUNNING
@@ -29,7 +30,7 @@ class ImportClaim:
     owner: str
     import_id: uuid.UUID
     owner_id: uuid.UUID
-    collection: str
+    collection: Collection
     project_id: uuid.UUID | None
     attempt: int
 

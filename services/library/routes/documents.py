@@ -69,9 +69,15 @@ def _writable(who: Caller, collection: Any) -> Collection:
         return Collection.personal(who.user_id)
     if not isinstance(collection, str):
         raise ServiceError(400, "invalid_request", "collection must be a string")
-    if collection not in who.collections:
-        raise ServiceError(403, "forbidden", f"no write access to collection {collection}")
-    return Collection.parse(collection)
+    # Malformed text is the caller's bug (422, saying what is wrong), not a
+    # collection it lacks rights to: parse before the access check.
+    try:
+        target = Collection.parse(collection)
+    except ValueError as exc:
+        raise ServiceError(422, "invalid_request", str(exc)) from None
+    if target not in who.collections:
+        raise ServiceError(403, "forbidden", f"no write access to collection {target}")
+    return target
 
 
 @router.post("", status_code=202, response_model=DocumentAccepted)
@@ -104,7 +110,12 @@ async def add_document(request: Request, who: CallerDep, runtime: RuntimeDep) ->
 
 
 def _register_and_queue(
-    runtime: LibraryRuntime, who: Caller, key: str, name: str, collection: str, url: str | None
+    runtime: LibraryRuntime,
+    who: Caller,
+    key: str,
+    name: str,
+    collection: Collection,
+    url: str | None,
 ) -> DocumentAccepted:
     try:
         admitted = admit_document(
@@ -128,7 +139,7 @@ def _register_and_queue(
 def list_documents(
     who: CallerDep,
     runtime: RuntimeDep,
-    collection: Annotated[list[str] | None, Query()] = None,
+    collection: Annotated[list[Collection] | None, Query()] = None,
 ) -> dict[str, Any]:
     with transaction(runtime.session_factory) as db:
         docs = db.scalars(

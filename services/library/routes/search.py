@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from opentelemetry import trace
 
+from services.common.contracts.collections import Collection
 from services.common.contracts.errors import ServiceError
 from services.common.metrics import LIBRARY_SEARCH_DURATION
 from services.common.telemetry.names import SPAN_LIBRARY_SEARCH, TRACER_LIBRARY
@@ -31,7 +32,7 @@ def search(
     q: str = "",
     mode: str = "mix",
     k: int = 10,
-    collection: Annotated[list[str] | None, Query()] = None,
+    collection: Annotated[list[Collection] | None, Query()] = None,
     kind: str | None = None,
     document: Annotated[list[str] | None, Query()] = None,
 ) -> dict[str, Any]:
