@@ -1326,6 +1326,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "                and_(m.lease_owner.is_not(None), m.lease_until > func.now()),",
         ("tests/library/test_row_lease.py", "-k", "stale"),
     ),
+    Mutation(
+        "a session opened with its first message does not reserve that seq (two messages 1)",
+        "services/common/turns.py",
+        "        message_seq=FIRST_MESSAGE_SEQ if first_message else 0,",
+        "        message_seq=0,",
+        ("tests/common/test_session_numbering.py",),
+    ),
 )
 
 
