@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 import psutil
 
-from bench.stack_cpu import leaflab_cpu_s, role_of, stack_ledger
+from bench.stack_cpu import ROLES, leaflab_cpu_s, role_of, stack_ledger
 from tests.cli.up_harness import kill_group, new_home, remove, start_up, stop
 from tests.fixtures.processes import free_port
 
@@ -50,14 +50,12 @@ def script(calls: int, latency_ms: int) -> dict[str, Any]:
     return {"latency_ms": latency_ms, "replies": [*rounds, {"content": "done"}]}
 
 
-def _profile_workers(root: int, out: str) -> list[subprocess.Popen[bytes]]:
+def _profile_role(root: int, out: str, role: str) -> list[subprocess.Popen[bytes]]:
     """py-spy (``--gil``: the samples where a thread holds the GIL, raw collapsed stacks)
-    on every agent worker process under the stack, until :func:`_stop_profiles`."""
+    on every process of ``role`` under the stack, until :func:`_stop_profiles`."""
     py_spy = str(Path(sys.executable).parent / "py-spy")
     workers = [
-        p.pid
-        for p in psutil.Process(root).children(recursive=True)
-        if role_of(p.cmdline()) == WORKER_ROLE
+        p.pid for p in psutil.Process(root).children(recursive=True) if role_of(p.cmdline()) == role
     ]
     procs = []
     for n, pid in enumerate(workers):
@@ -156,7 +154,11 @@ def run_once(
             first = client.post("/v1/jobs", json={"kind": "turn", "input": {"content": "w"}})
             _wait(client, str(first.json()["id"]), 300)
             ledger = stack_ledger(stack.proc.pid)
-            profiles = _profile_workers(stack.proc.pid, args.profile) if args.profile else []
+            profiles = (
+                _profile_role(stack.proc.pid, args.profile, args.profile_role)
+                if args.profile
+                else []
+            )
             ledger.start()
             started = time.monotonic()
 
@@ -200,6 +202,11 @@ def run_once(
         # CPU per job, by role (the client's polling GETs included in the API's), and
         # the makespan this machine's cores allow for the stack's own CPU.
         "cpu_ms_per_job": {k: round(v * 1000 / args.jobs, 1) for k, v in cpu.items() if v},
+        # Of that, the kernel's (syscalls, socket I/O, thread hand-offs): work py-spy's
+        # GIL samples do not show.
+        "kernel_ms_per_job": {
+            k: round(v * 1000 / args.jobs, 1) for k, v in ledger.system_s.items() if cpu.get(k)
+        },
         "cpu_bound_s": round(leaflab_cpu_s(cpu) / CORES, 2),
         "handoff_gap_p50_ms": round(statistics.median(gaps) * 1000, 1) if gaps else None,
         "handoff_gap_p90_ms": round(sorted(gaps)[int(len(gaps) * 0.9)] * 1000, 1) if gaps else None,
@@ -236,6 +243,12 @@ def main(argv: list[str] | None = None) -> None:
         metavar="FILE",
         help="py-spy --gil on the agent worker(s) during each batch, raw collapsed stacks "
         "to FILE (FILE.1 … for more workers; the last run's are kept)",
+    )
+    parser.add_argument(
+        "--profile-role",
+        default=WORKER_ROLE,
+        choices=sorted({role for _, role in ROLES if "apart" not in role}),
+        help="which processes --profile samples (default: the agent workers)",
     )
     args = parser.parse_args(argv)
     import tempfile
@@ -277,6 +290,8 @@ def main(argv: list[str] | None = None) -> None:
             f"bounds the batch at {run['cpu_bound_s']} s on {CORES} cores "
             f"(makespan {run['makespan_s'] / max(run['cpu_bound_s'], 1e-9):.2f}x that)"
         )
+        kernel = run["kernel_ms_per_job"]
+        print(f"    of which in the kernel: {', '.join(f'{k} {v}' for k, v in kernel.items())}")
     print(json.dumps({"serial_s": serial, "load1": round(load, 1), "runs": runs}))
 
 

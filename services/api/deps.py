@@ -19,7 +19,10 @@ from services.common.contracts.errors import ServiceError
 from services.common.models import User
 
 
-def get_state(request: Request) -> AppState:
+# Dependencies that never block are ``async def``: FastAPI runs a plain ``def``
+# dependency on a threadpool thread, a hand-off that cost more CPU per request
+# than the dependency itself (bench/RESULTS.md, 2026-12-07 "apicpu").
+async def get_state(request: Request) -> AppState:
     state: AppState = request.app.state.leaflab
     return state
 
@@ -114,14 +117,14 @@ def bearer_token(request: Request) -> str:
 CurrentCaller = Annotated[Caller, Depends(current_caller)]
 
 
-def current_user(caller: CurrentCaller) -> User:
+async def current_user(caller: CurrentCaller) -> User:
     return caller.user
 
 
 CurrentUser = Annotated[User, Depends(current_user)]
 
 
-def admin_user(caller: CurrentCaller) -> User:
+async def admin_user(caller: CurrentCaller) -> User:
     """An admin using an unscoped key: a key limited to one project is never global."""
     if not caller.user.is_admin:
         raise ServiceError(403, "forbidden", "admin only")

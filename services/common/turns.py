@@ -38,9 +38,27 @@ class JobOrigin:
     schedule_slot: datetime | None = None
 
 
-def open_session(db: Session, *, origin: JobOrigin, title: str) -> ChatSession:
-    """A new session for a job submitted without one."""
-    session = ChatSession(user_id=origin.user_id, project_id=origin.project_id, title=title)
+# The seq of a session's first message.
+FIRST_MESSAGE_SEQ = 1
+
+
+def open_session(
+    db: Session, *, origin: JobOrigin, title: str, first_message: bool = False
+) -> ChatSession:
+    """A new session for a job submitted without one.
+
+    ``first_message``: the job about to be created opens it with a user message
+    (``create_queued_job(..., new_session=True)``). Its seq is handed out in the
+    session's own INSERT: nobody else can number a message in a session that is
+    not committed yet, so the ``UPDATE … RETURNING`` of ``next_message_seq`` (one
+    statement per submission) is not needed.
+    """
+    session = ChatSession(
+        user_id=origin.user_id,
+        project_id=origin.project_id,
+        title=title,
+        message_seq=FIRST_MESSAGE_SEQ if first_message else 0,
+    )
     db.add(session)
     db.flush()
     return session
@@ -55,8 +73,12 @@ def create_queued_job(
     session: ChatSession | None,
     max_turns: int,
     first_message: str | None = None,
+    new_session: bool = False,
 ) -> Job:
     """A ``queued`` job row and, for a job with a session, its opening user message.
+
+    ``new_session``: ``session`` was just opened with ``open_session(...,
+    first_message=True)``, which reserved the message's seq.
 
     Flushes only: the caller's transaction boundary commits, and the caller sends
     the Celery message after that commit (or the sweeper does).
@@ -83,7 +105,7 @@ def create_queued_job(
             Message(
                 session_id=session.id,
                 job_id=job.id,
-                seq=next_message_seq(db, session.id),
+                seq=FIRST_MESSAGE_SEQ if new_session else next_message_seq(db, session.id),
                 role="user",
                 content=first_message,
             )

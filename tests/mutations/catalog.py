@@ -1347,6 +1347,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         '        raise ServiceError(403, "forbidden", "no write access") from None',
         ("tests/library/test_collection_input.py", "-k", "upload"),
     ),
+    Mutation(
+        "a session opened with its first message does not reserve that seq (two messages 1)",
+        "services/common/turns.py",
+        "        message_seq=FIRST_MESSAGE_SEQ if first_message else 0,",
+        "        message_seq=0,",
+        ("tests/common/test_session_numbering.py",),
+    ),
 )
 
 

@@ -87,9 +87,11 @@ def submit_job(
     session's next user message; a survey starts with no message (the worker
     writes its opening prompt from ``job.input``); a batch has no session.
     """
+    new_session = session is None and kind == "turn"
     if session is None and kind != "batch":
         title = job_input.get("topic") or session_title(str(job_input.get("content", "")))
-        session = open_session(db, origin=_origin(user, project), title=title or "job")
+        origin = _origin(user, project)
+        session = open_session(db, origin=origin, title=title or "job", first_message=new_session)
     elif session is not None and kind == "turn" and session.title == DEFAULT_TITLE:
         # A session opened with no title (the chat page's "New session") is named
         # by its first message, so the sidebar tells sessions apart.
@@ -102,6 +104,7 @@ def submit_job(
         session=session,
         max_turns=max_turns,
         first_message=job_input["content"] if kind == "turn" else None,
+        new_session=new_session,
     )
     _enqueue_after_commit(db, celery, job.id)
     return job

@@ -92,9 +92,12 @@ class BatchRunner:
             origin=origin,
             kind="turn",
             job_input={"content": task["content"], "batch_index": index},
-            session=open_session(db, origin=origin, title=f"batch task {index + 1}"),
+            session=open_session(
+                db, origin=origin, title=f"batch task {index + 1}", first_message=True
+            ),
             max_turns=parent.max_turns,
             first_message=task["content"],
+            new_session=True,
         )
         # The step commits with the child, in this transaction: both or neither.
         record(

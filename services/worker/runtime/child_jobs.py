@@ -58,7 +58,10 @@ def spawn_child(
             trace_context=inject_carrier() or parent.trace_context,
         )
         session = open_session(
-            db, origin=origin, title=f"subagent: {child_input['content'][:TITLE_CHARS]}"
+            db,
+            origin=origin,
+            title=f"subagent: {child_input['content'][:TITLE_CHARS]}",
+            first_message=True,
         )
         child = create_queued_job(
             db,
@@ -68,6 +71,7 @@ def spawn_child(
             session=session,
             max_turns=parent.max_turns,
             first_message=child_input["content"],
+            new_session=True,
         )
         record(
             db,
