@@ -13,7 +13,6 @@ message), so no worker of another test touches its stream.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 
 import httpx
@@ -23,11 +22,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.cli.client import parse_sse
 from services.common.contracts.keys import job_stream
-from services.common.db import transaction
 from services.common.events import EventPublisher
-from services.common.turns import JobOrigin, create_queued_job
 from tests.conftest import Stack
-from tests.fixtures.builders import client_for, make_user
+from tests.fixtures.builders import client_for, make_user, queued_jobs
 from tests.fixtures.processes import Services
 
 
@@ -41,24 +38,11 @@ def api_url(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         svc.stop()
 
 
-def _job(factory: sessionmaker[Session], owner: uuid.UUID) -> str:
-    with transaction(factory) as db:
-        job = create_queued_job(
-            db,
-            origin=JobOrigin(user_id=owner, project_id=None),
-            kind="turn",
-            job_input={"content": "hello"},
-            session=None,
-            max_turns=3,
-        )
-        return str(job.id)
-
-
 def test_entries_the_contract_refuses_are_skipped_and_a_refused_final_ends_nothing(
     api_url: str, stack: Stack, session_factory: sessionmaker[Session]
 ) -> None:
     user = make_user(session_factory)
-    job_id = _job(session_factory, user.id)
+    job_id = str(queued_jobs(session_factory, user.id, 1)[0])
     rds = redis.Redis.from_url(stack.redis_url)
     events = EventPublisher(rds)
     events.publish(job_id, "status", {"status": "running"})
