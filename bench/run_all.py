@@ -40,6 +40,7 @@ BENCHMARKS = [
     ["bench/import_throughput.py"],
     ["bench/context_compression.py"],
     ["bench/accounts_overhead.py"],
+    ["bench/collection_column.py"],
     ["bench/budget_reservation.py"],
     ["bench/approvals_subagents.py"],
     ["bench/survey_pipeline.py"],
