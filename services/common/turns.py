@@ -42,26 +42,45 @@ class JobOrigin:
 FIRST_MESSAGE_SEQ = 1
 
 
-def open_session(
-    db: Session, *, origin: JobOrigin, title: str, first_message: bool = False
-) -> ChatSession:
-    """A new session for a job submitted without one.
+def open_session(db: Session, *, origin: JobOrigin, title: str) -> ChatSession:
+    """A new, empty session (the chat page's "New session")."""
+    return _new_session(db, origin=origin, title=title, message_seq=0)
 
-    ``first_message``: the job about to be created opens it with a user message
-    (``create_queued_job(..., new_session=True)``). Its seq is handed out in the
-    session's own INSERT: nobody else can number a message in a session that is
-    not committed yet, so the ``UPDATE … RETURNING`` of ``next_message_seq`` (one
-    statement per submission) is not needed.
-    """
+
+def _new_session(db: Session, *, origin: JobOrigin, title: str, message_seq: int) -> ChatSession:
     session = ChatSession(
-        user_id=origin.user_id,
-        project_id=origin.project_id,
-        title=title,
-        message_seq=FIRST_MESSAGE_SEQ if first_message else 0,
+        user_id=origin.user_id, project_id=origin.project_id, title=title, message_seq=message_seq
     )
     db.add(session)
     db.flush()
     return session
+
+
+def create_job_in_new_session(
+    db: Session,
+    *,
+    origin: JobOrigin,
+    title: str,
+    kind: str,
+    job_input: dict[str, Any],
+    max_turns: int,
+    first_message: str | None = None,
+) -> Job:
+    """A queued job in a session opened for it, with its opening user message if any.
+
+    The message's seq is handed out in the session's own INSERT: nobody else can
+    number a message in a session that is not committed yet, so the ``UPDATE …
+    RETURNING`` of ``next_message_seq`` (one statement per submission) is not
+    needed. The reservation and the message it is for are made here together,
+    so no caller can reserve a seq and then not use it (or the reverse).
+    """
+    session = _new_session(
+        db,
+        origin=origin,
+        title=title,
+        message_seq=FIRST_MESSAGE_SEQ if first_message is not None else 0,
+    )
+    return _queued_job(db, origin, kind, job_input, session, max_turns, first_message, True)
 
 
 def create_queued_job(
@@ -73,16 +92,28 @@ def create_queued_job(
     session: ChatSession | None,
     max_turns: int,
     first_message: str | None = None,
-    new_session: bool = False,
 ) -> Job:
     """A ``queued`` job row and, for a job with a session, its opening user message.
 
-    ``new_session``: ``session`` was just opened with ``open_session(...,
-    first_message=True)``, which reserved the message's seq.
+    ``session`` is an existing one (its next seq is taken) or ``None``; a job
+    that needs a session of its own is ``create_job_in_new_session``.
 
     Flushes only: the caller's transaction boundary commits, and the caller sends
     the Celery message after that commit (or the sweeper does).
     """
+    return _queued_job(db, origin, kind, job_input, session, max_turns, first_message, False)
+
+
+def _queued_job(
+    db: Session,
+    origin: JobOrigin,
+    kind: str,
+    job_input: dict[str, Any],
+    session: ChatSession | None,
+    max_turns: int,
+    first_message: str | None,
+    seq_reserved: bool,
+) -> Job:
     job = Job(
         user_id=origin.user_id,
         project_id=origin.project_id or (session.project_id if session else None),
@@ -105,7 +136,7 @@ def create_queued_job(
             Message(
                 session_id=session.id,
                 job_id=job.id,
-                seq=FIRST_MESSAGE_SEQ if new_session else next_message_seq(db, session.id),
+                seq=FIRST_MESSAGE_SEQ if seq_reserved else next_message_seq(db, session.id),
                 role="user",
                 content=first_message,
             )

@@ -1350,9 +1350,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "a session opened with its first message does not reserve that seq (two messages 1)",
         "services/common/turns.py",
-        "        message_seq=FIRST_MESSAGE_SEQ if first_message else 0,",
+        "        message_seq=FIRST_MESSAGE_SEQ if first_message is not None else 0,",
         "        message_seq=0,",
         ("tests/common/test_session_numbering.py",),
+    ),
+    Mutation(
+        "job listings: a job of a kind this version does not run turns the listing into a 500",
+        "services/api/jobs/schemas.py",
+        "    kind: JobKind | str = Field(",
+        "    kind: JobKind = Field(",
+        ("tests/api/test_unknown_job_kind.py",),
     ),
 )
 

@@ -109,7 +109,14 @@ class Usage(BaseModel):
 
 class JobOut(BaseModel):
     id: uuid.UUID
-    kind: JobKind
+    # Any stored kind is shown, not only the ones this version submits: a job a
+    # newer version wrote (during a rolling upgrade) would otherwise turn every
+    # listing that contains it into a 500. The worker fails such a job with a
+    # reason (worker/job_runners.py), and the listing must still show it.
+    kind: JobKind | str = Field(
+        description="turn, survey, batch or memory; any other value is a kind "
+        "this version does not run, shown as stored"
+    )
     status: JobStatusName
     session_id: uuid.UUID | None
     parent_job_id: uuid.UUID | None

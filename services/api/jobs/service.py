@@ -32,7 +32,12 @@ from services.common.models import (
     User,
 )
 from services.common.telemetry import current_trace_id_hex, inject_carrier
-from services.common.turns import JobOrigin, create_queued_job, next_queued_turn, open_session
+from services.common.turns import (
+    JobOrigin,
+    create_job_in_new_session,
+    create_queued_job,
+    next_queued_turn,
+)
 
 SESSION_TITLE_CHARS = 60
 
@@ -87,25 +92,33 @@ def submit_job(
     session's next user message; a survey starts with no message (the worker
     writes its opening prompt from ``job.input``); a batch has no session.
     """
-    new_session = session is None and kind == "turn"
+    first_message = job_input["content"] if kind == "turn" else None
+    origin = _origin(user, project, run)
     if session is None and kind != "batch":
         title = job_input.get("topic") or session_title(str(job_input.get("content", "")))
-        origin = _origin(user, project)
-        session = open_session(db, origin=origin, title=title or "job", first_message=new_session)
-    elif session is not None and kind == "turn" and session.title == DEFAULT_TITLE:
-        # A session opened with no title (the chat page's "New session") is named
-        # by its first message, so the sidebar tells sessions apart.
-        session.title = session_title(str(job_input["content"])) or DEFAULT_TITLE
-    job = create_queued_job(
-        db,
-        origin=_origin(user, project, run),
-        kind=kind,
-        job_input=job_input,
-        session=session,
-        max_turns=max_turns,
-        first_message=job_input["content"] if kind == "turn" else None,
-        new_session=new_session,
-    )
+        job = create_job_in_new_session(
+            db,
+            origin=origin,
+            title=title or "job",
+            kind=kind,
+            job_input=job_input,
+            max_turns=max_turns,
+            first_message=first_message,
+        )
+    else:
+        if session is not None and kind == "turn" and session.title == DEFAULT_TITLE:
+            # A session opened with no title (the chat page's "New session") is named
+            # by its first message, so the sidebar tells sessions apart.
+            session.title = session_title(str(job_input["content"])) or DEFAULT_TITLE
+        job = create_queued_job(
+            db,
+            origin=origin,
+            kind=kind,
+            job_input=job_input,
+            session=session,
+            max_turns=max_turns,
+            first_message=first_message,
+        )
     _enqueue_after_commit(db, celery, job.id)
     return job
 

@@ -19,7 +19,7 @@ from services.common.contracts.statuses import JobStatus, StepStatus
 from services.common.contracts.tasks import send_advance
 from services.common.failpoints import failpoint
 from services.common.models import TERMINAL_STATUSES, Job
-from services.common.turns import JobOrigin, create_queued_job, open_session
+from services.common.turns import JobOrigin, create_job_in_new_session
 from services.worker.spine.deps import RuntimeDeps
 from services.worker.spine.events import JobEvents
 from services.worker.spine.finish import finish_job
@@ -87,17 +87,14 @@ class BatchRunner:
             trace_id=parent.trace_id,
             trace_context=parent.trace_context,
         )
-        child = create_queued_job(
+        child = create_job_in_new_session(
             db,
             origin=origin,
+            title=f"batch task {index + 1}",
             kind="turn",
             job_input={"content": task["content"], "batch_index": index},
-            session=open_session(
-                db, origin=origin, title=f"batch task {index + 1}", first_message=True
-            ),
             max_turns=parent.max_turns,
             first_message=task["content"],
-            new_session=True,
         )
         # The step commits with the child, in this transaction: both or neither.
         record(

@@ -22,7 +22,7 @@ from services.common.contracts.tasks import send_advance
 from services.common.failpoints import failpoint
 from services.common.models import TERMINAL_STATUSES, Job
 from services.common.telemetry import inject_carrier
-from services.common.turns import JobOrigin, create_queued_job, open_session
+from services.common.turns import JobOrigin, create_job_in_new_session
 from services.worker.spine.deps import RuntimeDeps
 from services.worker.spine.lease import Lease
 from services.worker.spine.ledger import StepView
@@ -57,21 +57,14 @@ def spawn_child(
             # the current span is the parent's tool span: the child's spans hang under it
             trace_context=inject_carrier() or parent.trace_context,
         )
-        session = open_session(
+        child = create_job_in_new_session(
             db,
             origin=origin,
             title=f"subagent: {child_input['content'][:TITLE_CHARS]}",
-            first_message=True,
-        )
-        child = create_queued_job(
-            db,
-            origin=origin,
             kind="turn",
             job_input=child_input,
-            session=session,
             max_turns=parent.max_turns,
             first_message=child_input["content"],
-            new_session=True,
         )
         record(
             db,
