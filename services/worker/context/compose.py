@@ -9,6 +9,7 @@ exact messages sent.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -79,24 +80,30 @@ def compose_view(
     system, base = full[0], full[1:]
     budget = budget_of(settings, window)
     force = round_no == 0 and compact_requested(base)
-    with tracer.start_as_current_span(SPAN_CONTEXT_COMPRESS) as span:
-        view = _build(state, system, base, round_no, budget, force)
-        if view.wants_summary is not None:
-            make_summary(
-                deps=deps,
-                lease=lease,
-                state=state,
-                session_id=session_id,
-                round_no=round_no,
-                request=view.wants_summary,
-                max_tokens=settings.context_summary_max_tokens,
-                window_tokens=window.window_tokens if window else settings.context_limit_tokens,
-            )
-            view = _build(state, system, base, round_no, budget, force)
-        span.set_attribute("leaflab.round", round_no)
-        span.set_attribute("leaflab.context.tokens_before", view.tokens_before)
-        span.set_attribute("leaflab.context.tokens_after", view.tokens_after)
-        span.set_attribute("leaflab.context.layers", [layer.layer for layer in view.layers])
+    started = time.time_ns()
+    view = _build(state, system, base, round_no, budget, force)
+    # A span only where the context was compressed (or a summary is due): most
+    # rounds fit as they are, and a span per model call that says "nothing
+    # changed" was a quarter of the rows tracing wrote per step. The llm step's
+    # own record (``arguments.context``) keeps the token counts of every round.
+    if view.layers or view.wants_summary is not None:
+        with tracer.start_as_current_span(SPAN_CONTEXT_COMPRESS, start_time=started) as span:
+            if view.wants_summary is not None:
+                make_summary(
+                    deps=deps,
+                    lease=lease,
+                    state=state,
+                    session_id=session_id,
+                    round_no=round_no,
+                    request=view.wants_summary,
+                    max_tokens=settings.context_summary_max_tokens,
+                    window_tokens=window.window_tokens if window else settings.context_limit_tokens,
+                )
+                view = _build(state, system, base, round_no, budget, force)
+            span.set_attribute("leaflab.round", round_no)
+            span.set_attribute("leaflab.context.tokens_before", view.tokens_before)
+            span.set_attribute("leaflab.context.tokens_after", view.tokens_after)
+            span.set_attribute("leaflab.context.layers", [layer.layer for layer in view.layers])
     for layer in view.layers:
         events.emit(
             "compression",

@@ -85,19 +85,22 @@ class TestLongSession:
             assert script.digest(sent[: ctx["view_messages"]]) == ctx["view_sha256"]
         assert [s["kind"] for s in steps].count("summary") == len(asked)
 
-        # Every compression is also a span with before/after tokens, in the job's trace.
+        # Every round that compressed is also a span with before/after tokens, in the
+        # job's trace; a round whose context fitted as it was writes none.
+        compressed_rounds = {c["round"] for c in compressions}
+        assert len(compressed_rounds) < len(requests)  # the first rounds fit
         names = {"context.compress", "context.summarize"}
         spans: list[dict[str, Any]] = []
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             trace = client.get(f"/v1/traces/{job['trace_id']}").json()
             spans = [s for s in trace.get("spans", []) if s["name"] in names]
-            if len([s for s in spans if s["name"] == "context.compress"]) == len(requests):
+            if len([s for s in spans if s["name"] == "context.compress"]) >= len(compressed_rounds):
                 break
             time.sleep(0.5)
         compress = [s["attributes"] for s in spans if s["name"] == "context.compress"]
-        assert len(compress) == len(requests)
-        assert any(
+        assert sorted(a["leaflab.round"] for a in compress) == sorted(compressed_rounds)
+        assert all(
             a["leaflab.context.tokens_after"] < a["leaflab.context.tokens_before"] for a in compress
         )
         summarize = [s for s in spans if s["name"] == "context.summarize"]
