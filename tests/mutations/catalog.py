@@ -274,9 +274,30 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "disk: the after-check trusts the user's total measured before the exec",
         "services/sandbox/service.py",
-        "quota.enforce_after(workspace, sizes_before, now, outcome.killed_reason)",
-        "quota.enforce_after(workspace, sizes_before, allowed, outcome.killed_reason)",
+        "workspace, before.sizes, now, outcome.killed_reason, measured=after.total",
+        "workspace, before.sizes, allowed, outcome.killed_reason, measured=after.total",
         ("tests/sandbox/test_disk_caps.py", "-k", "at_once"),
+    ),
+    Mutation(
+        "disk: an exec that grew a file skips the after-check",
+        "services/sandbox/workspace_scan.py",
+        "        if old is None or key[2] > old[2]:\n            return True",
+        "        if False:\n            return True",
+        ("tests/sandbox/test_workspace_scan.py", "-k", "grown"),
+    ),
+    Mutation(
+        "sandbox watchdog: an exec past its deadline is not killed",
+        "services/sandbox/backends/docker/watchdog.py",
+        "            if now >= self.deadline:\n                self._stopped = True",
+        "            if False:\n                self._stopped = True",
+        ("tests/sandbox/test_watchdog.py", "-k", "deadline"),
+    ),
+    Mutation(
+        "sandbox watchdog: a kill follows stop()",
+        "services/sandbox/backends/docker/watchdog.py",
+        "        with self._lock:\n            self._stopped = True",
+        "        self._stopped = True",
+        ("tests/sandbox/test_watchdog.py", "-k", "stop_waits"),
     ),
     Mutation(
         "budget: reservations read the budget rows without FOR UPDATE",
