@@ -286,6 +286,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/sandbox/test_workspace_scan.py", "-k", "grown"),
     ),
     Mutation(
+        "disk: every exec skips the after-check's re-measure",
+        "services/sandbox/service.py",
+        "        if outcome.killed_reason is None and not workspace_scan.grown(before, after):",
+        "        if True:",
+        ("tests/sandbox/test_disk_caps.py", "-k", "at_once"),
+    ),
+    Mutation(
         "sandbox watchdog: an exec past its deadline is not killed",
         "services/sandbox/backends/docker/watchdog.py",
         "            if now >= self.deadline:\n                self._stopped = True",
