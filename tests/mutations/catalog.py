@@ -297,7 +297,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "services/sandbox/backends/docker/watchdog.py",
         "            if now >= self.deadline:\n                self._stopped = True",
         "            if False:\n                self._stopped = True",
-        ("tests/sandbox/test_watchdog.py", "-k", "deadline"),
+        (
+            "tests/sandbox/test_watchdog.py",
+            "tests/sandbox/test_abuse.py",
+            "-k",
+            "deadline or past_timeout",
+        ),
     ),
     Mutation(
         "sandbox watchdog: a kill follows stop()",
