@@ -27,6 +27,7 @@ BENCHMARKS = [
     ["bench/tracing_overhead.py"],
     ["bench/tracing_sinks_down.py"],
     ["bench/sandbox_latency.py"],
+    ["bench/sandbox_exec_profile.py"],
     ["bench/library_latency.py"],
     ["bench/library_scifact.py"],
     ["bench/library_parsing.py"],

@@ -20,12 +20,9 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from services.common.models.jobs import Artifact
+from services.sandbox.workspace_scan import MAX_SCAN_ENTRIES, SKIP_DIRS, FileKey, scan
 
-MAX_SCAN_ENTRIES = 20_000
-# Helper directories the pool creates next to workspaces; never artifacts.
-SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", ".matplotlib", ".cache"}
-
-FileKey = tuple[int, int, int, int]  # dev, inode, size, mtime_ns
+__all__ = ["MAX_SCAN_ENTRIES", "SKIP_DIRS", "FileKey", "collect", "snapshot", "store"]
 
 
 @dataclass(frozen=True)
@@ -39,23 +36,7 @@ class FoundFile:
 
 def snapshot(root: Path) -> dict[str, FileKey]:
     """Regular files under ``root`` by relative path (symlinked dirs not entered)."""
-    found: dict[str, FileKey] = {}
-    seen = 0
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
-        for name in filenames:
-            seen += 1
-            if seen > MAX_SCAN_ENTRIES:
-                return found
-            path = os.path.join(dirpath, name)
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                rel = os.path.relpath(path, root)
-                found[rel] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    return found
+    return scan(root).artifacts
 
 
 def changed(before: dict[str, FileKey], after: dict[str, FileKey]) -> list[str]:
@@ -79,10 +60,20 @@ def read_safely(root: Path, name: str, key: FileKey, max_bytes: int) -> bytes | 
 
 
 def collect(
-    root: Path, before: dict[str, FileKey], *, max_bytes: int, max_count: int
+    root: Path,
+    before: dict[str, FileKey],
+    *,
+    max_bytes: int,
+    max_count: int,
+    after: dict[str, FileKey] | None = None,
 ) -> tuple[list[FoundFile], list[dict[str, Any]]]:
-    """Changed files to store, and those skipped with the reason."""
-    after = snapshot(root)
+    """Changed files to store, and those skipped with the reason.
+
+    ``after`` is a snapshot taken once the run is over (the exec's own walk), else
+    one is taken now; each file is read only if it is still the inode seen there.
+    """
+    if after is None:
+        after = snapshot(root)
     files: list[FoundFile] = []
     skipped: list[dict[str, Any]] = []
     for name in changed(before, after):

@@ -12,7 +12,11 @@ earlier size -- so an exec killed for quota leaves the workspace as it found
 it, never over the cap. Files the run only rewrote in place are left alone.
 The after-check measures the user's other workspaces again, so of two execs
 of one user in two sessions at once, the one that ends last and would carry
-the total past the user's cap is taken back.
+the total past the user's cap is taken back. A run that created or grew no
+file (and was not killed) has nothing to take back and cannot carry the total
+past a cap: its after-check reads neither the user's sessions nor their
+workspaces (``SandboxRuntime._after_check``). Each side of an exec walks its
+workspace once (``workspace_scan``).
 
 Why polled and not a filesystem quota: see the README ("Disk caps").
 """
@@ -166,10 +170,19 @@ def user_sessions(factory: sessionmaker[Session], user_id: uuid.UUID | None) -> 
 
 
 def allowance(
-    settings: SandboxSettings, workspace: Path, sessions: Iterable[uuid.UUID]
+    settings: SandboxSettings,
+    workspace: Path,
+    sessions: Iterable[uuid.UUID],
+    *,
+    here: int | None = None,
 ) -> DiskAllowance:
-    """Measure the workspace and the user's others (``sessions``: all of the user's)."""
-    here = directory_bytes(workspace)
+    """Measure the workspace and the user's others (``sessions``: all of the user's).
+
+    ``here`` is the workspace's size from a walk just taken (the exec's own scan, see
+    ``workspace_scan``); the user's other workspaces are always measured now.
+    """
+    if here is None:
+        here = directory_bytes(workspace)
     # This workspace counts once, measured now (it may not be a session's); a session
     # with no directory adds nothing.
     others = sum(
@@ -233,13 +246,20 @@ def take_back(root: Path, before: dict[str, int]) -> Trimmed:
 
 
 def enforce_after(
-    root: Path, before: dict[str, int], allowed: DiskAllowance, killed_reason: str | None
+    root: Path,
+    before: dict[str, int],
+    allowed: DiskAllowance,
+    killed_reason: str | None,
+    *,
+    measured: int | None = None,
 ) -> tuple[dict[str, int], bool]:
     """Measure after the exec and take back an over-limit run's writes.
 
-    Returns the usage report and whether the run went over (killed for disk).
+    ``measured`` is the workspace's size from the walk taken after the run, else it
+    is measured here. Returns the usage report and whether the run went over (killed
+    for disk); taking back walks the workspace again (the files as they are then).
     """
-    now = directory_bytes(root)
+    now = directory_bytes(root) if measured is None else measured
     if now <= allowed.limit and killed_reason != QUOTA_KILL:
         return allowed.report(now), False
     trimmed = take_back(root, before)

@@ -29,7 +29,7 @@ from services.common.events import EventPublisher
 from services.common.models.users import Project
 from services.common.periodic import Periodic
 from services.common.redis_client import build_redis
-from services.sandbox import artifacts, executions, quota, sweep
+from services.sandbox import artifacts, executions, quota, sweep, workspace_scan
 from services.sandbox.backends.base import (
     ExecOutcome,
     ExecRequest,
@@ -227,7 +227,10 @@ class SandboxRuntime:
         allow_network: bool,
     ) -> dict[str, Any]:
         workspace = self.workspace_for(payload)
-        allowed = quota.allowance(self.settings, workspace, sessions)
+        # One walk before the run serves the disk caps, the watchdog's baseline and the
+        # artifact snapshot; one after it serves the after-check and the artifacts.
+        before = workspace_scan.scan(workspace)
+        allowed = quota.allowance(self.settings, workspace, sessions, here=before.total)
         refused = allowed.refusal()
         if refused is not None:
             return refused
@@ -251,20 +254,14 @@ class SandboxRuntime:
             session_key=workspace.name,
             allow_network=allow_network,
             disk_limit_bytes=allowed.limit,
+            workspace_bytes=before.total,
         )
-        before = artifacts.snapshot(workspace) if workspace.exists() else {}
-        sizes_before = quota.file_sizes(workspace)
         outcome = self.backend.execute(request, on_event)
-        # Measured again: the user's other workspaces may have grown meanwhile (their
-        # own execs ran beside this one), and the total holds whichever finished last.
-        now = quota.allowance(self.settings, workspace, quota.user_sessions(self.sessions, owner))
-        disk, over = quota.enforce_after(workspace, sizes_before, now, outcome.killed_reason)
-        if over and outcome.killed_reason is None:
-            # Finished between two polls, but past the limit: killed for disk all the same.
-            outcome.killed_reason = quota.QUOTA_KILL
+        disk, after = self._after_check(workspace, before, allowed, owner, outcome)
         found, skipped = artifacts.collect(
             workspace,
-            before,
+            before.artifacts,
+            after=after.artifacts,
             max_bytes=self.settings.sandbox_artifact_max_bytes,
             max_count=self.settings.sandbox_artifact_max_count,
         )
@@ -272,6 +269,36 @@ class SandboxRuntime:
             with transaction(self.sessions) as s:
                 artifacts.store(s, payload.job_id, found)
         return {**self._result(outcome, found, skipped, events), "disk": disk}
+
+    def _after_check(
+        self,
+        workspace: Path,
+        before: workspace_scan.Scan,
+        allowed: quota.DiskAllowance,
+        owner: uuid.UUID | None,
+        outcome: ExecOutcome,
+    ) -> tuple[dict[str, int], workspace_scan.Scan]:
+        """The disk caps after the run: the usage report, and the workspace as left."""
+        after = workspace_scan.scan(workspace)
+        if outcome.killed_reason is None and not workspace_scan.grown(before, after):
+            # Nothing new or larger: nothing to take back, and this run cannot be what
+            # carries its user past a cap. The report's other workspaces are as measured
+            # before the run.
+            return allowed.report(after.total), after
+        # Measured again: the user's other workspaces may have grown meanwhile (their
+        # own execs ran beside this one), and the total holds whichever finished last.
+        sessions_now = quota.user_sessions(self.sessions, owner)
+        now = quota.allowance(self.settings, workspace, sessions_now, here=after.total)
+        disk, over = quota.enforce_after(
+            workspace, before.sizes, now, outcome.killed_reason, measured=after.total
+        )
+        if over:
+            # Its writes were taken back: the artifacts are what is left now.
+            after = workspace_scan.scan(workspace)
+            if outcome.killed_reason is None:
+                # Finished between two polls, but past the limit: killed for disk all the same.
+                outcome.killed_reason = quota.QUOTA_KILL
+        return disk, after
 
     def _result(
         self,

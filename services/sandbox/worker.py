@@ -29,6 +29,19 @@ from services.sandbox.settings import get_sandbox_settings
 log = logging.getLogger(__name__)
 
 app: Celery = build_celery(get_sandbox_settings())
+# No emulated acks on the sandbox queue (as on the agent queue, services/worker/app.py):
+# with them kombu writes every delivered message to an "unacked" hash and index (one
+# MULTI/EXEC round trip) and takes it out at the ack (another), on each exec's path,
+# only to redeliver it after the visibility timeout (600 s) if this worker dies first.
+# An exec is acked as it starts; one running when its worker dies is answered
+# ``sandbox_interrupted`` through the in-flight list (inflight.py), and a message lost
+# before it started leaves its caller's wait to time out -- long before a redelivery
+# would run the code, which the caller has given up on by then (it revokes it). A warm
+# shutdown still gives back the messages taken but not started (kombu restores them).
+app.conf.broker_transport_options = {
+    **(app.conf.broker_transport_options or {}),
+    "ack_emulation": False,
+}
 instrument_celery(app)
 tracer = trace.get_tracer(TRACER_SANDBOX)
 _runtime: SandboxRuntime | None = None

@@ -43,6 +43,9 @@ class ExecRequest:
     # The size the workspace may reach during this run (its cap, or what its
     # user has left); a backend that can watch kills the run past it.
     disk_limit_bytes: int | None = None
+    # The workspace's size as the exec was admitted (the growth quota counts from
+    # it); None: the backend measures it as the run starts.
+    workspace_bytes: int | None = None
 
 
 @dataclass

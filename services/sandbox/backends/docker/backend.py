@@ -4,7 +4,8 @@ Each warm container runs the in-container runner (services/sandbox/runner),
 which takes execs over the container's attached stdin: no ``docker exec`` per
 call. A container without a working runner gets ``docker exec`` instead.
 Limits that need a view from outside (wall clock, output volume, workspace
-growth) are enforced here by killing the whole container.
+growth) are enforced here by killing the whole container; the wall clock and the
+disk polls of every running exec are kept by one watchdog thread (watchdog.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from services.sandbox.backends.base import (
 from services.sandbox.backends.docker.containers import ContainerFactory, Slot, kill_quietly
 from services.sandbox.backends.docker.orphans import reap_orphans
 from services.sandbox.backends.docker.pool import WarmPool
+from services.sandbox.backends.docker.watchdog import Poll, Watchdog
 from services.sandbox.image import docker_client, image_exists, image_tag
 from services.sandbox.output import BoundedOutput
 from services.sandbox.runner.channel import OutputSink, RunnerError, RunnerNotStarted
@@ -53,7 +55,6 @@ PRELUDE = (
     'umask 000; exec "$@"'
 )
 EXEC_ENV = {"HOME": "/tmp", "MPLBACKEND": "Agg"}
-WATCH_INTERVAL_S = 0.2
 QUOTA_CHECK_EVERY_S = 1.0
 
 
@@ -75,6 +76,7 @@ class DockerBackend(SandboxBackend):
             )
         self.factory = ContainerFactory(self.client, settings, self.image, owner)
         self.pool = WarmPool(self.factory, settings)
+        self.watchdog = Watchdog()
 
     def start(self) -> None:
         self.pool.refill()
@@ -143,7 +145,6 @@ class DockerBackend(SandboxBackend):
         """
         stdout = BoundedOutput(self.settings.sandbox_output_cap_bytes)
         stderr = BoundedOutput(self.settings.sandbox_output_cap_bytes)
-        done = threading.Event()
         kill_reason: list[str] = []
         api = self.client.api
 
@@ -167,17 +168,16 @@ class DockerBackend(SandboxBackend):
             if stdout.total + stderr.total > self.settings.sandbox_output_kill_bytes:
                 kill("output_limit")
 
-        watchdog = threading.Thread(
-            target=self._watch,
-            args=(request, done, kill, lambda: stdout.total + stderr.total),
-            daemon=True,
+        watch = self.watchdog.watch(
+            timeout_s=request.timeout_s,
+            poll=self._disk_poll(request),
+            poll_every_s=QUOTA_CHECK_EVERY_S,
+            kill=kill,
         )
-        watchdog.start()
         try:
             healthy, via = self._dispatch(slot, request, outcome, feed, kill_reason)
         finally:
-            done.set()
-            watchdog.join(timeout=5)
+            watch.stop()  # no kill after this: kill_reason is final
         self._fill(outcome, stdout, stderr, kill_reason)
         if outcome.timed_out:
             on_event("sandbox_timeout", {"sandbox_id": slot.id, "timeout_s": request.timeout_s})
@@ -303,35 +303,25 @@ class DockerBackend(SandboxBackend):
         except docker.errors.NotFound:
             return {}
 
-    def _watch(
-        self,
-        request: ExecRequest,
-        done: threading.Event,
-        kill: Callable[[str], None],
-        output_total: Callable[[], int],
-    ) -> None:
-        """Hard wall-clock timeout and workspace disk, enforced from outside.
+    def _disk_poll(self, request: ExecRequest) -> Poll:
+        """The workspace disk check the watchdog runs each second during the exec.
 
         Disk: the absolute limit of the request (the workspace's cap or its
-        user's remainder) and the growth per exec, both polled each second;
-        what a poll misses the service takes back after the run.
+        user's remainder) and the growth per exec; what a poll misses the
+        service takes back after the run. The wall clock is the watchdog's own.
         """
-        deadline = time.monotonic() + request.timeout_s
         quota = self.settings.sandbox_workspace_quota_mb * 1024 * 1024
-        base = workspace_bytes(request.workspace)
+        known = request.workspace_bytes
+        base = workspace_bytes(request.workspace) if known is None else known
         limit = request.disk_limit_bytes
-        next_quota_check = time.monotonic() + QUOTA_CHECK_EVERY_S
-        while not done.wait(WATCH_INTERVAL_S):
-            now = time.monotonic()
-            if now >= deadline:
-                kill("timeout")
-                return
-            if now >= next_quota_check:
-                next_quota_check = now + QUOTA_CHECK_EVERY_S
-                used = workspace_bytes(request.workspace)
-                if used - base > quota or (limit is not None and used > limit):
-                    kill("workspace_quota")
-                    return
+
+        def poll() -> str | None:
+            used = workspace_bytes(request.workspace)
+            if used - base > quota or (limit is not None and used > limit):
+                return "workspace_quota"
+            return None
+
+        return poll
 
     @staticmethod
     def _fill(
@@ -367,3 +357,4 @@ class DockerBackend(SandboxBackend):
 
     def close(self) -> None:
         self.pool.drain()
+        self.watchdog.close()
