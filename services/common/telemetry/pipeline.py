@@ -167,6 +167,10 @@ class SpanPipeline(SpanProcessor):
         finally:
             self._busy = False
 
+    def backlog(self) -> int:
+        """Spans waiting for redaction (the exporter process reads no faster than this drains)."""
+        return len(self._buffer)
+
     def _idle(self) -> bool:
         return not self._buffer and not self._busy and all(w.idle() for w in self._writers)
 
