@@ -65,6 +65,7 @@ class ExporterChild:
         self._flushed: dict[int, bool] = {}
         self._replies = threading.Condition()
         self._write_lock = threading.Lock()
+        self._settle_lock = threading.Lock()
         self._settled = False
         self._broken = False  # a write failed: treat it as gone even before it is reaped
         self._reader = threading.Thread(
@@ -107,7 +108,8 @@ class ExporterChild:
 
     def flush(self, number: int, timeout_s: float) -> bool:
         """Ask the exporter to write everything sent so far; wait for its answer."""
-        if not self.write(span_wire.frame((span_wire.FLUSH, number))):
+        request = (span_wire.FLUSH, (number, int(timeout_s * 1000)))
+        if not self.write(span_wire.frame(request)):
             return False
         deadline = time.monotonic() + timeout_s
         with self._replies:
@@ -149,7 +151,7 @@ class ExporterChild:
 
     def settle(self, timeout_s: float) -> None:
         """After the exporter ended (or was told to): read its last report, count the rest lost."""
-        with self._write_lock:
+        with self._settle_lock:
             if self._settled:
                 return
             self._settled = True
@@ -168,9 +170,15 @@ class ExporterChild:
 
     def close(self, timeout_s: float) -> None:
         """End of input: the exporter writes what it holds and exits."""
-        if self.proc.stdin is not None:
-            with self._write_lock, contextlib.suppress(OSError):
-                self.proc.stdin.close()
+        # A writer stuck on a full pipe gives up within 0.1 s of its stop event.
+        locked = self._write_lock.acquire(timeout=2)
+        try:
+            if self.proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    self.proc.stdin.close()
+        finally:
+            if locked:
+                self._write_lock.release()
         self.settle(timeout_s)
 
     def abandon(self) -> None:

@@ -126,8 +126,9 @@ def serve(source: BinaryIO, out: BinaryIO) -> None:
                 for span in spans:
                     pipeline.on_end(span)
             elif kind == span_wire.FLUSH:
-                ok = pipeline.force_flush(30_000)
-                reporter.send((span_wire.FLUSHED, (payload, ok)))
+                number, timeout_ms = payload
+                ok = pipeline.force_flush(timeout_ms)
+                reporter.send((span_wire.FLUSHED, (number, ok)))
     finally:
         pipeline.shutdown()
         stop.set()

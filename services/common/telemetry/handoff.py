@@ -155,7 +155,9 @@ class SpanHandoff(SpanProcessor):
                 taken = min(self._batch, len(buffer))
                 for _ in range(taken):
                     encoder.add(buffer.popleft())
-                if not child.write(span_wire.frame(encoder.message()), spans=taken):
+                if not child.write(
+                    span_wire.frame(encoder.message()), spans=taken, stop=self._stop
+                ):
                     return  # it died: the next _exporter() counts this batch lost, restarts
         except Exception as exc:  # the hand-off thread must survive anything
             log.warning("span hand-off: batch lost: %s", exc)

@@ -30,7 +30,7 @@ from opentelemetry.trace.span import TraceState
 # Message kinds, traced process -> exporter.
 CONFIG = "config"  # the telemetry settings, first message of each exporter's life
 SPANS = "spans"  # a batch: (resources, scopes, records)
-FLUSH = "flush"  # write everything sent so far, then answer FLUSHED with the same number
+FLUSH = "flush"  # (number, timeout_ms): write all sent so far, answer FLUSHED with the number
 # Exporter -> traced process.
 COUNTS = "counts"  # what the sinks wrote and lost since the last report
 FLUSHED = "flushed"  # (number, ok)
