@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from services.common.settings import CommonSettings
 from services.common.telemetry.handoff import SpanHandoff
+from services.common.telemetry.names import SERVICE_WORKER
 from services.common.telemetry.otel_env import build_sampler, parse_headers, traces_url
 from services.common.telemetry.pipeline import SpanPipeline
 from services.common.telemetry.postgres_sink import SINK_POSTGRES, PostgresSpanExporter
@@ -73,6 +74,13 @@ def configured_sinks(settings: TelemetrySettings) -> dict[str, SpanExporter]:
     return sinks
 
 
+def export_mode(service_name: str, settings: TelemetrySettings) -> str:
+    """``process`` or ``thread``: the settings' choice, ``auto`` resolved for this service."""
+    if settings.trace_export_mode != "auto":
+        return settings.trace_export_mode
+    return "process" if service_name == SERVICE_WORKER else "thread"
+
+
 def build_tracer_provider(
     service_name: str,
     settings: TelemetrySettings,
@@ -104,7 +112,7 @@ def build_tracer_provider(
         preview_chars=settings.trace_preview_chars,
         max_events=settings.trace_max_events,
     )
-    if settings.trace_export_mode == "process" and not extra_sinks:
+    if export_mode(service_name, settings) == "process" and not extra_sinks:
         names = configured_sink_names(settings)
         if names:
             # The agent's thread appends; one thread hands batches to a child
