@@ -1,6 +1,10 @@
 """Spans lost at the platform's own load: the spine benchmark with both span sinks on.
 
-Run:  .venv/bin/python -m bench.tracing_at_load [spine_concurrency options]
+Run:  .venv/bin/python -m bench.tracing_at_load [--export-mode thread|process]
+      [spine_concurrency options]
+
+``--export-mode`` sets the worker's ``LEAFLAB_TRACE_EXPORT_MODE`` (default: the
+settings' default); run it once per mode, one after the other, to compare.
 
 Runs ``bench.spine_concurrency`` unchanged (its jobs, worker, simulator), with
 the worker's OTLP sink pointed at the loopback receiver of the telemetry tests
@@ -64,7 +68,21 @@ def settled_counters(
     return last
 
 
+def _export_mode() -> str | None:
+    """Takes ``--export-mode M`` out of argv (spine_concurrency does not know it)."""
+    if "--export-mode" not in sys.argv:
+        return None
+    at = sys.argv.index("--export-mode")
+    mode = sys.argv[at + 1]
+    del sys.argv[at : at + 2]
+    return mode
+
+
 def main() -> None:
+    mode = _export_mode()
+    if mode is not None:
+        os.environ["LEAFLAB_TRACE_EXPORT_MODE"] = mode
+    print(f"export mode {mode or 'default'}, load average {os.getloadavg()[0]:.2f}")
     if "--processes" not in sys.argv:
         sys.argv += ["--processes", "1"]
     port = free_port()
@@ -97,6 +115,7 @@ def main() -> None:
         os.environ["LEAFLAB_METRICS_PORT"] = str(port)
         spine_concurrency._batch = batch_with_spans
         spine_concurrency.main()
+    print(f"load average {os.getloadavg()[0]:.2f}")
     for number, fig in enumerate(figures, start=1):
         counters = fig["counters"]
         dropped = sum(v for k, v in counters.items() if k.startswith("dropped/"))

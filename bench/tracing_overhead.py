@@ -1,6 +1,13 @@
 """Tracing overhead: span throughput end to end, exporter cost, hot-path cost per span.
 
-Run:  .venv/bin/python -m bench.tracing_overhead [--spans 20000]
+Run:  .venv/bin/python -m bench.tracing_overhead [--spans 20000] [--modes thread,process]
+                                                 [--rounds 1]
+
+``--modes`` runs the end-to-end and hot-path figures once per export mode
+(``LEAFLAB_TRACE_EXPORT_MODE``: ``thread``, the in-process pipeline; ``process``,
+spans handed to a child exporter process), alternating, ``--rounds`` times, so
+the two are compared in the same run. The agent process's CPU per span counts
+this process only; the exporter's own CPU is printed next to it.
 
 - end to end: spans created by the application thread go through the SDK's
   batch processors (the production settings: bounded queue, batches of 512)
@@ -20,6 +27,7 @@ unique name is created and dropped.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -41,6 +49,7 @@ from services.common.metrics import SPANS_DROPPED  # noqa: E402
 from services.common.models import SpanRecord  # noqa: E402
 from services.common.telemetry import TelemetrySettings, build_tracer_provider  # noqa: E402
 from services.common.telemetry.attributes import model_call_attributes  # noqa: E402
+from services.common.telemetry.handoff import SpanHandoff  # noqa: E402
 from services.common.telemetry.postgres_sink import PostgresSpanExporter, span_to_row  # noqa: E402
 from services.common.telemetry.redaction import RedactingSpanExporter, RedactionPolicy  # noqa: E402
 
@@ -175,14 +184,46 @@ def _dropped() -> float:
     )
 
 
-def bench_pipeline(url: str, otlp: OtlpSinkProcess, n: int) -> None:
+def _process_cpu(pid: int | None) -> float:
+    """CPU seconds of a live process (the exporter), from /proc; 0 without one."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _exporter_pid(provider: TracerProvider) -> int | None:
+    processors = provider._active_span_processor._span_processors  # noqa: SLF001
+    return next((p.exporter_pid for p in processors if isinstance(p, SpanHandoff)), None)
+
+
+def _dropped_by_reason() -> dict[str, float]:
+    return {
+        f"{sample.labels['sink']}/{sample.labels['reason']}": sample.value
+        for metric in SPANS_DROPPED.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_total")
+    }
+
+
+def bench_pipeline(url: str, otlp: OtlpSinkProcess, n: int, mode: str = "thread") -> None:
     """End to end through the SDK batch processors into both sinks; default queue
     and batch sizes, so a producer faster than the sinks loses spans (counted)."""
     _truncate(url)
     received_before, dropped_before = otlp.count(), _dropped()
-    settings = TelemetrySettings(database_url=url, otlp_endpoint=otlp.url)
+    settings = TelemetrySettings(database_url=url, otlp_endpoint=otlp.url, trace_export_mode=mode)
     provider = build_tracer_provider("leaflab-bench", settings)
     tracer = provider.get_tracer("bench")
+    if mode == "process":  # start the exporter before the clock, as a warm worker has it
+        with tracer.start_as_current_span("warm"):
+            pass
+        provider.force_flush(60_000)
+        _truncate(url)
+        received_before, dropped_before = otlp.count(), _dropped()
+    reasons_before = _dropped_by_reason()
+    exporter = _exporter_pid(provider)
+    exporter_cpu = _process_cpu(exporter)  # after its start-up: a warm worker's exporter
+    cpu = time.process_time()
     started = time.perf_counter()
     for i in range(n):
         with tracer.start_as_current_span(f"chat m{i % 5}") as span:
@@ -190,20 +231,32 @@ def bench_pipeline(url: str, otlp: OtlpSinkProcess, n: int) -> None:
     created = time.perf_counter() - started
     provider.force_flush(120_000)
     elapsed = time.perf_counter() - started
+    cpu = time.process_time() - cpu
+    exporter_cpu = _process_cpu(exporter) - exporter_cpu
     provider.shutdown()
     stored, received = _count(url), otlp.count() - received_before
     dropped = _dropped() - dropped_before
+    reasons = {
+        k: v - reasons_before.get(k, 0.0)
+        for k, v in _dropped_by_reason().items()
+        if v - reasons_before.get(k, 0.0)
+    }
     print(
-        f"end to end, {n} spans -> batch processors -> Postgres + OTLP: "
+        f"[{mode}] agent process CPU {cpu / n * 1e6:.0f} µs/span"
+        + (f", exporter process CPU {exporter_cpu / n * 1e6:.0f} µs/span" if exporter_cpu else "")
+    )
+    print(
+        f"[{mode}] end to end, {n} spans -> Postgres + OTLP: "
         f"Postgres {stored / elapsed:,.0f} spans/s ({stored} stored), "
         f"OTLP {received / elapsed:,.0f} spans/s ({received} received), "
-        f"{dropped:.0f} dropped; created in {created:.2f} s, all exported after {elapsed:.2f} s"
+        f"{dropped:.0f} dropped {reasons or ''}; created in {created:.2f} s, "
+        f"all exported after {elapsed:.2f} s"
     )
 
 
-def bench_hot_path(url: str, otlp: OtlpSinkProcess, n: int) -> None:
+def bench_hot_path(url: str, otlp: OtlpSinkProcess, n: int, mode: str = "thread") -> None:
     disabled = NoOpTracerProvider().get_tracer("bench")
-    settings = TelemetrySettings(database_url=url, otlp_endpoint=otlp.url)
+    settings = TelemetrySettings(database_url=url, otlp_endpoint=otlp.url, trace_export_mode=mode)
     provider = build_tracer_provider("leaflab-bench", settings)
     enabled = provider.get_tracer("bench")
     hot_path(disabled, min(2000, n // 2))
@@ -215,14 +268,14 @@ def bench_hot_path(url: str, otlp: OtlpSinkProcess, n: int) -> None:
     b50, t50 = statistics.median(base), statistics.median(traced)
     b_mean, t_mean = statistics.fmean(base), statistics.fmean(traced)
     t95 = statistics.quantiles(traced, n=100)[94]
-    print(f"hot path, tracing disabled: median {b50 * 1e6:.1f} µs, mean {b_mean * 1e6:.1f} µs")
+    print(f"[{mode}] hot path, disabled: median {b50 * 1e6:.1f} µs, mean {b_mean * 1e6:.1f} µs")
     print(
-        f"hot path, tracing enabled:  median {t50 * 1e6:.1f} µs, mean {t_mean * 1e6:.1f} µs, "
+        f"[{mode}] hot path, enabled:  median {t50 * 1e6:.1f} µs, mean {t_mean * 1e6:.1f} µs, "
         f"p95 {t95 * 1e6:.1f} µs"
     )
     added_median, added_mean = (t50 - b50) * 1e3, (t_mean - b_mean) * 1e3
     print(
-        f"added cost per span: median {added_median:.4f} ms, mean {added_mean:.4f} ms "
+        f"[{mode}] added cost per span: median {added_median:.4f} ms, mean {added_mean:.4f} ms "
         "(goal <= 0.5 ms)"
     )
 
@@ -232,15 +285,25 @@ def main() -> None:
     parser.add_argument("--spans", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--db", default=None, help="scratch database name (default: unique)")
+    parser.add_argument("--modes", default="thread,process", help="export modes, alternated")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--skip-exporter", action="store_true", help="no exporter-alone figure")
     args = parser.parse_args()
+    modes = [m for m in args.modes.split(",") if m]
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}")
     with (
         scratch_stack("telemetry", redis_db=False, name=args.db) as scratch,
         OtlpSinkProcess() as otlp,
     ):
-        spans = make_spans(args.spans)
-        bench_pipeline(scratch.database_url, otlp, args.spans)
-        bench_persistence(scratch.database_url, spans, args.batch)
-        bench_hot_path(scratch.database_url, otlp, args.spans)
+        for round_ in range(args.rounds):
+            for mode in modes if round_ % 2 == 0 else modes[::-1]:
+                bench_pipeline(scratch.database_url, otlp, args.spans, mode)
+        print(f"load average {os.getloadavg()[0]:.2f}")
+        if not args.skip_exporter:
+            bench_persistence(scratch.database_url, make_spans(args.spans), args.batch)
+        for mode in modes:
+            bench_hot_path(scratch.database_url, otlp, args.spans, mode)
+        print(f"load average {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

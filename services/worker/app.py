@@ -24,7 +24,12 @@ from services.common.events import EventPublisher
 from services.common.metrics import start_metrics_server
 from services.common.migrate import ensure_migrated
 from services.common.redis_client import build_redis
-from services.common.telemetry import TelemetrySettings, instrument_celery, setup_tracing
+from services.common.telemetry import (
+    TelemetrySettings,
+    instrument_celery,
+    setup_tracing,
+    shutdown_tracing,
+)
 from services.common.telemetry.names import SERVICE_WORKER
 from services.worker.llm.client import client_from_settings
 from services.worker.llm.discovery import CapabilityBook
@@ -182,6 +187,9 @@ def _stop_background(**_: Any) -> None:
         _capabilities.stop()
     if _deps is not None and _deps.mcp is not None:
         _deps.mcp.close()  # stdio servers' processes end with their sessions
+    # Last: the spans of everything above are flushed, and an exporter process
+    # (LEAFLAB_TRACE_EXPORT_MODE=process) writes what it holds and exits.
+    shutdown_tracing()
 
 
 @app.task(name=ADVANCE_TASK, ignore_result=True)

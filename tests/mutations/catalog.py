@@ -1298,6 +1298,27 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/telemetry/test_pipeline.py", "-k", "hung"),
     ),
     Mutation(
+        "span exporter process: spans held by a dead exporter are lost silently",
+        "services/common/telemetry/exporter_child.py",
+        "                SPANS_DROPPED.labels(sink=sink, reason=LOST).inc(count)",
+        "                pass",
+        ("tests/telemetry/test_exporter_process.py", "-k", "killed"),
+    ),
+    Mutation(
+        "span hand-off: the buffer before the exporter process is unbounded",
+        "services/common/telemetry/handoff.py",
+        "        if len(buffer) >= self._max_queue or self._stopped:",
+        "        if self._stopped:",
+        ("tests/telemetry/test_exporter_process.py", "-k", "stopped"),
+    ),
+    Mutation(
+        "span wire: links do not cross the pipe",
+        "services/common/telemetry/span_wire.py",
+        "        links=[Link(_context(c), a) for c, a in links] if links else (),",
+        "        links=(),",
+        ("tests/telemetry/test_exporter_process.py", "-k", "Wire"),
+    ),
+    Mutation(
         "embedding: length-bucketed batches drop the order restore",
         "services/library/embedding/base.py",
         "                out[idx] = self._encode_batch([texts[i] for i in idx])",

@@ -82,4 +82,8 @@ class TestSinksDown:
         _release(provider)
         _report(latencies)  # span.end() latency: bench/tracing_sinks_down.py
         # The exporter thread is stuck on the hung collector: the bounded queue overflowed.
+        # (An exporter process reports its counts a moment later: wait for them.)
+        deadline = time.monotonic() + 10
+        while _dropped("otlp", "queue_full") - before <= 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert _dropped("otlp", "queue_full") - before > 0

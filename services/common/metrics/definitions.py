@@ -134,7 +134,8 @@ SPANS_EXPORTED: Final = Counter(
 )
 SPANS_DROPPED: Final = Counter(
     "leaflab_spans_dropped",
-    "Spans a tracing sink dropped: queue_full, export_failed or sink_down.",
+    "Spans a tracing sink dropped: queue_full, export_failed, sink_down, or exporter_lost "
+    "(held by an exporter process that ended before writing them).",
     ["sink", "reason"],
 )
 SPANS_REDACTION_FAILED: Final = Counter(

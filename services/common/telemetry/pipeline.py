@@ -36,6 +36,8 @@ from services.common.telemetry.redaction import RedactionPolicy, redact_batch
 log = logging.getLogger(__name__)
 
 _STOP: list[ReadableSpan] = []  # sentinel batch that ends a writer thread
+# A sink whose one export has run this long is treated as hung, not slow.
+_STUCK_S = 2.0
 
 
 class _SinkWriter:
@@ -51,6 +53,7 @@ class _SinkWriter:
         self._pending = 0
         self._lock = threading.Lock()
         self._full = SPANS_DROPPED.labels(sink=sink, reason="queue_full")
+        self._export_started = 0.0  # monotonic start of the export in progress, 0 when idle
         self.thread = threading.Thread(target=self._run, name=f"span-sink-{sink}", daemon=True)
         self.thread.start()
 
@@ -67,6 +70,14 @@ class _SinkWriter:
     def idle(self) -> bool:
         return self.batches.unfinished_tasks == 0
 
+    def waiting(self) -> int:
+        """Spans queued for this sink, or 0 when it is stuck in one export (hung):
+        a reader that waits for room must not wait on a sink that does not move."""
+        started = self._export_started
+        if started and time.monotonic() - started > _STUCK_S:
+            return 0
+        return self._pending
+
     def stop(self, timeout_s: float) -> None:
         self.batches.put_nowait(_STOP)
         self.thread.join(timeout_s)  # a hung sink's daemon thread is abandoned
@@ -77,10 +88,12 @@ class _SinkWriter:
             try:
                 if batch is _STOP:
                     return
+                self._export_started = time.monotonic()
                 self.exporter.export(batch)  # guarded: never raises, counts its losses
             except Exception as exc:  # belt and braces: the thread must survive
                 log.warning("span sink %s writer raised: %s", self.sink, exc)
             finally:
+                self._export_started = 0.0
                 with self._lock:
                     self._pending -= len(batch)
                 self.batches.task_done()
@@ -166,6 +179,17 @@ class SpanPipeline(SpanProcessor):
             log.warning("span pipeline: batch lost: %s", exc)
         finally:
             self._busy = False
+
+    def backlog(self) -> int:
+        """Spans waiting for redaction, plus the longest queue of a sink that is moving.
+
+        The exporter process reads no more while this is at the bound, so a
+        burst waits in every buffer on the way (its traced process's too) before
+        a slow sink's queue overflows; a hung sink still loses only its own copies.
+        """
+        # A batch being redacted is in neither the buffer nor a sink's queue yet.
+        redacting = self._batch if self._busy else 0
+        return len(self._buffer) + redacting + max((w.waiting() for w in self._writers), default=0)
 
     def _idle(self) -> bool:
         return not self._buffer and not self._busy and all(w.idle() for w in self._writers)

@@ -11,6 +11,8 @@ endpoint; when both are set the standard variable wins.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
 
@@ -66,6 +68,12 @@ class TelemetrySettings(CommonSettings):
     trace_queue_size: int = Field(default=8192, ge=16)
     trace_batch_size: int = Field(default=512, ge=1)
     trace_schedule_delay_ms: int = Field(default=500, ge=10)
+    # Where spans are redacted and written: ``process``, a child exporter process
+    # per traced process fed through a pipe (handoff.py), so that work runs off
+    # the agents' GIL; ``thread``, threads inside the traced process (pipeline.py);
+    # ``auto``, a process for the agent worker (where spans compete with agents
+    # for the GIL), threads elsewhere (an exporter process costs ~100 MB RSS).
+    trace_export_mode: Literal["auto", "process", "thread"] = "auto"
     trace_db_connect_timeout_s: int = Field(default=2, ge=1)
     trace_db_statement_timeout_ms: int = Field(default=5000, ge=100)
     # Port of the Prometheus exposition server in Celery workers (0 = off), and the

@@ -20,6 +20,8 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from services.common.settings import CommonSettings
+from services.common.telemetry.handoff import SpanHandoff
+from services.common.telemetry.names import SERVICE_WORKER
 from services.common.telemetry.otel_env import build_sampler, parse_headers, traces_url
 from services.common.telemetry.pipeline import SpanPipeline
 from services.common.telemetry.postgres_sink import SINK_POSTGRES, PostgresSpanExporter
@@ -43,9 +45,20 @@ def telemetry_settings(settings: CommonSettings | None = None) -> TelemetrySetti
     return TelemetrySettings(database_url=settings.database_url, env=settings.env)
 
 
-def _sink_exporters(settings: TelemetrySettings) -> dict[str, SpanExporter]:
+def _postgres_on(settings: TelemetrySettings) -> bool:
+    return bool(settings.trace_db_export and settings.database_url)
+
+
+def configured_sink_names(settings: TelemetrySettings) -> list[str]:
+    """The sinks :func:`configured_sinks` builds, without building them."""
+    return [SINK_POSTGRES] * _postgres_on(settings) + [SINK_OTLP] * bool(traces_url(settings))
+
+
+def configured_sinks(settings: TelemetrySettings) -> dict[str, SpanExporter]:
+    """The span sinks the settings turn on (the one place they are built, in either mode)."""
     sinks: dict[str, SpanExporter] = {}
-    if settings.trace_db_export and settings.database_url:
+    if _postgres_on(settings):
+        assert settings.database_url is not None
         sinks[SINK_POSTGRES] = PostgresSpanExporter(
             settings.database_url,
             connect_timeout_s=settings.trace_db_connect_timeout_s,
@@ -61,6 +74,13 @@ def _sink_exporters(settings: TelemetrySettings) -> dict[str, SpanExporter]:
     return sinks
 
 
+def export_mode(service_name: str, settings: TelemetrySettings) -> str:
+    """``process`` or ``thread``: the settings' choice, ``auto`` resolved for this service."""
+    if settings.trace_export_mode != "auto":
+        return settings.trace_export_mode
+    return "process" if service_name == SERVICE_WORKER else "thread"
+
+
 def build_tracer_provider(
     service_name: str,
     settings: TelemetrySettings,
@@ -70,7 +90,9 @@ def build_tracer_provider(
     """A TracerProvider with every configured sink behind redaction and a bounded queue.
 
     Not installed globally: :func:`setup_tracing` does that. Benchmarks and
-    tests build private providers with this.
+    tests build private providers with this. ``extra_sinks`` (objects of this
+    process) always go through the in-process pipeline, with the configured
+    sinks, whatever ``trace_export_mode`` says.
     """
     resource = Resource.create(
         {
@@ -90,7 +112,14 @@ def build_tracer_provider(
         preview_chars=settings.trace_preview_chars,
         max_events=settings.trace_max_events,
     )
-    sinks = {**_sink_exporters(settings), **(extra_sinks or {})}
+    if export_mode(service_name, settings) == "process" and not extra_sinks:
+        names = configured_sink_names(settings)
+        if names:
+            # The agent's thread appends; one thread hands batches to a child
+            # exporter process, which redacts and writes (handoff.py).
+            provider.add_span_processor(SpanHandoff(settings, names))
+        return provider
+    sinks = {**configured_sinks(settings), **(extra_sinks or {})}
     if sinks:
         # One processor for every sink: the agent's thread only appends the span
         # (pipeline.py); redaction runs once, off that thread.
