@@ -39,13 +39,24 @@ from services.library.store.base import (
 from services.library.store.page_release import PageRelease
 
 BACKFILL_PAGE = 1000
+DATATYPES = {
+    "float32": qe.VectorStorageDatatype.Float32,
+    "float16": qe.VectorStorageDatatype.Float16,
+}
 
 
 class EdgeStore(VectorStore):
     def __init__(
-        self, path: Path, ann: AnnParams | None = None, release_pages_s: float = 0.0
+        self,
+        path: Path,
+        ann: AnnParams | None = None,
+        release_pages_s: float = 0.0,
+        *,
+        dense_datatype: str = "float32",
     ) -> None:
         self.path = path
+        # Applies to a store created here; a loaded one keeps the datatype it has.
+        self._dense_datatype = DATATYPES[dense_datatype]
         self._shard: Any = None
         self._ann_params = ann
         self.ann: DenseAnn | None = None
@@ -60,7 +71,11 @@ class EdgeStore(VectorStore):
             if self._shard is not None:
                 return
             config = qe.EdgeConfig(
-                vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
+                vectors={
+                    DENSE: qe.EdgeVectorParams(
+                        size=dimension, distance=qe.Distance.Cosine, datatype=self._dense_datatype
+                    )
+                },
                 sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
             )
             existing = self.path.exists() and any(self.path.iterdir())
