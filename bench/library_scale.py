@@ -78,7 +78,8 @@ def rss_by_file(root: Path) -> dict[str, float]:
                 key = _FOLD.sub("*", path[len(prefix) :]) if path.startswith(prefix) else None
             elif key is not None and line.startswith("Rss:"):
                 out[key] = out.get(key, 0.0) + int(head[1]) / 1024
-    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+    # Files under 1 MB (trackers' headers, flags) are left out.
+    return dict(sorted(((k, v) for k, v in out.items() if v >= 1), key=lambda kv: -kv[1]))
 
 
 _FOLD = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d+")
