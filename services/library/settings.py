@@ -45,7 +45,7 @@ class LibrarySettings(IntakeSettings):
     library_release_store_pages_s: float = 0.0
     # How the embedded store keeps the dense vectors the graphs' candidates are
     # rescored from, fixed when a store is created (an existing store keeps its
-    # own): float16 halves their file pages (0.77 instead of 1.5 GB per million
+    # own): float16 halves their file pages (0.73 instead of 1.47 GB per million
     # chunks, all of it resident: Edge writes through shared mmaps) at a cosine
     # error below 1e-3 (bench/RESULTS.md, 2026-12-07 third session).
     library_store_dense_datatype: Literal["float16", "float32"] = "float16"
