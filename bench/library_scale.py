@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.process_memory import rss_by_file, rss_mb
 from services.library.beir import document_chunks, load_beir
 from services.library.embedding import embedder_from_settings
 from services.library.indexing import embed_text
@@ -51,16 +52,6 @@ from services.library.store.edge import EdgeStore
 SHARED = Path(
     os.environ.get("LEAFLAB_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
 )
-
-
-def rss_mb(field: str = "VmRSS") -> float:
-    """Resident memory (MB): ``VmRSS`` in all, ``RssAnon`` (heap: what the kernel
-    cannot take back) or ``RssFile`` (mapped file pages, e.g. Edge's mmap'd
-    storage: page cache the kernel can reclaim under pressure)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def _release_pages(root: Path) -> int | None:
@@ -247,11 +238,18 @@ def main() -> None:
     )
     ap.add_argument("--dense-index", choices=["hnsw", "store"], default="hnsw")
     ap.add_argument(
+        "--dense-datatype",
+        choices=["float16", "float32"],
+        default=None,
+        help="the store's dense vectors (default: the service's setting)",
+    )
+    ap.add_argument(
         "--save-batch", type=int, default=1000, help="chunks stored before the periodic save"
     )
     args = ap.parse_args()
 
-    settings = LibrarySettings(qdrant_url=None, library_dense_index=args.dense_index)
+    chosen = {"library_store_dense_datatype": args.dense_datatype} if args.dense_datatype else {}
+    settings = LibrarySettings(qdrant_url=None, library_dense_index=args.dense_index, **chosen)
     data = load_beir(Path(args.data), limit_docs=args.limit_docs)
     docs = document_chunks(data, max_tokens=settings.chunk_max_tokens)
     flat = [(doc_id, title, c) for doc_id, title, chunks in docs for c in chunks]
@@ -278,6 +276,7 @@ def main() -> None:
             store.optimize()
             optimize_s = round(time.perf_counter() - t1, 1)
         rss_delta = {f: rss_mb(f) - rss0[f] for f in rss0}
+        by_file = rss_by_file(Path(tmp) / "edge")
         released = _release_pages(Path(tmp) / "edge")
         rss_released = {f: rss_mb(f) - rss0[f] for f in rss0}
         on_disk = disk_mb(Path(tmp))
@@ -317,6 +316,7 @@ def main() -> None:
             retriever.search(q, collections=scope, mode="mix", k=10)
             released_ms.append((time.perf_counter() - t7) * 1000)
         rss_queried = {f: rss_mb(f) - rss0[f] for f in rss0}
+        by_file_queried = rss_by_file(Path(tmp) / "edge")
         extra = _load(
             store, args, flat, base, sparse, rng, start=args.chunks, count=args.save_batch
         )
@@ -341,6 +341,13 @@ def main() -> None:
                 "rss_mb_per_million": round(rss_delta["VmRSS"] * per_million),
                 "rss_anon_mb_per_million": round(rss_delta["RssAnon"] * per_million),
                 "rss_file_mb_per_million": round(rss_delta["RssFile"] * per_million),
+                # The store's resident file pages by file kind, after the load and
+                # after the page release and the queries (what searches map again).
+                "rss_store_files_mb_per_million": _per_million(by_file, per_million),
+                "rss_store_files_after_release_and_queries": _per_million(
+                    by_file_queried, per_million
+                ),
+                "dense_datatype": getattr(settings, "library_store_dense_datatype", "float32"),
                 # After the store's written file pages were released (page_release.py),
                 # and after the queries ran on (the pages they map again): per million.
                 "rss_after_page_release": _per_million(rss_released, per_million)

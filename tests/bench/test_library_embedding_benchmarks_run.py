@@ -44,6 +44,8 @@ def test_scale_bench_reports_p95_and_memory(tmp_path: Path) -> None:
     assert figures["chunks"] == 300
     assert set(figures["hybrid_with_query_embedding"]) == {"p50_ms", "p95_ms"}  # type: ignore[arg-type]
     assert figures["rss_mb_per_million"] is not None
+    assert isinstance(figures["rss_store_files_mb_per_million"], dict)
+    assert figures["dense_datatype"] == "float16"  # the service's default store
 
 
 def test_ingest_bench_reports_end_to_end_and_parse_baseline(tmp_path: Path) -> None:

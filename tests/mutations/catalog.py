@@ -770,6 +770,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/library/test_document_scoped_search.py",),
     ),
     Mutation(
+        "a new store ignores its dense datatype setting (float32 vectors, twice the pages)",
+        "services/library/store/edge.py",
+        "size=dimension, distance=qe.Distance.Cosine, datatype=self._dense_datatype",
+        'size=dimension, distance=qe.Distance.Cosine, datatype=DATATYPES["float32"]',
+        ("tests/library/test_store_datatype.py",),
+    ),
+    Mutation(
         "the survey reads fetched papers from their first pages, never the library's passages",
         "services/worker/survey/gather.py",
         '    read_from_library(ctx, chosen, plan["search_queries"], wait_s)\n',

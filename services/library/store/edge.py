@@ -6,7 +6,8 @@ qdrant-client's local mode is pure Python and takes seconds per query past
 Dense search: with ``ann`` parameters (the default, ``LEAFLAB_LIBRARY_DENSE_INDEX=hnsw``)
 a per-collection HNSW index over int8 vectors built in the background
 (``ann.py``) finds the candidates and Edge supplies their payloads and full
-vectors, by which they are rescored exactly (Edge holds the only float copy);
+vectors, by which they are rescored exactly (Edge holds the only float copy,
+float16 in a store the service creates: half the resident file pages);
 Edge's exact filtered search answers while that index is still being filled
 after a restart. Edge's own ``optimize()`` is not
 called by the service: it holds the GIL for minutes at a million chunks.
@@ -39,13 +40,26 @@ from services.library.store.base import (
 from services.library.store.page_release import PageRelease
 
 BACKFILL_PAGE = 1000
+DATATYPES = {
+    "float32": qe.VectorStorageDatatype.Float32,
+    "float16": qe.VectorStorageDatatype.Float16,
+}
 
 
 class EdgeStore(VectorStore):
     def __init__(
-        self, path: Path, ann: AnnParams | None = None, release_pages_s: float = 0.0
+        self,
+        path: Path,
+        ann: AnnParams | None = None,
+        release_pages_s: float = 0.0,
+        *,
+        dense_datatype: str = "float32",
     ) -> None:
         self.path = path
+        # Applies to a store created here; a loaded one keeps the datatype it has
+        # (Edge refuses another). float32 here keeps exact cosines for direct users
+        # such as tests; the service passes its setting (float16 by default).
+        self._dense_datatype = DATATYPES[dense_datatype]
         self._shard: Any = None
         self._ann_params = ann
         self.ann: DenseAnn | None = None
@@ -60,7 +74,11 @@ class EdgeStore(VectorStore):
             if self._shard is not None:
                 return
             config = qe.EdgeConfig(
-                vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
+                vectors={
+                    DENSE: qe.EdgeVectorParams(
+                        size=dimension, distance=qe.Distance.Cosine, datatype=self._dense_datatype
+                    )
+                },
                 sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
             )
             existing = self.path.exists() and any(self.path.iterdir())

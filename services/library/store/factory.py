@@ -36,7 +36,10 @@ def open_store(settings: LibrarySettings, *, path: Path | None = None) -> Vector
         from services.library.store.edge import EdgeStore
 
         return EdgeStore(
-            local / "edge", ann_params(settings), settings.library_release_store_pages_s
+            local / "edge",
+            ann_params(settings),
+            settings.library_release_store_pages_s,
+            dense_datatype=settings.library_store_dense_datatype,
         )
     from qdrant_client import QdrantClient
 
