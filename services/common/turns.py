@@ -80,7 +80,10 @@ def create_job_in_new_session(
         title=title,
         message_seq=FIRST_MESSAGE_SEQ if first_message is not None else 0,
     )
-    return _queued_job(db, origin, kind, job_input, session, max_turns, first_message, True)
+    job = _queued_job(db, origin, kind, job_input, session, max_turns)
+    if first_message is not None:
+        _opening_message(db, session, job, first_message, FIRST_MESSAGE_SEQ)
+    return job
 
 
 def create_queued_job(
@@ -101,7 +104,10 @@ def create_queued_job(
     Flushes only: the caller's transaction boundary commits, and the caller sends
     the Celery message after that commit (or the sweeper does).
     """
-    return _queued_job(db, origin, kind, job_input, session, max_turns, first_message, False)
+    job = _queued_job(db, origin, kind, job_input, session, max_turns)
+    if session is not None and first_message is not None:
+        _opening_message(db, session, job, first_message, next_message_seq(db, session.id))
+    return job
 
 
 def _queued_job(
@@ -111,8 +117,6 @@ def _queued_job(
     job_input: dict[str, Any],
     session: ChatSession | None,
     max_turns: int,
-    first_message: str | None,
-    seq_reserved: bool,
 ) -> Job:
     job = Job(
         user_id=origin.user_id,
@@ -131,18 +135,13 @@ def _queued_job(
     )
     db.add(job)
     db.flush()
-    if session is not None and first_message is not None:
-        db.add(
-            Message(
-                session_id=session.id,
-                job_id=job.id,
-                seq=FIRST_MESSAGE_SEQ if seq_reserved else next_message_seq(db, session.id),
-                role="user",
-                content=first_message,
-            )
-        )
-        db.flush()
     return job
+
+
+def _opening_message(db: Session, session: ChatSession, job: Job, content: str, seq: int) -> None:
+    """The user message a job opens its turn with, at the seq its caller holds."""
+    db.add(Message(session_id=session.id, job_id=job.id, seq=seq, role="user", content=content))
+    db.flush()
 
 
 def next_queued_turn(
