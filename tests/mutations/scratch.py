@@ -20,6 +20,22 @@ from tests.mutations.catalog import Mutation
 # Built in two parts so this file itself never carries the marker.
 MARKER = "LEAFLAB-" + "MUTATION-APPLIED"
 LINKED = (".venv",)
+# The marker line in each kind of file's own comment syntax: a "#" line appended to a
+# script would be a syntax error, so the page broke whole and every mutation of it
+# was "killed" by that, whatever the mutation did.
+COMMENT_FORMS = {
+    ".js": "/* {} */",
+    ".mjs": "/* {} */",
+    ".css": "/* {} */",
+    ".html": "<!-- {} -->",
+    ".md": "<!-- {} -->",
+    ".sql": "-- {}",
+}
+
+
+def marker_line(path: Path) -> str:
+    """The marker as a comment of ``path``'s language ("#" for Python, shell, YAML, TOML)."""
+    return COMMENT_FORMS.get(path.suffix, "# {}").format(MARKER)
 
 
 class Stale(Exception):
@@ -79,7 +95,7 @@ def make_copy(root: Path, files: list[str], mutation: Mutation) -> Path:
             path = tree / mutation.path
             text = path.read_text()
             # Appended, not inserted: line numbers in tracebacks stay those of the real file.
-            path.write_text(text.replace(mutation.old, mutation.new) + f"\n# {MARKER}\n")
+            path.write_text(text.replace(mutation.old, mutation.new) + f"\n{marker_line(path)}\n")
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise

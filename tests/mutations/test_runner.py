@@ -4,6 +4,7 @@ and marked trees, and an interrupted run leaves no copy and no test process behi
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from tests.mutations.scratch import (
     Stale,
     leftover_markers,
     make_copy,
+    marker_line,
     scratch_of,
     tree_files,
 )
@@ -102,3 +104,30 @@ def _running_in(directory: Path) -> list[str]:
         if cwd.startswith(str(directory)):
             found.append(f"{proc.name}: {(proc / 'cmdline').read_bytes()[:200]!r}")
     return found
+
+
+@pytest.mark.parametrize(
+    "mutation",
+    [m for m in MUTATIONS if m.path.endswith((".py", ".js"))],
+    ids=lambda m: m.name,
+)
+def test_every_mutated_file_still_parses(mutation: Mutation, tmp_path: Path) -> None:
+    """A mutation must change behaviour, not break the file: a copy that no longer
+    parses (a Python syntax error, a script the browser refuses) fails its tests for
+    that reason alone, whatever the mutation was meant to prove. The marker line
+    counts too (a "#" line once broke every script mutation)."""
+    path = ROOT / mutation.path
+    source = path.read_text()
+    mutated = source.replace(mutation.old, mutation.new) + f"\n{marker_line(path)}\n"
+    if mutation.path.endswith(".py"):
+        compile(mutated, mutation.path, "exec")
+        return
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed: the scripts cannot be parsed here")
+    script = tmp_path / Path(mutation.path).name
+    script.write_text(mutated)
+    # Parsed as a module when the page loads it as one (import/export), else as a script.
+    if "import " in source or "export " in source:
+        script = script.rename(script.with_suffix(".mjs"))
+    checked = subprocess.run(["node", "--check", str(script)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
