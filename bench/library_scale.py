@@ -304,6 +304,7 @@ def main() -> None:
                 exact_ms.append((time.perf_counter() - t6) * 1000)
                 truth = {h.id for h in exact[:10]}
                 recall.append(len(truth & {h.id for h in dense[:10]}) / max(1, len(truth)))
+
         # The exact baseline above read every in-scope vector back in: release again
         # (each mode in turn), then the service's own path alone, timed, and what it
         # maps again.
