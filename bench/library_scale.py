@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from bench.process_memory import rss_by_file, rss_mb
+from bench.store_pages import release_pages, release_then_search
 from services.library.beir import document_chunks, load_beir
 from services.library.embedding import embedder_from_settings
 from services.library.indexing import embed_text
@@ -52,16 +53,6 @@ from services.library.store.edge import EdgeStore
 SHARED = Path(
     os.environ.get("LEAFLAB_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
 )
-
-
-def _release_pages(root: Path) -> int | None:
-    """Release the store's file pages as the service's setting does (None: this
-    code has no page release)."""
-    try:
-        from services.library.store.page_release import release
-    except ImportError:
-        return None
-    return release(root)
 
 
 def _per_million(delta: dict[str, float], per_million: float) -> dict[str, int]:
@@ -249,7 +240,13 @@ def main() -> None:
     args = ap.parse_args()
 
     chosen = {"library_store_dense_datatype": args.dense_datatype} if args.dense_datatype else {}
-    settings = LibrarySettings(qdrant_url=None, library_dense_index=args.dense_index, **chosen)
+    # No periodic release: the bench releases at set points (store_pages.py).
+    settings = LibrarySettings(
+        qdrant_url=None,
+        library_dense_index=args.dense_index,
+        library_release_store_pages_s=0,
+        **chosen,
+    )
     data = load_beir(Path(args.data), limit_docs=args.limit_docs)
     docs = document_chunks(data, max_tokens=settings.chunk_max_tokens)
     flat = [(doc_id, title, c) for doc_id, title, chunks in docs for c in chunks]
@@ -277,7 +274,7 @@ def main() -> None:
             optimize_s = round(time.perf_counter() - t1, 1)
         rss_delta = {f: rss_mb(f) - rss0[f] for f in rss0}
         by_file = rss_by_file(Path(tmp) / "edge")
-        released = _release_pages(Path(tmp) / "edge")
+        released = release_pages(Path(tmp) / "edge", "unmap")
         rss_released = {f: rss_mb(f) - rss0[f] for f in rss0}
         on_disk = disk_mb(Path(tmp))
         retriever = Retriever(
@@ -307,22 +304,25 @@ def main() -> None:
                 exact_ms.append((time.perf_counter() - t6) * 1000)
                 truth = {h.id for h in exact[:10]}
                 recall.append(len(truth & {h.id for h in dense[:10]}) / max(1, len(truth)))
-        # The exact baseline above read every in-scope vector back in: release again,
-        # then the service's own path alone, timed, and what it maps again.
-        _release_pages(Path(tmp) / "edge")
-        released_ms = []
-        for q in queries:
-            t7 = time.perf_counter()
-            retriever.search(q, collections=scope, mode="mix", k=10)
-            released_ms.append((time.perf_counter() - t7) * 1000)
-        rss_queried = {f: rss_mb(f) - rss0[f] for f in rss0}
-        by_file_queried = rss_by_file(Path(tmp) / "edge")
+
+        # The exact baseline above read every in-scope vector back in: release again
+        # (each mode in turn), then the service's own path alone, timed, and what it
+        # maps again.
+        def searches_ms() -> list[float]:
+            times = []
+            for q in queries:
+                t7 = time.perf_counter()
+                retriever.search(q, collections=scope, mode="mix", k=10)
+                times.append((time.perf_counter() - t7) * 1000)
+            return times
+
+        per_million = 1_000_000 / max(1, args.chunks)
+        by_mode = release_then_search(Path(tmp) / "edge", searches_ms, rss0, per_million)
         extra = _load(
             store, args, flat, base, sparse, rng, start=args.chunks, count=args.save_batch
         )
         periodic = _periodic_save(store, args, extra)
         restart = _restart(store, settings, Path(tmp), embedder.dimension)
-    per_million = 1_000_000 / max(1, args.chunks)
     print(
         json.dumps(
             {
@@ -344,22 +344,17 @@ def main() -> None:
                 # The store's resident file pages by file kind, after the load and
                 # after the page release and the queries (what searches map again).
                 "rss_store_files_mb_per_million": _per_million(by_file, per_million),
-                "rss_store_files_after_release_and_queries": _per_million(
-                    by_file_queried, per_million
-                ),
                 "dense_datatype": getattr(settings, "library_store_dense_datatype", "float32"),
-                # After the store's written file pages were released (page_release.py),
-                # and after the queries ran on (the pages they map again): per million.
                 "rss_after_page_release": _per_million(rss_released, per_million)
                 if released is not None
                 else None,
-                "rss_after_release_and_queries": _per_million(rss_queried, per_million)
-                if released is not None
-                else None,
+                # Per release mode (unmap: main's; drop: the page cache too), after the
+                # release and after the queries ran on (what they map again): the RSS
+                # per million, the store's file pages by kind, and the searches' times.
+                "after_page_release": by_mode,
                 "disk_mb_per_million": round(on_disk * per_million),
                 "hybrid_with_query_embedding": _pcts(full_ms),
                 "baseline_query_embedding_only": _pcts(embed_ms),
-                "hybrid_after_page_release": _pcts(released_ms) if released is not None else None,
                 # The same three parts one after another (the search before its lexical
                 # list ran beside the embedding and dense search): per query, this run.
                 "baseline_parts_in_sequence": _pcts(

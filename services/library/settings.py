@@ -38,11 +38,21 @@ class LibrarySettings(IntakeSettings):
     # The dense index is saved next to the store when its builder is idle, at
     # most this often, and on shutdown; a restart loads it instead of rebuilding.
     library_ann_save_interval_s: float = 60.0
-    # Every this many seconds the embedded store's written file pages leave the
-    # process's RSS for the page cache (store/page_release.py); 0 = never.
-    # Off by default: it madvises Edge's own mappings (safe under the store's
-    # lock as long as Edge maps and unmaps its files only inside its calls).
+    # Every this many seconds the embedded store's file pages leave the process's
+    # RSS (store/page_release.py); 0 = never. Off by default: with the page cache
+    # dropped too (below) a million chunks hold 2.4 GB after 100 searches instead
+    # of 4.3, but each page a search touches is then a disk read: hybrid p95 35.6
+    # -> 103 ms at 1M (bench/RESULTS.md, 2026-12-07 fourth session), past the 50 ms
+    # goal. Turn it on where memory matters more than search latency.
     library_release_store_pages_s: float = 0.0
+    # With the release above: also drop the store files' clean page cache and turn
+    # readahead off on their mappings, so that searches afterwards map back only
+    # the pages they read (an unmap alone does not last: fault-around maps the
+    # cached neighbours back, 1.3 GB per million chunks after 100 searches).
+    # Reclaims with MADV_PAGEOUT, which never discards data whatever the range
+    # holds. Left alone while Edge's exact search scans the vectors (no dense
+    # index, or one being rebuilt after a crash): those scans need the cache.
+    library_release_store_page_cache: bool = True
     # How the embedded store keeps the dense vectors the graphs' candidates are
     # rescored from, fixed when a store is created (an existing store keeps its
     # own): float16 halves their file pages (0.73 instead of 1.47 GB per million

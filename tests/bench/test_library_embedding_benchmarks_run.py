@@ -46,6 +46,10 @@ def test_scale_bench_reports_p95_and_memory(tmp_path: Path) -> None:
     assert figures["rss_mb_per_million"] is not None
     assert isinstance(figures["rss_store_files_mb_per_million"], dict)
     assert figures["dense_datatype"] == "float16"  # the service's default store
+    for mode in ("unmap", "drop"):  # each release mode: RSS after the searches, their p95
+        after = figures["after_page_release"][mode]  # type: ignore[index]
+        assert set(after["rss_after_queries"]) == {"VmRSS", "RssAnon", "RssFile"}
+        assert after["hybrid_with_query_embedding"]["p95_ms"] > 0
 
 
 def test_ingest_bench_reports_end_to_end_and_parse_baseline(tmp_path: Path) -> None:

@@ -1429,6 +1429,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if True:",
         ("tests/worker/context/test_long_session.py", "-k", "every_layer_fires"),
     ),
+    Mutation(
+        "store page release: the page cache kept, so searches map the cached files back",
+        "services/library/store/page_release.py",
+        "        if drop_cache:\n",
+        "        if False:\n",
+        ("tests/library/test_store_pages.py", "-k", "map_back or periodically"),
+    ),
+    Mutation(
+        "store page release: the page cache dropped while Edge's exact search scans it",
+        "services/library/store/page_release.py",
+        "                if not (self.drop_cache and self._scanning()):",
+        "                if True:",
+        ("tests/library/test_store_pages.py", "-k", "periodically"),
+    ),
 )
 
 

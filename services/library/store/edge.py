@@ -54,6 +54,7 @@ class EdgeStore(VectorStore):
         release_pages_s: float = 0.0,
         *,
         dense_datatype: str = "float32",
+        release_page_cache: bool = False,
     ) -> None:
         self.path = path
         # Applies to a store created here; a loaded one keeps the datatype it has
@@ -66,8 +67,15 @@ class EdgeStore(VectorStore):
         # Edge shards are not documented as thread-safe for writes; searches and
         # writes from the consumer and request threads are serialised.
         self._lock = threading.RLock()
-        # Written file pages handed back to the page cache this often (0: never).
-        self._pages = PageRelease(path, release_pages_s, self._lock)
+        # The store's file pages leave the RSS this often (0: never); with
+        # ``release_page_cache`` the page cache too, unless searches scan the vectors.
+        self._pages = PageRelease(
+            path,
+            release_pages_s,
+            self._lock,
+            drop_cache=release_page_cache,
+            scanning=self._scanning,
+        )
 
     def ensure(self, dimension: int) -> None:
         with self._lock:
@@ -95,6 +103,10 @@ class EdgeStore(VectorStore):
                 self.ann = SavedDenseAnn(dimension, self._ann_params, self.index_folder)
                 self.ann.start(self._stored_pages if existing else None)
             self._pages.start()
+
+    def _scanning(self) -> bool:
+        """Whether dense searches read every stored vector now (Edge's exact search)."""
+        return self.ann is None or not self.ann.status().ready
 
     @property
     def index_folder(self) -> Path:

@@ -40,6 +40,7 @@ def open_store(settings: LibrarySettings, *, path: Path | None = None) -> Vector
             ann_params(settings),
             settings.library_release_store_pages_s,
             dense_datatype=settings.library_store_dense_datatype,
+            release_page_cache=settings.library_release_store_page_cache,
         )
     from qdrant_client import QdrantClient
 
