@@ -1312,6 +1312,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/telemetry/test_exporter_process.py", "-k", "killed"),
     ),
     Mutation(
+        "span exporter: a SIGTERM to the process group kills it holding spans",
+        "services/common/telemetry/exporter_process.py",
+        "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n",
+        "",
+        ("tests/telemetry/test_exporter_process.py", "-k", "group_is_terminated"),
+    ),
+    Mutation(
         "span hand-off: the buffer before the exporter process is unbounded",
         "services/common/telemetry/handoff.py",
         "        if len(buffer) >= self._max_queue or self._stopped:",

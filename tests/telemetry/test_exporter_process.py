@@ -245,3 +245,64 @@ def test_spans_are_written_when_the_process_exits(stack: Stack, engine: Engine) 
             select(func.count()).select_from(SpanRecord).where(SpanRecord.name == name)
         ).scalar_one()
     assert count == 300
+
+
+# As a worker stops on SIGTERM (Celery's warm shutdown, then the exit hook): the
+# spans are made first, then the process says it is ready and waits for the signal.
+EMIT_AND_WAIT_FOR_TERM = """
+import signal, sys, time
+from opentelemetry import trace
+from services.common.telemetry import setup_tracing
+setup_tracing("leaflab-term-test")
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+tracer = trace.get_tracer("leaflab.test")
+for i in range(int(sys.argv[2])):
+    with tracer.start_as_current_span(sys.argv[1]):
+        pass
+time.sleep(3)  # past one hand-off batch (512): the exporter runs and holds them
+print("ready", flush=True)
+while True:
+    time.sleep(1)
+"""
+
+
+def test_spans_are_written_when_the_whole_process_group_is_terminated(
+    stack: Stack, engine: Engine
+) -> None:
+    """``kill -TERM -<pgid>`` (systemd's default stop, a supervisor stopping a group)
+    reaches the exporter too: it must outlive its traced process's shutdown and
+    write what that hands over last, not die holding it."""
+    name = f"term-{uuid.uuid4().hex[:8]}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(
+        PYTHONPATH=str(ROOT),
+        LEAFLAB_DATABASE_URL=stack.database_url,
+        LEAFLAB_TRACE_EXPORT_MODE="process",
+        LEAFLAB_TRACE_SCHEDULE_DELAY_MS="5000",  # nothing leaves before the signal
+    )
+    env.pop("LEAFLAB_OTLP_ENDPOINT", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", EMIT_AND_WAIT_FOR_TERM, name, "1100"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group, which the signal below goes to whole
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.wait(60) == 0, proc.stderr.read() if proc.stderr else ""
+        deadline = time.monotonic() + 30
+        count = 0
+        while time.monotonic() < deadline and count < 1100:
+            with engine.connect() as conn:
+                count = conn.execute(
+                    select(func.count()).select_from(SpanRecord).where(SpanRecord.name == name)
+                ).scalar_one()
+            time.sleep(0.2)
+        assert count == 1100
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)

@@ -136,9 +136,12 @@ def serve(source: BinaryIO, out: BinaryIO) -> None:
 
 
 def main() -> None:
-    # Ctrl-C reaches the whole process group: this process ends at end of input
-    # instead, after the traced process is gone, so its last spans are written.
+    # Ctrl-C, and a SIGTERM sent to the whole process group (systemd's default stop,
+    # ``kill -TERM -<pgid>``, a supervisor), reach this process too: it ends at end
+    # of input instead, after the traced process has handed over its last spans, so
+    # they are written. SIGKILL still ends it; so does its traced process's death.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.basicConfig(
         level=logging.WARNING, format=f"span-exporter[{os.getpid()}] %(levelname)s %(message)s"
     )
