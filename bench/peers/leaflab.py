@@ -87,6 +87,9 @@ def run_leaflab(sim_url: str, jobs: int, threads: int, pool: int, logs: Path) ->
                         celery.send_task(ADVANCE_TASK, args=[str(job_id)], queue=AGENT_QUEUE)
                     _wait_done(poll, ids, start, logs)
                     makespan = time.perf_counter() - start
+                    # The jobs' spans are written in batches after them (every 0.5 s):
+                    # their CPU and WAL are the step's too, so the window waits for them.
+                    _wait_spans_settled(poll)
                     cpu, wal = window.stop()
                 worker.stop()
                 failed, steps = _outcome(factory, ids)
@@ -111,6 +114,19 @@ def _wait_done(poll: psycopg.Connection, ids: list[uuid.UUID], start: float, log
         if time.perf_counter() - start > 600:
             raise SystemExit(f"leaflab timed out; see {logs}")
         time.sleep(0.05)
+
+
+def _wait_spans_settled(poll: psycopg.Connection, quiet_s: float = 1.5) -> None:
+    """Until the span rows stop growing for ``quiet_s`` (three export periods)."""
+    last, since, deadline = -1, time.perf_counter(), time.perf_counter() + 60
+    while time.perf_counter() < deadline:
+        row = poll.execute("SELECT count(*) FROM spans").fetchone()
+        count = int(row[0]) if row else 0
+        if count != last:
+            last, since = count, time.perf_counter()
+        elif time.perf_counter() - since >= quiet_s:
+            return
+        time.sleep(0.1)
 
 
 def _outcome(factory, ids: list[uuid.UUID]) -> tuple[int, int]:  # type: ignore[no-untyped-def]
