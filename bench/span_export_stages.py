@@ -9,15 +9,16 @@ runs alone over all of them, ``time.process_time`` around it, best of
 ``--rounds``: the traced process's encoding (tuples + marshal), then in the
 exporter the decoding (unmarshal + rebuild the SDK spans), redaction, the
 Postgres rows (built, and their JSON as psycopg dumps it for COPY) and the
-OTLP request body — by the SDK's encoder (the baseline, what main sends) and by
-Leaflab's (otlp_encoding.py), whose bytes are checked equal to the SDK's first.
-No database, no network: the CPU of Leaflab's code and the libraries it calls.
+Postgres rows and their COPY, and the OTLP request body two ways: by the SDK's
+encoder (main's, the baseline) and by otlp_encoding.py (this branch's, whose
+bytes are checked equal to the SDK's first).
+The COPY runs against a scratch database (this process's CPU only, not the
+server's); no network: the CPU of Leaflab's code and the libraries it calls.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -27,13 +28,15 @@ from typing import Any
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
+from sqlalchemy import create_engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script too
 
+from bench.scratch_stack import scratch_stack  # noqa: E402
 from bench.tracing_overhead import make_spans  # noqa: E402
 from services.common.telemetry import span_wire  # noqa: E402
 from services.common.telemetry.otlp_encoding import encode_request  # noqa: E402
-from services.common.telemetry.postgres_sink import copy_rows  # noqa: E402
+from services.common.telemetry.postgres_sink import COPY_SQL, copy_rows  # noqa: E402
 from services.common.telemetry.redaction import RedactionPolicy, redact_batch  # noqa: E402
 
 BATCH = 512
@@ -72,11 +75,22 @@ def _redact(batches: list[list[ReadableSpan]]) -> list[list[ReadableSpan]]:
     return [redact_batch(policy, batch, sinks=("bench",))[0] for batch in batches]
 
 
-def _rows(batches: list[list[ReadableSpan]]) -> None:
-    for batch in batches:
-        for row in copy_rows(batch):
-            json.dumps(row[-2].obj)  # what psycopg's Jsonb dumper does at COPY time
-            json.dumps(row[-1].obj)
+def _copy(url: str, batches: list[list[ReadableSpan]], write: Callable[..., None]) -> None:
+    """Each batch COPYed into the ``spans`` table by ``write(copy, batch)``; emptied after."""
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        for batch in batches:
+            with cursor.copy(COPY_SQL) as copy:
+                write(copy, batch)
+        conn.exec_driver_sql("TRUNCATE spans")
+    engine.dispose()
+
+
+def _write_rows(copy: Any, batch: list[ReadableSpan]) -> None:
+    # As the sink does: psycopg converts each value of each row (its Jsonb dumper too).
+    for row in copy_rows(batch):
+        copy.write_row(row)
 
 
 def main() -> None:
@@ -84,8 +98,13 @@ def main() -> None:
     parser.add_argument("--spans", type=int, default=8000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    n, rounds = args.spans, args.rounds
     print(f"load average {os.getloadavg()[0]:.2f}")
+    with scratch_stack("span_stages", redis_db=False) as scratch:
+        _run(scratch.database_url, args.spans, args.rounds)
+    print(f"load average {os.getloadavg()[0]:.2f}")
+
+
+def _run(url: str, n: int, rounds: int) -> None:
     batches = _batches(make_spans(n))
     frames = _frames(batches)
     decoded = _decode(frames)
@@ -96,15 +115,14 @@ def main() -> None:
         "traced process: tuples + marshal": lambda: _frames(batches),
         "exporter: unmarshal + rebuild SDK spans": lambda: _decode(frames),
         "exporter: redaction": lambda: _redact(decoded),
-        "exporter: Postgres rows + their JSON": lambda: _rows(cleaned),
+        "exporter: Postgres rows + COPY": lambda: _copy(url, cleaned, _write_rows),
         "exporter: OTLP body, SDK encoder (baseline)": lambda: [
             encode_spans(b).SerializePartialToString() for b in cleaned
         ],
         "exporter: OTLP body, otlp_encoding": lambda: [encode_request(b) for b in cleaned],
     }
     for name, stage in stages.items():
-        print(f"{name:<46} {_best_us(stage, n, rounds):6.1f} µs/span")
-    print(f"load average {os.getloadavg()[0]:.2f}")
+        print(f"{name:<54} {_best_us(stage, n, rounds):6.1f} µs/span")
 
 
 if __name__ == "__main__":

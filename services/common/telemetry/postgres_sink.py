@@ -55,7 +55,7 @@ _INSERT_SQL = (
 )
 # The fast path: COPY streams rows without a statement per batch to parse and
 # plan, and without building twelve arrays first.
-_COPY_SQL = f"COPY spans ({', '.join(_COLUMNS)}) FROM STDIN"
+COPY_SQL = f"COPY spans ({', '.join(_COLUMNS)}) FROM STDIN"
 
 
 def _hex(value: int, width: int) -> str:
@@ -203,7 +203,7 @@ class PostgresSpanExporter(SpanExporter):
         try:
             with self._get_engine().begin() as conn:
                 cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-                with cursor.copy(_COPY_SQL) as copy:
+                with cursor.copy(COPY_SQL) as copy:
                     for row in rows:
                         copy.write_row(row)
         except UniqueViolation:
