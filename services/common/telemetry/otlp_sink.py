@@ -34,7 +34,7 @@ class OtlpSpanExporter(OTLPSpanExporter):
     """``OTLPSpanExporter`` with the protobuf body written by :mod:`otlp_encoding`."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        super().__init__(*args, **kwargs)  # type: ignore[call-overload]
         self.own_encoder = all(hasattr(self, part) for part in _SDK_PARTS)
         if not self.own_encoder:
             log.warning("OTLP exporter: this SDK's exporter differs from 1.45; its encoder is used")
