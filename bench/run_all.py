@@ -25,6 +25,7 @@ BENCHMARKS = [
     ["bench/tools_files.py"],
     ["bench/research_tools.py"],
     ["bench/tracing_overhead.py"],
+    ["bench/span_export_stages.py"],
     ["bench/tracing_sinks_down.py"],
     ["bench/sandbox_latency.py"],
     ["bench/sandbox_exec_profile.py"],

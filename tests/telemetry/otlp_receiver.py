@@ -43,6 +43,8 @@ class OtlpReceiver:
     requests: int = 0
     # Path and headers (lower-cased names) of every export request, in arrival order.
     deliveries: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    # Each request's body as received (decompressed), for byte-level comparisons.
+    bodies: list[bytes] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(
@@ -78,6 +80,7 @@ class OtlpReceiver:
             self.requests += 1
             self.spans.extend(found)
             self.deliveries.append((path, dict(headers or {})))
+            self.bodies.append(body)
 
     def named(self, name: str) -> list[ReceivedSpan]:
         with self.lock:

@@ -67,6 +67,13 @@ class TestPolicy:
             "leaflab.cached_tokens": 3,
         }
 
+    def test_query_attributes_are_dropped_whatever_their_type(self) -> None:
+        # Numbers skip the string checks; a query that happens to be one still goes.
+        out = RedactionPolicy().clean_attributes(
+            {"url.query": 12345, "http.query": 1.5, "url.path": "/search", "n": 3}
+        )
+        assert out == {"url.path": "/search", "n": 3}
+
     def test_size_cap_keeps_preview_length_and_hash_of_redacted_text(self) -> None:
         text = "sk-abcdefghijklmnopqrstu " + "y" * 100
         out = RedactionPolicy(preview_chars=20).clean_attributes({"p": text})

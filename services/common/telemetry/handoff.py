@@ -9,9 +9,9 @@ bounded deque — and one hand-off thread turns each batch into plain tuples
 exporter process at the other end (exporter_process.py, a child of this
 process: no service to deploy) redacts and writes both sinks with the same code.
 
-Kept from the in-process pipeline: the agent never waits (the deque is bounded,
-the pipe write is non-blocking, a full deque drops and counts
-``queue_full``); every span not delivered is counted in
+Kept from the in-process pipeline (span_buffer.py, the same code): the agent
+never waits (the deque is bounded, the pipe write is non-blocking, a full
+deque drops and counts ``queue_full``); every span not delivered is counted in
 ``leaflab_spans_dropped_total``, here too (the exporter reports its counts
 back). Added: an exporter that dies is started again (after ``_RESTART_S``,
 longer when it keeps dying young), and the spans it held are counted
@@ -27,17 +27,13 @@ import logging
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Sequence
 
-from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-
-from services.common.metrics.definitions import SPANS_DROPPED
 from services.common.settings import CommonSettings
 from services.common.telemetry import span_wire
 from services.common.telemetry.exporter_child import ExporterChild
 from services.common.telemetry.settings import TelemetrySettings
+from services.common.telemetry.span_buffer import BoundedSpanBuffer
 
 log = logging.getLogger(__name__)
 
@@ -56,16 +52,16 @@ def exporter_config(settings: TelemetrySettings) -> dict[str, object]:
     return fields
 
 
-class SpanHandoff(SpanProcessor):
+class SpanHandoff(BoundedSpanBuffer):
     """Finished spans to an exporter child process, in batches, off the agent's thread."""
 
     def __init__(self, settings: TelemetrySettings, sinks: Sequence[str]) -> None:
+        super().__init__(
+            sinks, max_queue=settings.trace_queue_size, batch=settings.trace_batch_size
+        )
         self._config = exporter_config(settings)
         self._sinks = tuple(sinks)
-        self._max_queue = settings.trace_queue_size
-        self._batch = max(1, min(settings.trace_batch_size, settings.trace_queue_size))
         self._delay_s = settings.trace_schedule_delay_ms / 1000
-        self._full = [SPANS_DROPPED.labels(sink=s, reason="queue_full") for s in self._sinks]
         self._flush_numbers = itertools.count(1)
         self._child: ExporterChild | None = None
         self._start()
@@ -73,12 +69,10 @@ class SpanHandoff(SpanProcessor):
             os.register_at_fork(after_in_child=self._after_fork)
 
     def _start(self) -> None:
-        self._buffer: deque[ReadableSpan] = deque()
-        self._wake = threading.Event()
+        self._new_buffer()
         self._stop = threading.Event()
         self._busy = False
         self._flushing = False
-        self._stopped = False
         self._started_at = 0.0
         self._restart_s = _RESTART_S
         self._thread = threading.Thread(target=self._run, name="span-handoff", daemon=True)
@@ -97,22 +91,6 @@ class SpanHandoff(SpanProcessor):
         """The running exporter process's id (tests, diagnostics)."""
         child = self._child
         return child.pid if child is not None and child.alive() else None
-
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        return None
-
-    def on_end(self, span: ReadableSpan) -> None:
-        # The agent's thread: as cheap as the in-process pipeline's. No lock, no copy.
-        if not span.context.trace_flags.sampled:
-            return
-        buffer = self._buffer
-        if len(buffer) >= self._max_queue or self._stopped:
-            for counter in self._full:
-                counter.inc()
-            return
-        buffer.append(span)
-        if len(buffer) == self._batch:
-            self._wake.set()
 
     def _exporter(self) -> ExporterChild | None:
         """The live exporter, started (again) if need be; None while waiting to restart."""

@@ -6,11 +6,12 @@ sink, and at a burst those threads held the GIL against the agents while the
 bounded queues overflowed (38 % of a 20,000-span burst dropped, bench/RESULTS.md).
 
 Here ``on_end`` appends the finished span to one deque (atomic under the GIL,
-no lock) and, once per batch, sets an event. The redaction thread drains the
-deque in batches, redacts each span once, and hands the same cleaned batch to
-every sink's writer thread. A writer that is slow or hung (a dead collector)
-only fills its own bounded queue: its sink loses spans (counted as
-``queue_full``), the other sinks and the agent do not wait.
+no lock; span_buffer.py, shared with the hand-off) and, once per batch, sets
+an event. The redaction thread drains the deque in batches, redacts each span
+once, and hands the same cleaned batch to every sink's writer thread. A writer
+that is slow or hung (a dead collector) only fills its own bounded queue: its
+sink loses spans (counted as ``queue_full``), the other sinks and the agent do
+not wait.
 
 Every span that is not delivered is counted in ``leaflab_spans_dropped_total``.
 """
@@ -22,16 +23,15 @@ import os
 import queue
 import threading
 import time
-from collections import deque
 from collections.abc import Mapping
 
-from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from services.common.metrics.definitions import SPANS_DROPPED
 from services.common.telemetry.processors import GuardedSpanExporter
 from services.common.telemetry.redaction import RedactionPolicy, redact_batch
+from services.common.telemetry.span_buffer import BoundedSpanBuffer
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class _SinkWriter:
                 self.batches.task_done()
 
 
-class SpanPipeline(SpanProcessor):
+class SpanPipeline(BoundedSpanBuffer):
     """One bounded buffer for all sinks, redaction once per span, a writer per sink.
 
     ``max_queue_size`` bounds the spans waiting for redaction; each sink also
@@ -116,44 +116,24 @@ class SpanPipeline(SpanProcessor):
         max_export_batch_size: int,
         schedule_delay_millis: float,
     ) -> None:
+        super().__init__(list(sinks), max_queue=max_queue_size, batch=max_export_batch_size)
         self._sinks = {
             sink: GuardedSpanExporter(exporter, sink) for sink, exporter in sinks.items()
         }
         self._policy = policy
-        self._max_queue = max_queue_size
-        self._batch = max(1, min(max_export_batch_size, max_queue_size))
         self._delay_s = schedule_delay_millis / 1000
-        self._full = [SPANS_DROPPED.labels(sink=s, reason="queue_full") for s in self._sinks]
         self._start()
         if hasattr(os, "register_at_fork"):
             # Prefork workers: the parent's threads do not exist in the child.
             os.register_at_fork(after_in_child=self._start)
 
     def _start(self) -> None:
-        self._buffer: deque[ReadableSpan] = deque()
-        self._wake = threading.Event()
+        self._new_buffer()
         self._busy = False
         self._flushing = False
-        self._stopped = False
         self._writers = [_SinkWriter(s, e, self._max_queue) for s, e in self._sinks.items()]
         self._redactor = threading.Thread(target=self._run, name="span-redactor", daemon=True)
         self._redactor.start()
-
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        return None
-
-    def on_end(self, span: ReadableSpan) -> None:
-        # The agent's thread: the minimum. No lock, no copy, no redaction.
-        if not span.context.trace_flags.sampled:
-            return
-        buffer = self._buffer
-        if len(buffer) >= self._max_queue or self._stopped:
-            for counter in self._full:
-                counter.inc()
-            return
-        buffer.append(span)
-        if len(buffer) == self._batch:
-            self._wake.set()
 
     def _run(self) -> None:
         while not self._stopped:

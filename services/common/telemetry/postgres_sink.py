@@ -55,7 +55,7 @@ _INSERT_SQL = (
 )
 # The fast path: COPY streams rows without a statement per batch to parse and
 # plan, and without building twelve arrays first.
-_COPY_SQL = f"COPY spans ({', '.join(_COLUMNS)}) FROM STDIN"
+COPY_SQL = f"COPY spans ({', '.join(_COLUMNS)}) FROM STDIN"
 
 
 def _hex(value: int, width: int) -> str:
@@ -121,6 +121,17 @@ def span_to_row(span: ReadableSpan) -> dict[str, Any]:
     }
 
 
+def copy_rows(spans: Sequence[ReadableSpan]) -> list[tuple[Any, ...]]:
+    """The ``spans`` rows of a batch, as COPY (and the INSERT fallback) take them."""
+    rows: list[tuple[Any, ...]] = []
+    for span in spans:
+        row = span_to_row(span)
+        row["attributes"] = Jsonb(row["attributes"])
+        row["events"] = Jsonb(row["events"])
+        rows.append(tuple(row[column] for column in _COLUMNS))
+    return rows
+
+
 class PostgresSpanExporter(SpanExporter):
     """Writes each span batch with one ``COPY``; a batch that collides with stored spans
     is written again with one multi-row ``INSERT … ON CONFLICT DO NOTHING``.
@@ -176,12 +187,7 @@ class PostgresSpanExporter(SpanExporter):
         if not spans:
             return SpanExportResult.SUCCESS
         try:
-            rows: list[tuple[Any, ...]] = []
-            for span in spans:
-                row = span_to_row(span)
-                row["attributes"] = Jsonb(row["attributes"])
-                row["events"] = Jsonb(row["events"])
-                rows.append(tuple(row[column] for column in _COLUMNS))
+            rows = copy_rows(spans)
             with self._lock:
                 self._write(rows)
         except Exception as exc:  # tracing must never take the service down
@@ -197,7 +203,7 @@ class PostgresSpanExporter(SpanExporter):
         try:
             with self._get_engine().begin() as conn:
                 cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-                with cursor.copy(_COPY_SQL) as copy:
+                with cursor.copy(COPY_SQL) as copy:
                     for row in rows:
                         copy.write_row(row)
         except UniqueViolation:

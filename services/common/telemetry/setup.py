@@ -14,7 +14,6 @@ import socket
 import threading
 
 from opentelemetry import trace
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
@@ -23,6 +22,7 @@ from services.common.settings import CommonSettings
 from services.common.telemetry.handoff import SpanHandoff
 from services.common.telemetry.names import SERVICE_WORKER
 from services.common.telemetry.otel_env import build_sampler, parse_headers, traces_url
+from services.common.telemetry.otlp_sink import OtlpSpanExporter
 from services.common.telemetry.pipeline import SpanPipeline
 from services.common.telemetry.postgres_sink import SINK_POSTGRES, PostgresSpanExporter
 from services.common.telemetry.redaction import RedactionPolicy
@@ -66,7 +66,7 @@ def configured_sinks(settings: TelemetrySettings) -> dict[str, SpanExporter]:
         )
     url = traces_url(settings)
     if url:
-        sinks[SINK_OTLP] = OTLPSpanExporter(
+        sinks[SINK_OTLP] = OtlpSpanExporter(
             endpoint=url,
             headers=parse_headers(settings.otlp_headers),
             timeout=settings.otlp_timeout_s,
