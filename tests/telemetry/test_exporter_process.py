@@ -222,16 +222,23 @@ for i in range(int(sys.argv[2])):
 """
 
 
-def test_spans_are_written_when_the_process_exits(stack: Stack, engine: Engine) -> None:
-    name = f"exit-{uuid.uuid4().hex[:8]}"
+def _traced_env(stack: Stack) -> dict[str, str]:
+    """A child traced as a worker is, into the test's Postgres only, its spans held
+    5 s by the exporter (nothing leaves before the exit or signal the test causes)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.update(
         PYTHONPATH=str(ROOT),
         LEAFLAB_DATABASE_URL=stack.database_url,
         LEAFLAB_TRACE_EXPORT_MODE="process",
-        LEAFLAB_TRACE_SCHEDULE_DELAY_MS="5000",  # nothing leaves before the exit
+        LEAFLAB_TRACE_SCHEDULE_DELAY_MS="5000",
     )
     env.pop("LEAFLAB_OTLP_ENDPOINT", None)
+    return env
+
+
+def test_spans_are_written_when_the_process_exits(stack: Stack, engine: Engine) -> None:
+    name = f"exit-{uuid.uuid4().hex[:8]}"
+    env = _traced_env(stack)
     done = subprocess.run(
         [sys.executable, "-c", EMIT_AND_EXIT, name, "300"],
         env=env,
@@ -273,14 +280,7 @@ def test_spans_are_written_when_the_whole_process_group_is_terminated(
     reaches the exporter too: it must outlive its traced process's shutdown and
     write what that hands over last, not die holding it."""
     name = f"term-{uuid.uuid4().hex[:8]}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(
-        PYTHONPATH=str(ROOT),
-        LEAFLAB_DATABASE_URL=stack.database_url,
-        LEAFLAB_TRACE_EXPORT_MODE="process",
-        LEAFLAB_TRACE_SCHEDULE_DELAY_MS="5000",  # nothing leaves before the signal
-    )
-    env.pop("LEAFLAB_OTLP_ENDPOINT", None)
+    env = _traced_env(stack)
     proc = subprocess.Popen(
         [sys.executable, "-c", EMIT_AND_WAIT_FOR_TERM, name, "1100"],
         env=env,
