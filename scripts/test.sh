@@ -39,7 +39,10 @@ elif [ "$#" -gt 0 ] && [ "${LEAFLAB_MUTATIONS:-0}" != "1" ]; then
   mutations="not run (a targeted run; LEAFLAB_MUTATIONS=1 runs them)"
   mutations_rc=0
 else
-  scripts/mutate.sh 2>&1 | tee "${TMPDIR:-/tmp}/leaflab-mutations.$$.log"
+  # A full run that passed is the control (every selection green unmutated): skip it.
+  control_flag=()
+  if [ "$#" -eq 0 ] && [ "$pytest_rc" = 0 ]; then control_flag=(--no-control); fi
+  scripts/mutate.sh "${control_flag[@]}" 2>&1 | tee "${TMPDIR:-/tmp}/leaflab-mutations.$$.log"
   mutations_rc=${PIPESTATUS[0]}
   mutations=$(sed -n 's/^mutations: //p' "${TMPDIR:-/tmp}/leaflab-mutations.$$.log" | head -1)
   rm -f "${TMPDIR:-/tmp}/leaflab-mutations.$$.log"

@@ -10,7 +10,10 @@ is checked against the code: one that no longer matches is reported ``STALE``
 and fails the run (the catalog must be updated), and a working tree carrying a
 mutation marker makes the run refuse to start.
 
-Usage: ``scripts/mutate.sh [-k SUBSTRING] [--jobs N]``.
+Usage: ``scripts/mutate.sh [-k SUBSTRING] [--jobs N] [--no-control]``. ``--no-control``
+is for the test command after a full pytest run of the same tree passed: that run
+already showed every selection green unmutated, and the control is the stage's
+longest job.
 """
 
 from __future__ import annotations
@@ -193,6 +196,11 @@ def main() -> int:
         default=int(os.environ.get("LEAFLAB_MUTATION_JOBS", "3")),
         help="mutations run side by side (default 3, LEAFLAB_MUTATION_JOBS)",
     )
+    parser.add_argument(
+        "--no-control",
+        action="store_true",
+        help="skip the control (only after a full, passing pytest run of this tree)",
+    )
     args = parser.parse_args()
     # Explicitly: a shell starts background commands with SIGINT ignored, and the
     # run must stop (and clean up) on ^C wherever it was started from.
@@ -208,7 +216,7 @@ def main() -> int:
         print("mutations: refusing to start; fix tests/mutations/catalog.py or the tree")
         return 1
     # The control first: the longest job, and the one whose failure voids every kill.
-    jobs = [control(tuple(chosen)), *chosen] if chosen else []
+    jobs = [control(tuple(chosen)), *chosen] if chosen and not args.no_control else chosen
     running = Running()
     results: dict[str, Outcome] = {}
     total = time.monotonic()
@@ -234,9 +242,14 @@ def main() -> int:
     bad = [name for name, outcome in results.items() if not outcome.ok]
     killed = sum(results[m.name].verdict == "killed" for m in chosen if m.name in results)
     control_ok = all(o.verdict == "passed" for n, o in results.items() if n.startswith("control"))
+    control_said = (
+        "the full pytest run was the control"
+        if args.no_control
+        else f"control {'passed' if control_ok else 'FAILED'}"
+    )
     print(
         f"mutations: {killed}/{len(chosen)} killed in {took:.0f} s "
-        f"(control {'passed' if control_ok else 'FAILED'}, --jobs {args.jobs})"
+        f"({control_said}, --jobs {args.jobs})"
     )
     for name in bad:
         print(f"mutations: {results[name].verdict}: {name}")
